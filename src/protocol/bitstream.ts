@@ -1,0 +1,431 @@
+// Bit stream: one serialize function per message writes, reads and measures it (yojimbo pattern).
+//
+// A serialize function takes a BitStream and an object, and calls the stream once per field:
+//
+//   function serializeThing(s: BitStream, t: Thing): boolean {
+//     t.count = s.uint(t.count, 6);
+//     t.speed = s.float(t.speed, 0, 1000, 1 / 8);
+//     return s.ok;
+//   }
+//
+// Writing returns each value unchanged and packs it; reading ignores the value passed in and
+// returns what was read; measuring only counts bits. A read that runs past the end or meets a
+// value outside its declared range marks the stream failed (`ok` false, `error` says why) and
+// returns the field's minimum; every later call is a no-op, so a serialize function can check
+// `s.ok` once at the end. Nothing here throws on bad input, and nothing allocates per call
+// except `string()` when reading. Writing a value outside its declared integer range is a
+// programming error and throws a RangeError naming the value and range.
+//
+// Bits are packed least significant first into consecutive bytes.
+
+export const MODE_WRITE = 0;
+export const MODE_READ = 1;
+export const MODE_MEASURE = 2;
+export type StreamMode = typeof MODE_WRITE | typeof MODE_READ | typeof MODE_MEASURE;
+
+/** Number of bits needed to hold any integer in [0, range]; 0 for range 0. */
+export function bitsRequired(range: number): number {
+  if (!(range >= 0) || range > 0xffffffff || Math.floor(range) !== range) {
+    throw new RangeError(`bitsRequired: range must be an integer in [0, 2^32-1], got ${range}`);
+  }
+  return range === 0 ? 0 : 32 - Math.clz32(range);
+}
+
+/**
+ * Quantizes `value` to the grid min + k * precision, clamped to [min, max], exactly as the
+ * wire does. Shared game code calls this so that a state it computes equals the state decoded.
+ */
+export function quantize(value: number, min: number, max: number, precision: number): number {
+  const steps = Math.round((max - min) / precision);
+  let q = Math.round((value - min) / precision);
+  if (!(q >= 0)) q = 0; // also catches NaN
+  if (q > steps) q = steps;
+  return min + q * precision;
+}
+
+/** Angles are carried in degrees; this is the degree value an angle of `bits` bits decodes to. */
+export function quantizeAngle(degrees: number, bits: number): number {
+  const scale = 2 ** bits;
+  const wrapped = degrees - 360 * Math.floor(degrees / 360);
+  let q = Math.round((wrapped * scale) / 360);
+  if (!(q >= 0) || q >= scale) q = 0;
+  return (q * 360) / scale;
+}
+
+const textEncoder = new TextEncoder();
+const textDecoder = new TextDecoder('utf-8', { fatal: true });
+
+export class BitStream {
+  mode: StreamMode = MODE_MEASURE;
+  /** False once a read failed or a write overflowed the buffer. */
+  ok = true;
+  /** Why the stream failed ('' while ok). A constant string: failing does not allocate. */
+  error = '';
+  private buf: Uint8Array;
+  private bitPos = 0;
+  private bitLimit = 0;
+
+  constructor(capacityBytes = 1500) {
+    this.buf = new Uint8Array(capacityBytes);
+  }
+
+  /** Starts writing into the stream's own buffer (or `target`), at most `limitBytes` bytes. */
+  beginWrite(limitBytes = this.buf.length, target?: Uint8Array): this {
+    if (target) this.buf = target;
+    if (limitBytes > this.buf.length) limitBytes = this.buf.length;
+    this.mode = MODE_WRITE;
+    this.ok = true;
+    this.error = '';
+    this.bitPos = 0;
+    this.bitLimit = limitBytes * 8;
+    this.buf.fill(0, 0, limitBytes);
+    return this;
+  }
+
+  /** Starts reading the first `byteLength` bytes of `data`. The data is not copied. */
+  beginRead(data: Uint8Array, byteLength = data.length): this {
+    this.mode = MODE_READ;
+    this.buf = data;
+    this.ok = true;
+    this.error = '';
+    this.bitPos = 0;
+    this.bitLimit = Math.min(byteLength, data.length) * 8;
+    return this;
+  }
+
+  /** Starts counting bits without writing anything. */
+  beginMeasure(): this {
+    this.mode = MODE_MEASURE;
+    this.ok = true;
+    this.error = '';
+    this.bitPos = 0;
+    this.bitLimit = Number.MAX_SAFE_INTEGER;
+    return this;
+  }
+
+  get isReading(): boolean {
+    return this.mode === MODE_READ;
+  }
+  get isWriting(): boolean {
+    return this.mode === MODE_WRITE;
+  }
+  get bitsProcessed(): number {
+    return this.bitPos;
+  }
+  get bytesProcessed(): number {
+    return (this.bitPos + 7) >>> 3;
+  }
+  get bitsRemaining(): number {
+    return this.bitLimit - this.bitPos;
+  }
+  /** The bytes written so far (a view, not a copy). */
+  get bytes(): Uint8Array {
+    return this.buf.subarray(0, this.bytesProcessed);
+  }
+  /** The underlying buffer (for callers that hand written bytes to a transport). */
+  get buffer(): Uint8Array {
+    return this.buf;
+  }
+
+  /** Marks the stream failed with a reason; returns false so callers can `return s.fail(...)`. */
+  fail(reason: string): false {
+    if (this.ok) {
+      this.ok = false;
+      this.error = reason;
+    }
+    return false;
+  }
+
+  /** Moves the write/read position back to an earlier bit position (write rollback). */
+  rewind(bitPosition: number): void {
+    if (bitPosition < 0 || bitPosition > this.bitPos) throw new RangeError(`rewind: bad position ${bitPosition}`);
+    if (this.mode === MODE_WRITE) {
+      const byte = bitPosition >>> 3;
+      const keep = bitPosition & 7;
+      this.buf[byte] &= (1 << keep) - 1;
+      this.buf.fill(0, byte + 1, (this.bitPos + 7) >>> 3);
+    }
+    this.bitPos = bitPosition;
+    this.ok = true;
+    this.error = '';
+  }
+
+  private writeBits(value: number, bits: number): void {
+    if (this.bitPos + bits > this.bitLimit) {
+      this.fail('write overflow');
+      this.bitPos = this.bitLimit;
+      return;
+    }
+    let done = 0;
+    while (done < bits) {
+      const pos = this.bitPos;
+      const offset = pos & 7;
+      const take = Math.min(8 - offset, bits - done);
+      const part = (value >>> done) & ((1 << take) - 1);
+      this.buf[pos >>> 3] |= part << offset;
+      this.bitPos = pos + take;
+      done += take;
+    }
+  }
+
+  private readBits(bits: number): number {
+    if (this.bitPos + bits > this.bitLimit) {
+      this.fail('read past end');
+      return 0;
+    }
+    let value = 0;
+    let done = 0;
+    while (done < bits) {
+      const pos = this.bitPos;
+      const offset = pos & 7;
+      const take = Math.min(8 - offset, bits - done);
+      const part = (this.buf[pos >>> 3] >>> offset) & ((1 << take) - 1);
+      value |= part << done;
+      this.bitPos = pos + take;
+      done += take;
+    }
+    return value >>> 0;
+  }
+
+  /** Unsigned integer of `bits` bits (0..32). */
+  uint(value: number, bits: number): number {
+    if (!this.ok) return 0;
+    if (bits === 0) return 0;
+    switch (this.mode) {
+      case MODE_READ:
+        return this.readBits(bits);
+      case MODE_WRITE: {
+        const max = bits === 32 ? 0xffffffff : (1 << bits) >>> 0;
+        if (!(value >= 0 && (bits === 32 ? value <= max : value < max)) || Math.floor(value) !== value) {
+          throw new RangeError(`BitStream.uint: ${value} does not fit in ${bits} bits`);
+        }
+        this.writeBits(value, bits);
+        return value;
+      }
+      default:
+        this.bitPos += bits;
+        return value;
+    }
+  }
+
+  /** Integer in [min, max] (inclusive), written in the fewest bits that hold the range. */
+  int(value: number, min: number, max: number): number {
+    if (!this.ok) return min;
+    const bits = bitsRequired(max - min);
+    switch (this.mode) {
+      case MODE_READ: {
+        const v = this.readBits(bits);
+        if (v > max - min) {
+          this.fail('integer out of range');
+          return min;
+        }
+        return min + v;
+      }
+      case MODE_WRITE:
+        if (!(value >= min && value <= max) || Math.floor(value) !== value) {
+          throw new RangeError(`BitStream.int: ${value} is outside [${min}, ${max}]`);
+        }
+        this.writeBits(value - min, bits);
+        return value;
+      default:
+        this.bitPos += bits;
+        return value;
+    }
+  }
+
+  bool(value: boolean): boolean {
+    if (!this.ok) return false;
+    switch (this.mode) {
+      case MODE_READ:
+        return this.readBits(1) === 1;
+      case MODE_WRITE:
+        this.writeBits(value ? 1 : 0, 1);
+        return value;
+      default:
+        this.bitPos += 1;
+        return value;
+    }
+  }
+
+  /**
+   * Float quantized to min + k * precision within [min, max]. Writing clamps; reading returns
+   * exactly `quantize(written, min, max, precision)`.
+   */
+  float(value: number, min: number, max: number, precision: number): number {
+    if (!this.ok) return min;
+    const steps = Math.round((max - min) / precision);
+    const bits = bitsRequired(steps);
+    switch (this.mode) {
+      case MODE_READ: {
+        const q = this.readBits(bits);
+        if (q > steps) {
+          this.fail('quantized float out of range');
+          return min;
+        }
+        return min + q * precision;
+      }
+      case MODE_WRITE: {
+        let q = Math.round((value - min) / precision);
+        if (!(q >= 0)) q = 0;
+        if (q > steps) q = steps;
+        this.writeBits(q, bits);
+        return min + q * precision;
+      }
+      default:
+        this.bitPos += bits;
+        return quantize(value, min, max, precision);
+    }
+  }
+
+  /** Angle in degrees, any value, wrapped into [0, 360) with `bits` bits of resolution. */
+  angle(value: number, bits: number): number {
+    if (!this.ok) return 0;
+    const scale = 2 ** bits;
+    switch (this.mode) {
+      case MODE_READ:
+        return (this.readBits(bits) * 360) / scale;
+      case MODE_WRITE: {
+        const a = quantizeAngle(value, bits);
+        this.writeBits((a * scale) / 360, bits);
+        return a;
+      }
+      default:
+        this.bitPos += bits;
+        return quantizeAngle(value, bits);
+    }
+  }
+
+  /** Full-precision 32-bit float (rarely needed: prefer `float`). */
+  float32(value: number): number {
+    if (!this.ok) return 0;
+    switch (this.mode) {
+      case MODE_READ: {
+        scratchU32[0] = this.readBits(32);
+        const v = scratchF32[0];
+        if (!Number.isFinite(v)) {
+          this.fail('non-finite float');
+          return 0;
+        }
+        return v;
+      }
+      case MODE_WRITE:
+        scratchF32[0] = value;
+        this.writeBits(scratchU32[0], 32);
+        return scratchF32[0];
+      default:
+        this.bitPos += 32;
+        scratchF32[0] = value;
+        return scratchF32[0];
+    }
+  }
+
+  /**
+   * Variable-length unsigned integer in [0, max] (max up to 2^32-1): groups of 7 bits, each
+   * followed by a continuation bit. Small values cost 8 bits.
+   */
+  varuint(value: number, max = 0xffffffff): number {
+    if (!this.ok) return 0;
+    switch (this.mode) {
+      case MODE_READ: {
+        let result = 0;
+        let scale = 1;
+        for (let group = 0; group < 5; group++) {
+          const part = this.readBits(7);
+          result += part * scale;
+          scale *= 128;
+          if (!this.ok) return 0;
+          if (this.readBits(1) === 0) {
+            if (result > max) {
+              this.fail('varuint out of range');
+              return 0;
+            }
+            return result;
+          }
+        }
+        this.fail('varuint too long');
+        return 0;
+      }
+      case MODE_WRITE: {
+        if (!(value >= 0 && value <= max) || Math.floor(value) !== value) {
+          throw new RangeError(`BitStream.varuint: ${value} is outside [0, ${max}]`);
+        }
+        let rest = value;
+        for (;;) {
+          const part = rest % 128;
+          rest = (rest - part) / 128;
+          this.writeBits(part, 7);
+          this.writeBits(rest > 0 ? 1 : 0, 1);
+          if (rest === 0) return value;
+        }
+      }
+      default:
+        this.bitPos += varuintBits(value);
+        return value;
+    }
+  }
+
+  /**
+   * `length` raw bytes from/to `target[0..length)`. Reading checks that `length` fits `target`
+   * and the remaining data; the caller bounds `length` before it reads it from the wire.
+   */
+  bytesField(target: Uint8Array, length: number): boolean {
+    if (!this.ok) return false;
+    if (length > target.length || length < 0) return this.fail('byte field longer than its buffer');
+    switch (this.mode) {
+      case MODE_READ:
+        if (this.bitPos + length * 8 > this.bitLimit) return this.fail('read past end');
+        for (let i = 0; i < length; i++) target[i] = this.readBits(8);
+        return true;
+      case MODE_WRITE:
+        for (let i = 0; i < length; i++) this.writeBits(target[i], 8);
+        return this.ok;
+      default:
+        this.bitPos += length * 8;
+        return true;
+    }
+  }
+
+  /** UTF-8 string of at most `maxBytes` bytes, length-prefixed. Reading allocates the string. */
+  string(value: string, maxBytes: number): string {
+    if (!this.ok) return '';
+    switch (this.mode) {
+      case MODE_READ: {
+        const length = this.int(0, 0, maxBytes);
+        if (!this.ok) return '';
+        if (this.bitPos + length * 8 > this.bitLimit) {
+          this.fail('read past end');
+          return '';
+        }
+        const bytes = new Uint8Array(length);
+        for (let i = 0; i < length; i++) bytes[i] = this.readBits(8);
+        try {
+          return textDecoder.decode(bytes);
+        } catch {
+          this.fail('invalid utf-8');
+          return '';
+        }
+      }
+      default: {
+        const bytes = textEncoder.encode(value);
+        if (bytes.length > maxBytes) {
+          throw new RangeError(`BitStream.string: ${bytes.length} bytes is over the limit of ${maxBytes}`);
+        }
+        this.int(bytes.length, 0, maxBytes);
+        this.bytesField(bytes, bytes.length);
+        return value;
+      }
+    }
+  }
+}
+
+const scratchF32 = new Float32Array(1);
+const scratchU32 = new Uint32Array(scratchF32.buffer);
+
+function varuintBits(value: number): number {
+  let groups = 1;
+  while (value >= 128) {
+    value = Math.floor(value / 128);
+    groups++;
+  }
+  return groups * 8;
+}

@@ -1,0 +1,186 @@
+// The user command (the paper's usercmd_t): one frame of a player's input, and its wire codec.
+//
+// A client packet carries a run of consecutive commands, newest last, each delta-encoded
+// against the one before it (the first against an all-zero command), so repeating the unacked
+// ones costs a few bits each. Layout of one command (every field but sequence/msec is
+// "changed bit, then value if changed"):
+//
+//   +------------------+-----------------------------------------------------------+
+//   | msec        8    | 1..250 ms of simulation this command covers                |
+//   | pitch    1+16    | degrees, 16-bit angle                                      |
+//   | yaw      1+16    | degrees, 16-bit angle                                      |
+//   | roll     1+16    | degrees, 16-bit angle                                      |
+//   | forward   1+8    | int -127..127                                              |
+//   | side      1+8    | int -127..127                                              |
+//   | up        1+8    | int -127..127                                              |
+//   | buttons  1+16    | bit field                                                  |
+//   | impulse   1+8    | 0 none, else weapon select or other one-shot action        |
+//   | seed     1+32    | shared random seed for spread                              |
+//   | lerpMsec 1+10    | interpolation delay the client used, 0..1000 ms            |
+//   | viewTickA 1+var  | server tick of the older snapshot the client drew from     |
+//   | viewDelta 1+8    | viewTickB - viewTickA, 0..255                              |
+//   | viewFrac 1+12    | fraction between the two, 0..1 in steps of 1/4096          |
+//   +------------------+-----------------------------------------------------------+
+// The view tick is written as a signed difference from the previous command's (zigzag varuint)
+// or absolute (32 bits) for the first command.
+
+import { type BitStream, quantizeAngle } from './bitstream.ts';
+
+export const CMD_MSEC_MIN = 1;
+export const CMD_MSEC_MAX = 250;
+export const CMD_MOVE_MAX = 127;
+export const CMD_ANGLE_BITS = 16;
+export const CMD_LERP_MSEC_MAX = 1000;
+export const CMD_VIEW_FRACTION_STEPS = 4096;
+export const CMD_VIEW_DELTA_MAX = 255;
+
+export interface UserCommand {
+  /** Command number, counting from 1 per connection (never wraps in practice: 2^32 commands). */
+  sequence: number;
+  /** Simulated duration of this command in milliseconds (1..250). */
+  msec: number;
+  /** View angles in degrees (quantized to 16 bits). */
+  pitch: number;
+  yaw: number;
+  roll: number;
+  /** Movement intents, -127..127 (full speed is 127). */
+  forwardMove: number;
+  sideMove: number;
+  upMove: number;
+  /** Buttons held, a bit field (the game names the bits). */
+  buttons: number;
+  /** One-shot action, 0 for none (weapon select, etc.). */
+  impulse: number;
+  /** Shared random seed (32-bit) for spread, so the client predicts the same pellets. */
+  randomSeed: number;
+  /** Interpolation delay the client was rendering with, milliseconds. */
+  lerpMsec: number;
+  /** The view the client drew: remote entities interpolated between these server ticks. */
+  viewTickA: number;
+  viewTickB: number;
+  /** Fraction from viewTickA to viewTickB, a multiple of 1/4096 in [0, 1]. */
+  viewFraction: number;
+}
+
+export function createUserCommand(): UserCommand {
+  return {
+    sequence: 0,
+    msec: 0,
+    pitch: 0,
+    yaw: 0,
+    roll: 0,
+    forwardMove: 0,
+    sideMove: 0,
+    upMove: 0,
+    buttons: 0,
+    impulse: 0,
+    randomSeed: 0,
+    lerpMsec: 0,
+    viewTickA: 0,
+    viewTickB: 0,
+    viewFraction: 0,
+  };
+}
+
+export function copyUserCommand(out: UserCommand, c: UserCommand): UserCommand {
+  out.sequence = c.sequence;
+  out.msec = c.msec;
+  out.pitch = c.pitch;
+  out.yaw = c.yaw;
+  out.roll = c.roll;
+  out.forwardMove = c.forwardMove;
+  out.sideMove = c.sideMove;
+  out.upMove = c.upMove;
+  out.buttons = c.buttons;
+  out.impulse = c.impulse;
+  out.randomSeed = c.randomSeed;
+  out.lerpMsec = c.lerpMsec;
+  out.viewTickA = c.viewTickA;
+  out.viewTickB = c.viewTickB;
+  out.viewFraction = c.viewFraction;
+  return out;
+}
+
+/** Quantizes a view fraction to the wire's 1/4096 steps. */
+export function quantizeViewFraction(f: number): number {
+  let q = Math.round(f * CMD_VIEW_FRACTION_STEPS);
+  if (!(q >= 0)) q = 0;
+  if (q > CMD_VIEW_FRACTION_STEPS) q = CMD_VIEW_FRACTION_STEPS;
+  return q / CMD_VIEW_FRACTION_STEPS;
+}
+
+function clampInt(v: number, min: number, max: number): number {
+  if (!(v >= min)) return min;
+  if (v > max) return max;
+  return Math.round(v);
+}
+
+/**
+ * Puts a command into the exact form the wire carries (the client does this before predicting
+ * it, so client and server run the same numbers). Out-of-range values are clamped.
+ */
+export function quantizeUserCommand(c: UserCommand): void {
+  c.msec = clampInt(c.msec, CMD_MSEC_MIN, CMD_MSEC_MAX);
+  c.pitch = quantizeAngle(c.pitch, CMD_ANGLE_BITS);
+  c.yaw = quantizeAngle(c.yaw, CMD_ANGLE_BITS);
+  c.roll = quantizeAngle(c.roll, CMD_ANGLE_BITS);
+  c.forwardMove = clampInt(c.forwardMove, -CMD_MOVE_MAX, CMD_MOVE_MAX);
+  c.sideMove = clampInt(c.sideMove, -CMD_MOVE_MAX, CMD_MOVE_MAX);
+  c.upMove = clampInt(c.upMove, -CMD_MOVE_MAX, CMD_MOVE_MAX);
+  c.buttons = clampInt(c.buttons, 0, 0xffff);
+  c.impulse = clampInt(c.impulse, 0, 255);
+  c.randomSeed = c.randomSeed >>> 0;
+  c.lerpMsec = clampInt(c.lerpMsec, 0, CMD_LERP_MSEC_MAX);
+  c.viewTickA = clampInt(c.viewTickA, 0, 0xffffffff);
+  c.viewTickB = clampInt(c.viewTickB, c.viewTickA, c.viewTickA + CMD_VIEW_DELTA_MAX);
+  c.viewFraction = quantizeViewFraction(c.viewFraction);
+}
+
+function zigzag(n: number): number {
+  return n >= 0 ? n * 2 : -n * 2 - 1;
+}
+
+function unzigzag(z: number): number {
+  return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+}
+
+/**
+ * Serializes `c` delta-encoded against `base` (the previous command in the packet, or a zero
+ * command). The command must be quantized. Sequence is not written: the packet carries the
+ * first sequence and the rest follow by +1.
+ */
+export function serializeUserCommand(s: BitStream, c: UserCommand, base: UserCommand): boolean {
+  c.msec = s.int(c.msec, CMD_MSEC_MIN, CMD_MSEC_MAX);
+  c.pitch = s.bool(c.pitch !== base.pitch) ? s.angle(c.pitch, CMD_ANGLE_BITS) : base.pitch;
+  c.yaw = s.bool(c.yaw !== base.yaw) ? s.angle(c.yaw, CMD_ANGLE_BITS) : base.yaw;
+  c.roll = s.bool(c.roll !== base.roll) ? s.angle(c.roll, CMD_ANGLE_BITS) : base.roll;
+  c.forwardMove = s.bool(c.forwardMove !== base.forwardMove)
+    ? s.int(c.forwardMove, -CMD_MOVE_MAX, CMD_MOVE_MAX)
+    : base.forwardMove;
+  c.sideMove = s.bool(c.sideMove !== base.sideMove) ? s.int(c.sideMove, -CMD_MOVE_MAX, CMD_MOVE_MAX) : base.sideMove;
+  c.upMove = s.bool(c.upMove !== base.upMove) ? s.int(c.upMove, -CMD_MOVE_MAX, CMD_MOVE_MAX) : base.upMove;
+  c.buttons = s.bool(c.buttons !== base.buttons) ? s.uint(c.buttons, 16) : base.buttons;
+  c.impulse = s.bool(c.impulse !== base.impulse) ? s.uint(c.impulse, 8) : base.impulse;
+  c.randomSeed = s.bool(c.randomSeed !== base.randomSeed) ? s.uint(c.randomSeed, 32) : base.randomSeed;
+  c.lerpMsec = s.bool(c.lerpMsec !== base.lerpMsec) ? s.int(c.lerpMsec, 0, CMD_LERP_MSEC_MAX) : base.lerpMsec;
+  if (s.bool(c.viewTickA !== base.viewTickA)) {
+    if (base.viewTickA === 0) {
+      c.viewTickA = s.uint(c.viewTickA, 32);
+    } else {
+      const d = unzigzag(s.varuint(zigzag(c.viewTickA - base.viewTickA)));
+      c.viewTickA = base.viewTickA + d;
+      if (c.viewTickA < 0 || c.viewTickA > 0xffffffff) return s.fail('view tick out of range');
+    }
+  } else {
+    c.viewTickA = base.viewTickA;
+  }
+  const baseDelta = base.viewTickB - base.viewTickA;
+  const delta = s.bool(c.viewTickB - c.viewTickA !== baseDelta)
+    ? s.int(c.viewTickB - c.viewTickA, 0, CMD_VIEW_DELTA_MAX)
+    : baseDelta;
+  c.viewTickB = c.viewTickA + delta;
+  c.viewFraction = s.bool(c.viewFraction !== base.viewFraction)
+    ? s.int(c.viewFraction * CMD_VIEW_FRACTION_STEPS, 0, CMD_VIEW_FRACTION_STEPS) / CMD_VIEW_FRACTION_STEPS
+    : base.viewFraction;
+  return s.ok;
+}

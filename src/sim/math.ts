@@ -1,0 +1,156 @@
+// Deterministic math for shared game code: only IEEE-exact operations (+ - * / sqrt, floor,
+// round), so client and server compute bit-identical results on every JavaScript engine.
+// Math.sin/Math.cos are not specified to be exact and differ between engines; use these.
+
+const DEG_TO_RAD = Math.PI / 180;
+
+/** sin and cos of a radian angle |r| <= pi/4, Taylor series to x^15/x^14 (error < 1e-16). */
+function sinKernel(r: number): number {
+  const r2 = r * r;
+  return (
+    r *
+    (1 +
+      r2 *
+        (-1 / 6 +
+          r2 *
+            (1 / 120 +
+              r2 *
+                (-1 / 5040 +
+                  r2 * (1 / 362880 + r2 * (-1 / 39916800 + r2 * (1 / 6227020800 + r2 * (-1 / 1307674368000))))))))
+  );
+}
+
+function cosKernel(r: number): number {
+  const r2 = r * r;
+  return (
+    1 +
+    r2 *
+      (-1 / 2 +
+        r2 *
+          (1 / 24 +
+            r2 *
+              (-1 / 720 +
+                r2 * (1 / 40320 + r2 * (-1 / 3628800 + r2 * (1 / 479001600 + r2 * (-1 / 87178291200)))))))
+  );
+}
+
+/** Reduces degrees to a quadrant (0..3) and a remainder in [-45, 45] degrees. */
+function reduce(degrees: number, out: { quadrant: number; rest: number }): void {
+  const d = degrees - 360 * Math.floor(degrees / 360);
+  let q = Math.floor((d + 45) / 90);
+  out.rest = d - 90 * q;
+  if (q === 4) q = 0;
+  out.quadrant = q;
+}
+
+const scratch = { quadrant: 0, rest: 0 };
+
+/** Deterministic sine of an angle in degrees. */
+export function dsin(degrees: number): number {
+  reduce(degrees, scratch);
+  const r = scratch.rest * DEG_TO_RAD;
+  switch (scratch.quadrant) {
+    case 0:
+      return sinKernel(r);
+    case 1:
+      return cosKernel(r);
+    case 2:
+      return -sinKernel(r);
+    default:
+      return -cosKernel(r);
+  }
+}
+
+/** Deterministic cosine of an angle in degrees. */
+export function dcos(degrees: number): number {
+  reduce(degrees, scratch);
+  const r = scratch.rest * DEG_TO_RAD;
+  switch (scratch.quadrant) {
+    case 0:
+      return cosKernel(r);
+    case 1:
+      return -sinKernel(r);
+    case 2:
+      return -cosKernel(r);
+    default:
+      return sinKernel(r);
+  }
+}
+
+export function clamp(value: number, min: number, max: number): number {
+  return value < min ? min : value > max ? max : value;
+}
+
+/** Wraps an angle in degrees into (-180, 180]. */
+export function wrapDegrees180(degrees: number): number {
+  const d = degrees - 360 * Math.floor(degrees / 360);
+  return d > 180 ? d - 360 : d;
+}
+
+/** Shortest signed difference b - a between two angles in degrees, in (-180, 180]. */
+export function angleDelta(a: number, b: number): number {
+  return wrapDegrees180(b - a);
+}
+
+/** Interpolates angles in degrees along the short arc. */
+export function lerpAngle(a: number, b: number, t: number): number {
+  return a + angleDelta(a, b) * t;
+}
+
+export function lerp(a: number, b: number, t: number): number {
+  return a + (b - a) * t;
+}
+
+/** A mutable 3-vector; shared code keeps scratch vectors instead of allocating. */
+export interface Vec3 {
+  x: number;
+  y: number;
+  z: number;
+}
+
+export function vec3(x = 0, y = 0, z = 0): Vec3 {
+  return { x, y, z };
+}
+
+export function copyVec3(out: Vec3, a: Vec3): Vec3 {
+  out.x = a.x;
+  out.y = a.y;
+  out.z = a.z;
+  return out;
+}
+
+export function dot(a: Vec3, b: Vec3): number {
+  return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+
+export function length(a: Vec3): number {
+  return Math.sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
+}
+
+/**
+ * Forward, right and up unit vectors for Quake-style angles (pitch, yaw, roll in degrees; yaw
+ * about +z, pitch positive looking down). Any argument may be null.
+ */
+export function angleVectors(pitch: number, yaw: number, roll: number, forward: Vec3 | null, right: Vec3 | null, up: Vec3 | null): void {
+  const sy = dsin(yaw);
+  const cy = dcos(yaw);
+  const sp = dsin(pitch);
+  const cp = dcos(pitch);
+  const sr = dsin(roll);
+  const cr = dcos(roll);
+  if (forward) {
+    forward.x = cp * cy;
+    forward.y = cp * sy;
+    forward.z = -sp;
+  }
+  if (right) {
+    right.x = -1 * sr * sp * cy + -1 * cr * -sy;
+    right.y = -1 * sr * sp * sy + -1 * cr * cy;
+    right.z = -1 * sr * cp;
+  }
+  if (up) {
+    up.x = cr * sp * cy + -sr * -sy;
+    up.y = cr * sp * sy + -sr * cy;
+    up.z = cr * cp;
+  }
+}

@@ -1,0 +1,57 @@
+// Power-of-two ring buffers indexed by masked sequence numbers (Quake 3's `& MASK` histories).
+
+/** Rounds up to the next power of two (at least 1). */
+export function nextPowerOfTwo(n: number): number {
+  if (!(n >= 1)) return 1;
+  return 2 ** Math.ceil(Math.log2(n));
+}
+
+/**
+ * A sequence buffer (Fiedler's): a power-of-two array of preallocated entries, each tagged with
+ * the sequence number stored in it. `get(seq)` returns the entry only if that slot still holds
+ * `seq`, so stale entries from a lap ago are never mistaken for current ones. Works with 16-bit wire
+ * sequences as well as with widened ones, as long as the buffer is far smaller than the space.
+ */
+export class SequenceBuffer<T> {
+  readonly size: number;
+  readonly mask: number;
+  private readonly entries: T[];
+  private readonly tags: Float64Array;
+
+  constructor(size: number, create: (index: number) => T) {
+    if (!Number.isInteger(size) || size < 1 || (size & (size - 1)) !== 0) {
+      throw new RangeError(`SequenceBuffer: size must be a power of two, got ${size}`);
+    }
+    this.size = size;
+    this.mask = size - 1;
+    this.entries = new Array(size);
+    for (let i = 0; i < size; i++) this.entries[i] = create(i);
+    this.tags = new Float64Array(size).fill(-1);
+  }
+
+  /** Claims the slot for `seq` and returns its (reused) entry for the caller to fill. */
+  insert(seq: number): T {
+    const i = seq & this.mask;
+    this.tags[i] = seq;
+    return this.entries[i];
+  }
+
+  /** The entry stored for exactly `seq`, or undefined. */
+  get(seq: number): T | undefined {
+    const i = seq & this.mask;
+    return this.tags[i] === seq ? this.entries[i] : undefined;
+  }
+
+  has(seq: number): boolean {
+    return this.tags[seq & this.mask] === seq;
+  }
+
+  remove(seq: number): void {
+    const i = seq & this.mask;
+    if (this.tags[i] === seq) this.tags[i] = -1;
+  }
+
+  clear(): void {
+    this.tags.fill(-1);
+  }
+}
