@@ -1,0 +1,583 @@
+// Packet channel: one end of a connection: sequence, acks, RTT, loss, checksum, reliable messages.
+//
+// Every packet, bits packed least significant first (so the header fields are little-endian
+// bytes):
+//
+//   +-------+------------+------+----------------------------------------------------------+
+//   | byte  | field      | bits |                                                          |
+//   +-------+------------+------+----------------------------------------------------------+
+//   | 0     | type       | 8    | PacketType; the channel sends and accepts only Data (0)   |
+//   | 1-4   | checksum   | 32   | CRC-32 of protocolId (4 bytes, little-endian), byte 0    |
+//   |       |            |      | and bytes 5..end                                         |
+//   | 5-6   | sequence   | 16   | this packet's number, +1 per packet, wrapping            |
+//   | 7-8   | ack        | 16   | newest sequence received from the peer (0xFFFF: none)    |
+//   | 9-12  | ack bits   | 32   | bit i set: sequence ack-1-i was received too             |
+//   | 13-   | reliable   | 7+   | count, then the reliable messages (layout: reliable.ts)  |
+//   |       | payload    | rest | the caller's unreliable data, up to MAX_PACKET_BYTES     |
+//   +-------+------------+------+----------------------------------------------------------+
+//
+// Each acknowledgement rides in the next 33 packets the peer sends, so a lost packet loses no
+// ack. A packet's first acknowledgement gives an RTT sample (RFC 6298 smoothing) and fires
+// `onAck` once. The receiver takes each sequence once and only within the last 33 (newer
+// ones move the window: anything up to half the sequence space ahead is newer).
+
+import { BitStream } from '../protocol/bitstream.ts';
+import { seqAdd, seqDiff, seqGreaterThan } from '../protocol/sequence.ts';
+import { SequenceBuffer } from '../sim/ring.ts';
+import { crc32 } from './crc32.ts';
+import {
+  RELIABLE_MAX_PER_PACKET,
+  ReliableReceiver,
+  ReliableSection,
+  ReliableSender,
+  serializeReliableSection,
+} from './reliable.ts';
+import { MAX_PACKET_BYTES } from './transport.ts';
+
+/** The first byte of every Backstep packet. The channel handles Data; 1..7 belong to the connection lifecycle. */
+export const PacketType = {
+  /** Connected traffic: header, reliable messages, payload. An empty one is a keepalive. */
+  Data: 0,
+  ConnectRequest: 1,
+  Challenge: 2,
+  ChallengeResponse: 3,
+  Accepted: 4,
+  Refused: 5,
+  Disconnect: 6,
+  /** Reserved for the connection lifecycle. */
+  Reserved: 7,
+} as const;
+export type PacketTypeValue = (typeof PacketType)[keyof typeof PacketType];
+
+/** Bytes of the fixed header: type, checksum, sequence, ack, ack bits. */
+export const PACKET_HEADER_BYTES = 13;
+/** The shortest valid data packet: the header and the reliable count. */
+export const MIN_PACKET_BYTES = PACKET_HEADER_BYTES + 1;
+/** Byte offset of the 32-bit checksum. */
+export const PACKET_CHECKSUM_OFFSET = 1;
+/** Older packets acknowledged in each header besides the newest one. */
+export const ACK_BITS = 32;
+/** The largest `maxReliableMessageBytes`: one such message with its id and length fills a packet. */
+export const RELIABLE_MESSAGE_BYTES_LIMIT = MAX_PACKET_BYTES - MIN_PACKET_BYTES - 4;
+
+/** Why a packet (or, for 'payload overflow', an outgoing payload) was dropped. */
+export type DropReason =
+  | 'truncated'
+  | 'oversized'
+  | 'checksum'
+  | 'bad type'
+  | 'duplicate'
+  | 'stale'
+  | 'bad ack'
+  | 'malformed'
+  | 'reliable window'
+  | 'payload overflow';
+
+export const DROP_REASONS: readonly DropReason[] = [
+  'truncated',
+  'oversized',
+  'checksum',
+  'bad type',
+  'duplicate',
+  'stale',
+  'bad ack',
+  'malformed',
+  'reliable window',
+  'payload overflow',
+];
+
+export interface PacketChannelConfig {
+  /** 32-bit id salted into every checksum: builds with different ids never accept each other's packets. */
+  protocolId: number;
+  /** `update` sends an empty packet when nothing was sent for this long. */
+  keepaliveIntervalMs: number;
+  /** Largest reliable message, 1..RELIABLE_MESSAGE_BYTES_LIMIT. Both ends must agree. */
+  maxReliableMessageBytes: number;
+  /** Bytes of reliable messages per packet (a single larger message may still go alone). */
+  reliableBudgetBytes: number;
+  /** A message is put in a packet again only after max(1.1 * RTT, this). */
+  reliableResendMinMs: number;
+  /** Packets in each loss estimate's sliding window: a power of two, 32..16384. */
+  lossWindowPackets: number;
+}
+
+export const DEFAULT_CHANNEL_CONFIG: Readonly<Omit<PacketChannelConfig, 'protocolId'>> = {
+  keepaliveIntervalMs: 100,
+  maxReliableMessageBytes: 1024,
+  reliableBudgetBytes: 600,
+  reliableResendMinMs: 30,
+  lossWindowPackets: 256,
+};
+
+/** Counters and estimates of one channel, plain numbers (read them, do not write them). */
+export interface ChannelStats {
+  packetsSent: number;
+  /** Packets accepted by `receive`. */
+  packetsReceived: number;
+  /** Sent packets the peer acknowledged (each counted once). */
+  packetsAcked: number;
+  /** Bytes sent and accepted, headers included. */
+  bytesSent: number;
+  bytesReceived: number;
+  /** Smoothed round-trip time and its variance (RFC 6298); 0 until the first sample. */
+  rttMs: number;
+  rttVarianceMs: number;
+  /** Share of sent packets never acknowledged, over the last `lossWindowPackets` old enough to tell. */
+  outgoingLoss: number;
+  /** Share of the peer's sequence numbers that never arrived, over the last `lossWindowPackets`. */
+  incomingLoss: number;
+  /** Reliable messages accepted by `sendReliable`. */
+  reliableQueued: number;
+  /** Reliable message copies put into packets (first sends and resends). */
+  reliableSent: number;
+  /** Reliable messages handed out by `receiveReliable`. */
+  reliableDelivered: number;
+  /** Received reliable message copies ignored as already delivered or buffered. */
+  reliableDuplicates: number;
+  /** Packets dropped by `receive`, and payloads dropped by `send`, per reason. */
+  dropped: Record<DropReason, number>;
+}
+
+/** The fixed header of a packet. */
+export interface PacketHeader {
+  type: number;
+  checksum: number;
+  sequence: number;
+  ack: number;
+  ackBits: number;
+}
+
+/** Writes, reads or measures the fixed header (PACKET_HEADER_BYTES bytes). Reads fail only past the end. */
+export function serializePacketHeader(s: BitStream, h: PacketHeader): boolean {
+  h.type = s.uint(h.type, 8);
+  h.checksum = s.uint(h.checksum, 32);
+  h.sequence = s.uint(h.sequence, 16);
+  h.ack = s.uint(h.ack, 16);
+  h.ackBits = s.uint(h.ackBits, 32);
+  return s.ok;
+}
+
+const saltBytes = new Uint8Array(4);
+
+/** CRC-32 of protocolId's 4 little-endian bytes: where every packet checksum of that protocol starts. */
+function protocolSalt(protocolId: number): number {
+  writeU32(saltBytes, 0, protocolId);
+  return crc32(saltBytes);
+}
+
+function checksumFromSalt(salt: number, data: Uint8Array, length: number): number {
+  return crc32(data, PACKET_CHECKSUM_OFFSET + 4, length, crc32(data, 0, PACKET_CHECKSUM_OFFSET, salt));
+}
+
+/** The checksum the first `length` bytes of a packet must carry under `protocolId` (its own field excluded). */
+export function packetChecksum(protocolId: number, data: Uint8Array, length = data.length): number {
+  return checksumFromSalt(protocolSalt(protocolId), data, length);
+}
+
+/** Stores the correct checksum into a packet of at least PACKET_HEADER_BYTES bytes (after editing it). */
+export function writePacketChecksum(protocolId: number, data: Uint8Array, length = data.length): void {
+  writeU32(data, PACKET_CHECKSUM_OFFSET, packetChecksum(protocolId, data, length));
+}
+
+function writeU32(data: Uint8Array, offset: number, value: number): void {
+  data[offset] = value & 0xff;
+  data[offset + 1] = (value >>> 8) & 0xff;
+  data[offset + 2] = (value >>> 16) & 0xff;
+  data[offset + 3] = value >>> 24;
+}
+
+/** Share of lost items among the last `size` finalized ones, indexed by 16-bit sequence. */
+class LossWindow {
+  lost = 0;
+  counted = 0;
+  private readonly mask: number;
+  private readonly outcome: Uint8Array;
+  private readonly tags: Int32Array;
+
+  constructor(size: number) {
+    this.mask = size - 1;
+    this.outcome = new Uint8Array(size);
+    this.tags = new Int32Array(size).fill(-1);
+  }
+
+  get ratio(): number {
+    return this.counted === 0 ? 0 : this.lost / this.counted;
+  }
+
+  /** Records the final outcome of `sequence`, pushing out the one `size` sequences older. */
+  record(sequence: number, lost: boolean): void {
+    const i = sequence & this.mask;
+    if (this.tags[i] === -1) this.counted++;
+    else this.lost -= this.outcome[i];
+    this.tags[i] = sequence;
+    this.outcome[i] = lost ? 1 : 0;
+    if (lost) this.lost++;
+  }
+
+  /** `sequence`, recorded as lost, turned out delivered (a very late ack): corrects it. */
+  correct(sequence: number): void {
+    const i = sequence & this.mask;
+    if (this.tags[i] === sequence && this.outcome[i] === 1) {
+      this.outcome[i] = 0;
+      this.lost--;
+    }
+  }
+}
+
+interface SentPacket {
+  sendTimeMs: number;
+  acked: boolean;
+  messageCount: number;
+  messageIds: Uint16Array;
+}
+
+/** Sent packets remembered for acks and RTT; older ones are settled for the loss estimate first. */
+const SENT_BUFFER_SIZE = 512;
+/** RTT assumed for reliable resends before the first sample. */
+const INITIAL_RTT_MS = 100;
+/** Before the first RTT sample, a sent packet unacknowledged this long counts as lost. */
+const INITIAL_LOSS_TIMEOUT_MS = 1000;
+const NO_ACK = 0xffff;
+
+function checkConfig(c: PacketChannelConfig): void {
+  const fail = (field: string, rule: string, value: number): never => {
+    throw new RangeError(`PacketChannel: ${field} must be ${rule}, got ${value}`);
+  };
+  if (!Number.isInteger(c.protocolId) || c.protocolId < 0 || c.protocolId > 0xffffffff) {
+    fail('protocolId', 'an integer in [0, 2^32-1]', c.protocolId);
+  }
+  if (!(c.keepaliveIntervalMs > 0) || !Number.isFinite(c.keepaliveIntervalMs)) {
+    fail('keepaliveIntervalMs', 'a finite number > 0', c.keepaliveIntervalMs);
+  }
+  const m = c.maxReliableMessageBytes;
+  if (!Number.isInteger(m) || m < 1 || m > RELIABLE_MESSAGE_BYTES_LIMIT) {
+    fail('maxReliableMessageBytes', `an integer in [1, ${RELIABLE_MESSAGE_BYTES_LIMIT}]`, m);
+  }
+  const b = c.reliableBudgetBytes;
+  if (!Number.isInteger(b) || b < 1 || b > MAX_PACKET_BYTES - PACKET_HEADER_BYTES) {
+    fail('reliableBudgetBytes', `an integer in [1, ${MAX_PACKET_BYTES - PACKET_HEADER_BYTES}]`, b);
+  }
+  if (!(c.reliableResendMinMs >= 0) || !Number.isFinite(c.reliableResendMinMs)) {
+    fail('reliableResendMinMs', 'a finite number >= 0', c.reliableResendMinMs);
+  }
+  const w = c.lossWindowPackets;
+  if (!Number.isInteger(w) || w < 32 || w > 16384 || (w & (w - 1)) !== 0) {
+    fail('lossWindowPackets', 'a power of two in [32, 16384]', w);
+  }
+}
+
+/**
+ * One end of one connection. The transport is outside: packets leave through `transmit` (the
+ * bytes are only valid during the call) and come in through `receive`. Time comes in as `nowMs`.
+ * Nothing here throws on network data; every rejected packet is counted in `stats.dropped`.
+ */
+export class PacketChannel {
+  /** Called once per sent packet when it is first acknowledged (in sequence order within one received packet). */
+  onAck: ((sequence: number) => void) | null = null;
+  readonly stats: ChannelStats;
+  /** When the last packet was accepted (-Infinity: never). For timeouts. */
+  lastReceivedMs = Number.NEGATIVE_INFINITY;
+  /** When the last packet was sent (-Infinity: never). */
+  lastSentMs = Number.NEGATIVE_INFINITY;
+  readonly config: Readonly<PacketChannelConfig>;
+
+  private readonly transmit: (data: Uint8Array) => void;
+  private readonly salt: number;
+  private readonly writer = new BitStream(MAX_PACKET_BYTES);
+  private readonly reader = new BitStream(0);
+  private readonly views: (Uint8Array | undefined)[] = new Array(MAX_PACKET_BYTES + 1);
+  private readonly header: PacketHeader = { type: 0, checksum: 0, sequence: 0, ack: 0, ackBits: 0 };
+  private readonly txSection = new ReliableSection();
+  private readonly rxSection = new ReliableSection();
+  private readonly sender = new ReliableSender();
+  private readonly receiver = new ReliableReceiver();
+  private readonly sent = new SequenceBuffer<SentPacket>(SENT_BUFFER_SIZE, () => ({
+    sendTimeMs: 0,
+    acked: false,
+    messageCount: 0,
+    messageIds: new Uint16Array(RELIABLE_MAX_PER_PACKET),
+  }));
+  private readonly outgoing: LossWindow;
+  private readonly incoming: LossWindow;
+
+  private nextSequence = 0;
+  /** Oldest sent sequence not yet settled (acked or counted lost) for the outgoing loss window. */
+  private lossCursor = 0;
+  private hasRtt = false;
+
+  private hasReceived = false;
+  /** Newest sequence received and bit i = sequence remoteSequence-1-i received. */
+  private remoteSequence = 0;
+  private receivedBits = 0;
+  /** How many of the 33 sequences in the ack window are at or after the first one received. */
+  private windowFill = 0;
+
+  constructor(
+    transmit: (data: Uint8Array) => void,
+    config: Partial<PacketChannelConfig> & { protocolId: number },
+  ) {
+    const c: PacketChannelConfig = { ...DEFAULT_CHANNEL_CONFIG, ...config };
+    checkConfig(c);
+    this.config = c;
+    this.transmit = transmit;
+    this.salt = protocolSalt(c.protocolId);
+    this.outgoing = new LossWindow(c.lossWindowPackets);
+    this.incoming = new LossWindow(c.lossWindowPackets);
+    const dropped = {} as Record<DropReason, number>;
+    for (const reason of DROP_REASONS) dropped[reason] = 0;
+    this.stats = {
+      packetsSent: 0,
+      packetsReceived: 0,
+      packetsAcked: 0,
+      bytesSent: 0,
+      bytesReceived: 0,
+      rttMs: 0,
+      rttVarianceMs: 0,
+      outgoingLoss: 0,
+      incomingLoss: 0,
+      reliableQueued: 0,
+      reliableSent: 0,
+      reliableDelivered: 0,
+      reliableDuplicates: 0,
+      dropped,
+    };
+  }
+
+  /** Sequence the next sent packet will carry. */
+  get sequence(): number {
+    return this.nextSequence;
+  }
+
+  /** Newest sequence received from the peer, or -1 before the first packet. */
+  get remoteSequenceReceived(): number {
+    return this.hasReceived ? this.remoteSequence : -1;
+  }
+
+  /** Reliable messages queued and not yet acknowledged (at most RELIABLE_WINDOW). */
+  get reliablePending(): number {
+    return this.sender.pending;
+  }
+
+  /**
+   * Sends one packet: header, the reliable messages due (see reliable.ts), then the payload
+   * `writePayload` writes into the stream it is given, whose remaining room (`s.bitsRemaining`)
+   * is this packet's budget. A payload that overflows it (`!s.ok`) is left out and counted as
+   * 'payload overflow'; the packet still goes. Returns the packet's sequence. Allocates nothing.
+   */
+  send(nowMs: number, writePayload?: (s: BitStream) => void): number {
+    const sequence = this.nextSequence;
+    this.settleOutgoing(nowMs);
+    while (seqDiff(sequence, this.lossCursor) >= SENT_BUFFER_SIZE) this.settleOne();
+
+    const s = this.writer.beginWrite(MAX_PACKET_BYTES);
+    const h = this.header;
+    h.type = PacketType.Data;
+    h.checksum = 0;
+    h.sequence = sequence;
+    h.ack = this.hasReceived ? this.remoteSequence : NO_ACK;
+    h.ackBits = this.hasReceived ? this.receivedBits : 0;
+    serializePacketHeader(s, h);
+
+    const rtt = this.hasRtt ? this.stats.rttMs : INITIAL_RTT_MS;
+    const resendDelayMs = Math.max(rtt * 1.1, this.config.reliableResendMinMs);
+    const maxBits = (MAX_PACKET_BYTES - PACKET_HEADER_BYTES) * 8;
+    const section = this.txSection;
+    this.sender.fill(section, nowMs, resendDelayMs, this.config.reliableBudgetBytes * 8, maxBits);
+    serializeReliableSection(s, section, this.config.maxReliableMessageBytes);
+
+    if (writePayload !== undefined) {
+      const start = s.bitsProcessed;
+      writePayload(s);
+      if (!s.ok) {
+        s.rewind(start);
+        this.stats.dropped['payload overflow']++;
+      }
+    }
+
+    const length = s.bytesProcessed;
+    const data = s.buffer;
+    writeU32(data, PACKET_CHECKSUM_OFFSET, checksumFromSalt(this.salt, data, length));
+
+    const record = this.sent.insert(sequence);
+    record.sendTimeMs = nowMs;
+    record.acked = false;
+    record.messageCount = section.count;
+    record.messageIds.set(section.ids);
+
+    this.nextSequence = seqAdd(sequence, 1);
+    this.lastSentMs = nowMs;
+    this.stats.packetsSent++;
+    this.stats.bytesSent += length;
+    this.stats.reliableSent = this.sender.sent;
+    let view = this.views[length];
+    if (view === undefined) {
+      view = data.subarray(0, length);
+      this.views[length] = view;
+    }
+    this.transmit(view);
+    return sequence;
+  }
+
+  /**
+   * Sends an empty packet (acks, plus any reliable messages due) if nothing was sent for
+   * keepaliveIntervalMs, and settles the loss estimate. Returns whether it sent.
+   */
+  update(nowMs: number): boolean {
+    if (nowMs - this.lastSentMs < this.config.keepaliveIntervalMs) {
+      this.settleOutgoing(nowMs);
+      return false;
+    }
+    this.send(nowMs);
+    return true;
+  }
+
+  /**
+   * Takes one datagram from the peer. Checks its length, checksum, type, sequence (each once,
+   * within the ack window), ack (not newer than anything sent) and reliable section; then
+   * processes its acks (RTT, `onAck`, reliable retirements), stores its reliable messages and
+   * returns the stream positioned at its payload, valid until the next `receive` (the reader
+   * checks `s.ok`). Anything rejected returns null and counts `stats.dropped[reason]`, with no
+   * other effect. Never throws on any bytes.
+   */
+  receive(nowMs: number, data: Uint8Array): BitStream | null {
+    const length = data.length;
+    if (length < MIN_PACKET_BYTES) return this.drop('truncated');
+    if (length > MAX_PACKET_BYTES) return this.drop('oversized');
+    const s = this.reader.beginRead(data);
+    const h = this.header;
+    serializePacketHeader(s, h);
+    if (h.checksum !== checksumFromSalt(this.salt, data, length)) return this.drop('checksum');
+    if (h.type !== PacketType.Data) return this.drop('bad type');
+    if (this.hasReceived) {
+      const ahead = seqDiff(h.sequence, this.remoteSequence);
+      if (ahead === 0) return this.drop('duplicate');
+      if (ahead < 0) {
+        if (ahead < -ACK_BITS) return this.drop('stale');
+        if ((this.receivedBits >>> (-ahead - 1)) & 1) return this.drop('duplicate');
+      }
+    }
+    const acksNothing = h.ack === NO_ACK && h.ackBits === 0;
+    if (!acksNothing && seqGreaterThan(h.ack, seqAdd(this.nextSequence, -1))) return this.drop('bad ack');
+    const section = this.rxSection;
+    if (!serializeReliableSection(s, section, this.config.maxReliableMessageBytes))
+      return this.drop('malformed');
+    if (!this.receiver.fits(section)) return this.drop('reliable window');
+
+    const sequence = h.sequence;
+    const ack = h.ack;
+    const ackBits = h.ackBits;
+    this.markReceived(sequence);
+    this.lastReceivedMs = nowMs;
+    this.stats.packetsReceived++;
+    this.stats.bytesReceived += length;
+    for (let i = ACK_BITS - 1; i >= 0; i--) {
+      if ((ackBits >>> i) & 1) this.acknowledge(nowMs, seqAdd(ack, -1 - i));
+    }
+    this.acknowledge(nowMs, ack);
+    this.receiver.accept(section);
+    this.stats.reliableDuplicates = this.receiver.duplicates;
+    this.settleOutgoing(nowMs);
+    return s;
+  }
+
+  /**
+   * Queues a reliable message (copied), delivered to the peer exactly once and in order.
+   * Returns false when RELIABLE_WINDOW messages are still unacknowledged (try again later).
+   * Throws a RangeError if its length is not within [1, maxReliableMessageBytes].
+   */
+  sendReliable(message: Uint8Array): boolean {
+    const max = this.config.maxReliableMessageBytes;
+    if (!(message.length >= 1 && message.length <= max)) {
+      throw new RangeError(
+        `sendReliable: message length ${message.length} is outside [1, maxReliableMessageBytes = ${max}]`,
+      );
+    }
+    if (!this.sender.queue(message)) return false;
+    this.stats.reliableQueued = this.sender.queued;
+    return true;
+  }
+
+  /** The next reliable message from the peer in order, exactly once, or null. The caller owns the array. */
+  receiveReliable(): Uint8Array | null {
+    const message = this.receiver.next();
+    if (message !== null) this.stats.reliableDelivered = this.receiver.delivered;
+    return message;
+  }
+
+  private drop(reason: DropReason): null {
+    this.stats.dropped[reason]++;
+    return null;
+  }
+
+  /** First acknowledgement of a packet we sent: RTT sample, loss correction, reliable retirement, onAck. */
+  private acknowledge(nowMs: number, sequence: number): void {
+    const record = this.sent.get(sequence);
+    if (record === undefined || record.acked) return;
+    record.acked = true;
+    const st = this.stats;
+    st.packetsAcked++;
+    const sample = Math.max(0, nowMs - record.sendTimeMs);
+    if (this.hasRtt) {
+      st.rttVarianceMs += (Math.abs(sample - st.rttMs) - st.rttVarianceMs) / 4;
+      st.rttMs += (sample - st.rttMs) / 8;
+    } else {
+      this.hasRtt = true;
+      st.rttMs = sample;
+      st.rttVarianceMs = sample / 2;
+    }
+    this.outgoing.correct(sequence);
+    st.outgoingLoss = this.outgoing.ratio;
+    if (record.messageCount > 0) this.sender.acknowledge(record.messageIds, record.messageCount);
+    this.onAck?.(sequence);
+  }
+
+  /** Settles every sent packet at least ACK_BITS behind the newest whose ack is overdue. */
+  private settleOutgoing(nowMs: number): void {
+    const st = this.stats;
+    const timeoutMs = this.hasRtt ? st.rttMs + 4 * st.rttVarianceMs + 100 : INITIAL_LOSS_TIMEOUT_MS;
+    const newest = seqAdd(this.nextSequence, -1);
+    while (this.lossCursor !== this.nextSequence && seqDiff(newest, this.lossCursor) >= ACK_BITS) {
+      const record = this.sent.get(this.lossCursor);
+      if (record !== undefined && !record.acked && nowMs - record.sendTimeMs <= timeoutMs) break;
+      this.settleOne();
+    }
+  }
+
+  private settleOne(): void {
+    const record = this.sent.get(this.lossCursor);
+    this.outgoing.record(this.lossCursor, record === undefined || !record.acked);
+    this.stats.outgoingLoss = this.outgoing.ratio;
+    this.lossCursor = seqAdd(this.lossCursor, 1);
+  }
+
+  /** Moves the receive window to take `sequence`, settling the sequences that leave it. */
+  private markReceived(sequence: number): void {
+    if (!this.hasReceived) {
+      this.hasReceived = true;
+      this.remoteSequence = sequence;
+      this.receivedBits = 0;
+      this.windowFill = 1;
+      return;
+    }
+    const ahead = seqDiff(sequence, this.remoteSequence);
+    if (ahead < 0) {
+      this.receivedBits = (this.receivedBits | (1 << (-ahead - 1))) >>> 0;
+      return;
+    }
+    const span = ACK_BITS + 1;
+    const oldest = seqAdd(this.remoteSequence, -ACK_BITS);
+    const leaving = Math.min(ahead, span);
+    for (let j = span - this.windowFill; j < leaving; j++) {
+      const received = j === ACK_BITS || ((this.receivedBits >>> (ACK_BITS - 1 - j)) & 1) === 1;
+      this.incoming.record(seqAdd(oldest, j), !received);
+    }
+    const lossWindow = this.config.lossWindowPackets;
+    for (let j = Math.max(span, ahead - lossWindow); j < ahead; j++)
+      this.incoming.record(seqAdd(oldest, j), true);
+    this.stats.incomingLoss = this.incoming.ratio;
+    if (ahead < ACK_BITS) this.receivedBits = ((this.receivedBits << ahead) | (1 << (ahead - 1))) >>> 0;
+    else this.receivedBits = ahead === ACK_BITS ? 0x80000000 : 0;
+    this.remoteSequence = sequence;
+    this.windowFill = Math.min(span, this.windowFill + ahead);
+  }
+}

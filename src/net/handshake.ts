@@ -1,0 +1,156 @@
+// Connection lifecycle packets (connect request, challenge, response, accepted, refused,
+// disconnect): their wire form, shared by client and server and by every transport.
+//
+// Every lifecycle packet:
+//   +-------------+------+--------------------------------------------------------------+
+//   | type        | 8    | PacketType (1..6)                                            |
+//   | checksum    | 32   | as in every packet: see channel.ts                           |
+//   | body        | var  | per type, below                                              |
+//   +-------------+------+--------------------------------------------------------------+
+// connect request (1):    version 32 | clientNonce 32 | zero padding to REQUEST_BYTES
+// challenge (2):          clientNonce 32 | issuedAt 32 | cookie 64
+// challenge response (3): clientNonce 32 | issuedAt 32 | cookie 64 | updateRate 8 | rate 32
+//                         | zero padding to REQUEST_BYTES
+// accepted (4):           clientNonce 32 | slot 16 | tickRate 8 | serverTick 32
+// refused (5):            clientNonce 32 | reason 8
+// disconnect (6):         clientNonce 32 | reason 8
+// A request is padded to at least the size of the answer it can cause, so a spoofed source
+// address never gets more bytes sent to it than the attacker sent.
+
+import { BitStream } from '../protocol/bitstream.ts';
+import { PACKET_CHECKSUM_OFFSET, packetChecksum, writePacketChecksum } from './channel.ts';
+
+export const PACKET_CONNECT_REQUEST = 1;
+export const PACKET_CHALLENGE = 2;
+export const PACKET_CHALLENGE_RESPONSE = 3;
+export const PACKET_ACCEPTED = 4;
+export const PACKET_REFUSED = 5;
+export const PACKET_DISCONNECT = 6;
+
+/** Requests are padded to this many bytes (at least the size of any answer). */
+export const REQUEST_BYTES = 48;
+
+const HANDSHAKE_STREAM_BYTES = REQUEST_BYTES + 16;
+
+export const REFUSE_SERVER_FULL = 1;
+export const REFUSE_WRONG_VERSION = 2;
+export const REFUSE_BANNED = 3;
+export const REFUSE_TOO_MANY_ATTEMPTS = 4;
+
+export const DISCONNECT_CLIENT_LEFT = 1;
+export const DISCONNECT_SERVER_SHUTDOWN = 2;
+export const DISCONNECT_TIMED_OUT = 3;
+export const DISCONNECT_KICKED = 4;
+
+export const REASON_NAMES: Record<number, string> = {
+  [REFUSE_SERVER_FULL]: 'server full',
+  [REFUSE_WRONG_VERSION]: 'wrong protocol version',
+  [REFUSE_BANNED]: 'banned',
+  [REFUSE_TOO_MANY_ATTEMPTS]: 'too many connection attempts',
+};
+
+export interface HandshakePacket {
+  type: number;
+  version: number;
+  clientNonce: number;
+  issuedAt: number;
+  cookieHi: number;
+  cookieLo: number;
+  updateRate: number;
+  rate: number;
+  slot: number;
+  tickRate: number;
+  serverTick: number;
+  reason: number;
+}
+
+export function createHandshakePacket(): HandshakePacket {
+  return {
+    type: 0,
+    version: 0,
+    clientNonce: 0,
+    issuedAt: 0,
+    cookieHi: 0,
+    cookieLo: 0,
+    updateRate: 0,
+    rate: 0,
+    slot: 0,
+    tickRate: 0,
+    serverTick: 0,
+    reason: 0,
+  };
+}
+
+function serializeBody(s: BitStream, p: HandshakePacket): boolean {
+  if (p.type < PACKET_CONNECT_REQUEST || p.type > PACKET_DISCONNECT) return s.fail('not a lifecycle packet');
+  p.clientNonce = s.uint(p.clientNonce, 32);
+  switch (p.type) {
+    case PACKET_CONNECT_REQUEST:
+      p.version = s.uint(p.version, 32);
+      break;
+    case PACKET_CHALLENGE:
+    case PACKET_CHALLENGE_RESPONSE:
+      p.issuedAt = s.uint(p.issuedAt, 32);
+      p.cookieHi = s.uint(p.cookieHi, 32);
+      p.cookieLo = s.uint(p.cookieLo, 32);
+      if (p.type === PACKET_CHALLENGE_RESPONSE) {
+        p.updateRate = s.int(p.updateRate, 1, 255);
+        p.rate = s.uint(p.rate, 32);
+      }
+      break;
+    case PACKET_ACCEPTED:
+      p.slot = s.uint(p.slot, 16);
+      p.tickRate = s.int(p.tickRate, 1, 255);
+      p.serverTick = s.uint(p.serverTick, 32);
+      break;
+    default:
+      p.reason = s.uint(p.reason, 8);
+  }
+  return s.ok;
+}
+
+/**
+ * Writes a lifecycle packet into `s` (which must be fresh for writing) and returns its bytes (a
+ * view of the stream's buffer, valid until the stream is reused).
+ */
+export function writeHandshakePacket(s: BitStream, protocolId: number, p: HandshakePacket): Uint8Array {
+  s.beginWrite(HANDSHAKE_STREAM_BYTES);
+  s.uint(p.type, 8);
+  s.uint(0, 32);
+  serializeBody(s, p);
+  const padded = p.type === PACKET_CONNECT_REQUEST || p.type === PACKET_CHALLENGE_RESPONSE;
+  const length = padded ? Math.max(REQUEST_BYTES, s.bytesProcessed) : s.bytesProcessed;
+  writePacketChecksum(protocolId, s.buffer, length);
+  return s.buffer.subarray(0, length);
+}
+
+/** The packet type byte of any Backstep packet (0 for connected data), or -1 if too short. */
+export function peekPacketType(data: Uint8Array): number {
+  return data.length < 1 ? -1 : data[0];
+}
+
+/**
+ * Reads a lifecycle packet. Returns an error reason ('' when valid); `p` is filled only when
+ * valid. A request shorter than REQUEST_BYTES is refused (anti-amplification).
+ */
+export function readHandshakePacket(s: BitStream, protocolId: number, data: Uint8Array, p: HandshakePacket): string {
+  if (data.length < 9) return 'truncated';
+  if (data.length > HANDSHAKE_STREAM_BYTES) return 'oversized';
+  const o = PACKET_CHECKSUM_OFFSET;
+  const sum = (data[o] | (data[o + 1] << 8) | (data[o + 2] << 16) | (data[o + 3] << 24)) >>> 0;
+  if (sum !== packetChecksum(protocolId, data, data.length)) return 'checksum';
+  s.beginRead(data);
+  p.type = s.uint(0, 8);
+  s.uint(0, 32);
+  if (!serializeBody(s, p)) return 'malformed';
+  if ((p.type === PACKET_CONNECT_REQUEST || p.type === PACKET_CHALLENGE_RESPONSE) && data.length < REQUEST_BYTES) {
+    return 'unpadded request';
+  }
+  return '';
+}
+
+
+/** A stream sized for lifecycle packets. */
+export function createHandshakeStream(): BitStream {
+  return new BitStream(HANDSHAKE_STREAM_BYTES);
+}

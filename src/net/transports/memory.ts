@@ -1,0 +1,354 @@
+// The in-process transport: datagram endpoints on a simulated network, with the network conditioner between them.
+//
+// Time. Each endpoint has a clock that only moves forward: the latest of the times given to its
+// poll() or setTime(), and of the network's setTime(). A send() is stamped with the sender's
+// clock, so the engine's usual "poll(now), then send during the same update" stamps sends with
+// `now`; a harness can instead call network.setTime(now) once per step. A time earlier than the
+// clock is taken as the clock (time never goes backwards).
+//
+// Conditioning. An endpoint created with a profile runs one LinkConditioner for what it sends
+// (the profile's "up") and one for what it receives ("down"). A datagram between two such
+// endpoints crosses both in series: the sender's up link at send time, then the receiver's down
+// link at the time it reaches it, decided in arrival order when the receiver polls.
+//
+// Delivery. Each endpoint keeps its in-flight datagrams in a binary min-heap by delivery time
+// (ties in submission order); poll(now) hands out, in that order, every one due by `now`.
+// Datagrams live in pooled MAX_PACKET_BYTES buffers shared by the whole network, so a send
+// copies the bytes and allocates nothing once the pool has grown to the traffic (apart from the
+// subarray view handed to the packet handler).
+
+import { Random } from '../../sim/random.ts';
+import { LinkConditioner, type LinkStats } from '../conditioner.ts';
+import type { NetworkProfile } from '../profile.ts';
+import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../transport.ts';
+
+export interface MemoryNetworkOptions {
+  /** Seed of every link's random sequence (each endpoint draws its own from it, in creation order). */
+  seed: number;
+}
+
+/** Counters of one memory endpoint; bytes are payload bytes. */
+export interface MemoryEndpointStats {
+  /** Datagrams accepted by send() (within MAX_PACKET_BYTES, endpoint open), whatever became of them. */
+  packetsSent: number;
+  bytesSent: number;
+  /** Datagrams handed to poll()'s handler. */
+  packetsReceived: number;
+  bytesReceived: number;
+  /** Sends over MAX_PACKET_BYTES, dropped. */
+  droppedOversize: number;
+  /** Sends to an address with no open endpoint, dropped. */
+  droppedNoRoute: number;
+  /** The conditioner of what this endpoint sends, when it has a profile. */
+  readonly up: LinkStats | null;
+  /** The conditioner of what this endpoint receives, when it has a profile. */
+  readonly down: LinkStats | null;
+}
+
+/** One datagram in flight, in a pooled buffer. */
+class InFlight {
+  readonly bytes = new Uint8Array(MAX_PACKET_BYTES);
+  length = 0;
+  from = '';
+  deliverAtMs = 0;
+  order = 0;
+  /** True while it still has to cross the receiver's down link. */
+  crossDown = false;
+}
+
+function before(a: InFlight, b: InFlight): boolean {
+  return a.deliverAtMs < b.deliverAtMs || (a.deliverAtMs === b.deliverAtMs && a.order < b.order);
+}
+
+/** Binary min-heap of datagrams by (deliverAtMs, order). */
+class DeliveryHeap {
+  private readonly items: InFlight[] = [];
+  size = 0;
+
+  peek(): InFlight {
+    return this.items[0];
+  }
+
+  push(item: InFlight): void {
+    const items = this.items;
+    let i = this.size++;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!before(item, items[parent])) break;
+      items[i] = items[parent];
+      i = parent;
+    }
+    items[i] = item;
+  }
+
+  pop(): InFlight {
+    const items = this.items;
+    const top = items[0];
+    const last = items[--this.size];
+    const n = this.size;
+    let i = 0;
+    while (true) {
+      let child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && before(items[child + 1], items[child])) child++;
+      if (!before(items[child], last)) break;
+      items[i] = items[child];
+      i = child;
+    }
+    if (n > 0) items[i] = last;
+    return top;
+  }
+
+  /** Removes every item, handing each to `release`. */
+  drain(release: (item: InFlight) => void): void {
+    for (let i = 0; i < this.size; i++) release(this.items[i]);
+    this.size = 0;
+  }
+}
+
+/** State shared by a network and its endpoints. */
+class Fabric {
+  readonly endpoints = new Map<string, MemoryEndpoint>();
+  readonly seeds: Random;
+  private readonly pool: InFlight[] = [];
+  nextOrder = 0;
+  timeMs = 0;
+
+  constructor(seed: number) {
+    this.seeds = new Random(seed);
+  }
+
+  acquire(): InFlight {
+    return this.pool.pop() ?? new InFlight();
+  }
+
+  readonly release = (item: InFlight): void => {
+    this.pool.push(item);
+  };
+}
+
+function checkTime(nowMs: number, where: string): void {
+  if (!Number.isFinite(nowMs)) throw new Error(`${where}: nowMs must be a finite number, got ${nowMs}`);
+}
+
+/** A simulated datagram network: a set of endpoints that address each other by string. */
+export class MemoryNetwork {
+  private readonly fabric: Fabric;
+  private nextAddress = 1;
+
+  constructor(options: MemoryNetworkOptions) {
+    if (!Number.isInteger(options.seed))
+      throw new Error(`MemoryNetwork: seed must be an integer, got ${options.seed}`);
+    this.fabric = new Fabric(options.seed);
+  }
+
+  /** The network's clock, ms: the latest time given to setTime (0 at the start). */
+  get nowMs(): number {
+    return this.fabric.timeMs;
+  }
+
+  /** Moves every endpoint's clock to at least `nowMs` (never backwards). Throws on a non-finite time. */
+  setTime(nowMs: number): void {
+    checkTime(nowMs, 'MemoryNetwork.setTime');
+    if (nowMs > this.fabric.timeMs) this.fabric.timeMs = nowMs;
+  }
+
+  /**
+   * Opens an endpoint at `address` (default: the first free "mem:N"), conditioned by `profile`
+   * when given (its "up" for what the endpoint sends, "down" for what it receives). Throws if the
+   * address is empty or already open.
+   */
+  createEndpoint(address?: string, profile?: NetworkProfile): MemoryEndpoint {
+    const endpoints = this.fabric.endpoints;
+    let chosen = address;
+    if (chosen === undefined) {
+      do chosen = `mem:${this.nextAddress++}`;
+      while (endpoints.has(chosen));
+    } else if (typeof chosen !== 'string' || chosen.length === 0) {
+      throw new Error(
+        `MemoryNetwork.createEndpoint: address must be a non-empty string, got ${String(chosen)}`,
+      );
+    } else if (endpoints.has(chosen)) {
+      throw new Error(`MemoryNetwork.createEndpoint: address ${JSON.stringify(chosen)} is already in use`);
+    }
+    const upSeed = this.fabric.seeds.nextU32();
+    const downSeed = this.fabric.seeds.nextU32();
+    const endpoint = new MemoryEndpoint(this.fabric, chosen, profile ?? null, upSeed, downSeed);
+    endpoints.set(chosen, endpoint);
+    return endpoint;
+  }
+
+  /** The live counters of the open endpoint at `address`, or undefined. */
+  stats(address: string): MemoryEndpointStats | undefined {
+    return this.fabric.endpoints.get(address)?.stats;
+  }
+}
+
+/** One endpoint of a MemoryNetwork; create it with network.createEndpoint(). */
+export class MemoryEndpoint implements DatagramEndpoint {
+  readonly address: string;
+  readonly profile: NetworkProfile | null;
+  readonly stats: MemoryEndpointStats;
+  private readonly fabric: Fabric;
+  private readonly upLink: LinkConditioner | null;
+  private readonly downLink: LinkConditioner | null;
+  private readonly queue = new DeliveryHeap();
+  private timeMs = 0;
+  private open = true;
+
+  /** @internal Use MemoryNetwork.createEndpoint. */
+  constructor(
+    fabric: Fabric,
+    address: string,
+    profile: NetworkProfile | null,
+    upSeed: number,
+    downSeed: number,
+  ) {
+    this.fabric = fabric;
+    this.address = address;
+    this.profile = profile;
+    this.upLink = profile ? new LinkConditioner({ seed: upSeed, profile, direction: 'up' }) : null;
+    this.downLink = profile ? new LinkConditioner({ seed: downSeed, profile, direction: 'down' }) : null;
+    this.stats = {
+      packetsSent: 0,
+      bytesSent: 0,
+      packetsReceived: 0,
+      bytesReceived: 0,
+      droppedOversize: 0,
+      droppedNoRoute: 0,
+      up: this.upLink?.stats ?? null,
+      down: this.downLink?.stats ?? null,
+    };
+  }
+
+  /** This endpoint's clock, ms (see the top of this file). */
+  get nowMs(): number {
+    return Math.max(this.timeMs, this.fabric.timeMs);
+  }
+
+  /** Datagrams in flight to this endpoint. */
+  get pending(): number {
+    return this.queue.size;
+  }
+
+  /**
+   * Time of the earliest datagram in flight to this endpoint, ms, or Infinity: when a harness
+   * should poll next. It may be the time a datagram reaches this endpoint's down link rather than
+   * its delivery, so a poll at that time may deliver nothing.
+   */
+  get nextEventMs(): number {
+    return this.queue.size > 0 ? this.queue.peek().deliverAtMs : Number.POSITIVE_INFINITY;
+  }
+
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  /** Moves this endpoint's clock to at least `nowMs`. Throws on a non-finite time. */
+  setTime(nowMs: number): void {
+    checkTime(nowMs, 'MemoryEndpoint.setTime');
+    if (nowMs > this.timeMs) this.timeMs = nowMs;
+  }
+
+  /**
+   * Copies `data` and sends it to `to` at this endpoint's clock. Never throws for network
+   * reasons: over MAX_PACKET_BYTES or to an address with no open endpoint it is dropped and
+   * counted; after close() it is ignored.
+   */
+  send(to: string, data: Uint8Array): void {
+    if (!this.open) return;
+    const length = data.length;
+    if (length > MAX_PACKET_BYTES) {
+      this.stats.droppedOversize++;
+      return;
+    }
+    this.stats.packetsSent++;
+    this.stats.bytesSent += length;
+    const target = this.fabric.endpoints.get(to);
+    if (target === undefined) {
+      this.stats.droppedNoRoute++;
+      return;
+    }
+    const nowMs = this.nowMs;
+    if (this.upLink === null) {
+      target.arrive(this.address, data, nowMs);
+      return;
+    }
+    const verdict = this.upLink.submit(nowMs, length);
+    const copies = verdict.copies;
+    const secondMs = verdict.secondMs;
+    if (copies >= 1) target.arrive(this.address, data, verdict.firstMs);
+    if (copies === 2) target.arrive(this.address, data, secondMs);
+  }
+
+  /**
+   * Advances this endpoint's clock to `nowMs` and hands `onPacket` every datagram due by then, in
+   * delivery-time order (ties in submission order). Datagrams due later stay queued. The data
+   * passed to `onPacket` is only valid during the call. Nothing happens after close().
+   */
+  poll(nowMs: number, onPacket: PacketHandler): void {
+    checkTime(nowMs, 'MemoryEndpoint.poll');
+    if (nowMs > this.timeMs) this.timeMs = nowMs;
+    const now = this.nowMs;
+    const queue = this.queue;
+    const fabric = this.fabric;
+    while (this.open && queue.size > 0 && queue.peek().deliverAtMs <= now) {
+      const item = queue.pop();
+      if (item.crossDown) {
+        this.crossDownLink(item);
+        continue;
+      }
+      this.stats.packetsReceived++;
+      this.stats.bytesReceived += item.length;
+      try {
+        onPacket(item.from, item.bytes.subarray(0, item.length));
+      } finally {
+        fabric.release(item);
+      }
+    }
+  }
+
+  /** Closes the endpoint: its address is freed, datagrams in flight to it are discarded. */
+  close(): void {
+    if (!this.open) return;
+    this.open = false;
+    if (this.fabric.endpoints.get(this.address) === this) this.fabric.endpoints.delete(this.address);
+    this.queue.drain(this.fabric.release);
+  }
+
+  /** Queues a copy of `data` from `from`, reaching this endpoint at `atMs`. */
+  private arrive(from: string, data: Uint8Array, atMs: number): void {
+    const item = this.fabric.acquire();
+    item.bytes.set(data);
+    item.length = data.length;
+    item.from = from;
+    item.deliverAtMs = atMs;
+    item.order = this.fabric.nextOrder++;
+    item.crossDown = this.downLink !== null;
+    this.queue.push(item);
+  }
+
+  /** Runs a datagram that has reached this endpoint through its down link and requeues the survivors. */
+  private crossDownLink(item: InFlight): void {
+    const fabric = this.fabric;
+    const verdict = this.downLink!.submit(item.deliverAtMs, item.length);
+    item.crossDown = false;
+    if (verdict.copies === 0) {
+      fabric.release(item);
+      return;
+    }
+    if (verdict.copies === 2) {
+      const copy = fabric.acquire();
+      copy.bytes.set(item.bytes);
+      copy.length = item.length;
+      copy.from = item.from;
+      copy.deliverAtMs = verdict.secondMs;
+      copy.order = fabric.nextOrder++;
+      copy.crossDown = false;
+      this.queue.push(copy);
+    }
+    item.deliverAtMs = verdict.firstMs;
+    item.order = fabric.nextOrder++;
+    this.queue.push(item);
+  }
+}

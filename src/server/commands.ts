@@ -1,0 +1,183 @@
+// Per-client command intake on the server: validation, in-order exactly-once execution, and the
+// time budget that holds a client to real time (speed hack defence).
+
+import {
+  CMD_LERP_MSEC_MAX,
+  CMD_MOVE_MAX,
+  CMD_MSEC_MAX,
+  CMD_MSEC_MIN,
+  CMD_VIEW_DELTA_MAX,
+  copyUserCommand,
+  createUserCommand,
+  quantizeViewFraction,
+  type UserCommand,
+} from '../protocol/usercmd.ts';
+import { SequenceBuffer } from '../sim/ring.ts';
+
+export interface CommandBudgetConfig {
+  /**
+   * How far ahead of real time a client's commands may run: the budget of simulated time it
+   * may spend starts here, grows with real time and never exceeds it. Covers jitter and the
+   * burst after a loss gap; it is also the most a speed hack can gain.
+   */
+  commandSlackMs: number;
+  /** Buttons the game defines; a command with any other bit set has those bits cleared. */
+  validButtons: number;
+}
+
+export interface CommandStats {
+  /** Commands executed. */
+  executed: number;
+  /** Copies of commands already executed or queued (redundant sends): expected, not an error. */
+  duplicates: number;
+  /** Commands never received (every packet carrying them lost, or skipped by the client). */
+  lost: number;
+  /** Commands dropped because they exceeded the time budget. */
+  overBudget: number;
+  /** Simulated milliseconds executed / dropped for the budget. */
+  executedMs: number;
+  overBudgetMs: number;
+  /** Commands with out-of-range fields that were clamped (msec, moves, buttons, view). */
+  clamped: number;
+  /** Commands too far ahead of the execution point to queue. */
+  tooFarAhead: number;
+}
+
+const QUEUE_SIZE = 256;
+
+/**
+ * Queues a client's commands as packets bring them (each packet repeats the unacknowledged
+ * ones) and releases them exactly once, in order, within the time budget.
+ */
+export class CommandQueue {
+  readonly config: CommandBudgetConfig;
+  readonly stats: CommandStats = {
+    executed: 0,
+    duplicates: 0,
+    lost: 0,
+    overBudget: 0,
+    executedMs: 0,
+    overBudgetMs: 0,
+    clamped: 0,
+    tooFarAhead: 0,
+  };
+  /** The newest command executed or dropped: everything up to here is done. */
+  lastDone = 0;
+  /** Milliseconds of simulation the client may still spend. */
+  budgetMs: number;
+
+  private readonly pending = new SequenceBuffer<UserCommand>(QUEUE_SIZE, createUserCommand);
+  private lostBelow = 0;
+  private queuedMs = 0;
+
+  constructor(config: CommandBudgetConfig) {
+    if (!(config.commandSlackMs >= 0)) {
+      throw new RangeError(`commandSlackMs must be >= 0, got ${config.commandSlackMs}`);
+    }
+    this.config = config;
+    this.budgetMs = config.commandSlackMs;
+  }
+
+  /**
+   * Takes one received command (already decoded). Commands at or before `lastDone` are
+   * duplicates; a command more than half the queue ahead is refused.
+   */
+  receive(cmd: UserCommand, firstInPacket: boolean): void {
+    const seq = cmd.sequence;
+    if (seq - this.lastDone > QUEUE_SIZE / 2) {
+      this.stats.tooFarAhead++;
+      return;
+    }
+    // Each packet starts at the oldest command the client has not seen acknowledged, so any
+    // command before it that is not here by now never will be: it is skipped when reached.
+    if (firstInPacket && seq > this.lostBelow) this.lostBelow = seq;
+    if (seq <= this.lastDone || this.pending.has(seq)) {
+      this.stats.duplicates++;
+      return;
+    }
+    const slot = this.pending.insert(seq);
+    copyUserCommand(slot, cmd);
+    if (sanitize(slot, this.config.validButtons)) this.stats.clamped++;
+    this.queuedMs += slot.msec;
+  }
+
+  /** Real time passed: the budget grows by it, up to the slack. */
+  addRealTime(ms: number): void {
+    this.budgetMs += ms;
+    if (this.budgetMs > this.config.commandSlackMs) this.budgetMs = this.config.commandSlackMs;
+  }
+
+  /**
+   * The next command to execute, or undefined. A command that would overspend the budget waits
+   * while what is queued beyond the budget stays within the slack; past that it is dropped and
+   * counted (a client running faster than real time).
+   */
+  next(): UserCommand | undefined {
+    for (;;) {
+      const seq = this.lastDone + 1;
+      const cmd = this.pending.get(seq);
+      if (cmd === undefined) {
+        if (seq >= this.lostBelow) return undefined;
+        this.lastDone = seq;
+        this.stats.lost++;
+        continue;
+      }
+      if (cmd.msec <= this.budgetMs) {
+        this.budgetMs -= cmd.msec;
+        this.queuedMs -= cmd.msec;
+        this.pending.remove(cmd.sequence);
+        this.lastDone = cmd.sequence;
+        this.stats.executed++;
+        this.stats.executedMs += cmd.msec;
+        return cmd;
+      }
+      if (this.queuedMs - this.budgetMs <= this.config.commandSlackMs) return undefined;
+      this.queuedMs -= cmd.msec;
+      this.pending.remove(cmd.sequence);
+      this.lastDone = cmd.sequence;
+      this.stats.overBudget++;
+      this.stats.overBudgetMs += cmd.msec;
+    }
+  }
+}
+
+/**
+ * Clamps a received command to what a legitimate client can send; returns true if anything
+ * changed. The decoder already bounds every field to its wire range; this catches values the
+ * wire can carry but the engine does not allow. View angle limits (pitch) are the game's: its
+ * move function clamps them, identically on both sides.
+ */
+export function sanitize(cmd: UserCommand, validButtons: number): boolean {
+  let changed = false;
+  if (cmd.msec < CMD_MSEC_MIN || cmd.msec > CMD_MSEC_MAX) {
+    cmd.msec = cmd.msec < CMD_MSEC_MIN ? CMD_MSEC_MIN : CMD_MSEC_MAX;
+    changed = true;
+  }
+  for (const key of MOVE_KEYS) {
+    const v = cmd[key];
+    if (v > CMD_MOVE_MAX || v < -CMD_MOVE_MAX) {
+      cmd[key] = v > 0 ? CMD_MOVE_MAX : -CMD_MOVE_MAX;
+      changed = true;
+    }
+  }
+  if ((cmd.buttons & ~validButtons) !== 0) {
+    cmd.buttons &= validButtons;
+    changed = true;
+  }
+  if (cmd.lerpMsec > CMD_LERP_MSEC_MAX) {
+    cmd.lerpMsec = CMD_LERP_MSEC_MAX;
+    changed = true;
+  }
+  if (cmd.viewTickB < cmd.viewTickA || cmd.viewTickB - cmd.viewTickA > CMD_VIEW_DELTA_MAX) {
+    cmd.viewTickB = cmd.viewTickA;
+    changed = true;
+  }
+  const f = quantizeViewFraction(cmd.viewFraction);
+  if (f !== cmd.viewFraction) {
+    cmd.viewFraction = f;
+    changed = true;
+  }
+  return changed;
+}
+
+const MOVE_KEYS = ['forwardMove', 'sideMove', 'upMove'] as const;

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { createUserCommand, type UserCommand } from '../../src/protocol/usercmd.ts';
+import { CommandQueue, sanitize } from '../../src/server/commands.ts';
+
+function cmd(sequence: number, msec = 16): UserCommand {
+  const c = createUserCommand();
+  c.sequence = sequence;
+  c.msec = msec;
+  return c;
+}
+
+function drain(q: CommandQueue): number[] {
+  const out: number[] = [];
+  for (let c = q.next(); c !== undefined; c = q.next()) out.push(c.sequence);
+  return out;
+}
+
+describe('CommandQueue', () => {
+  it('runs each command exactly once, in order, whatever order and how often they arrive', () => {
+    const q = new CommandQueue({ commandSlackMs: 1000, validButtons: 0xffff });
+    q.receive(cmd(2), false);
+    q.receive(cmd(1), true);
+    q.receive(cmd(1), true);
+    q.receive(cmd(3), false);
+    q.receive(cmd(2), false);
+    expect(drain(q)).toEqual([1, 2, 3]);
+    q.receive(cmd(2), true);
+    q.receive(cmd(3), false);
+    q.receive(cmd(4), false);
+    expect(drain(q)).toEqual([4]);
+    expect(q.stats.executed).toBe(4);
+    expect(q.stats.duplicates).toBe(4);
+  });
+
+  it('waits for a missing command until a packet shows it will never come', () => {
+    const q = new CommandQueue({ commandSlackMs: 1000, validButtons: 0xffff });
+    q.receive(cmd(1), true);
+    q.receive(cmd(3), false);
+    expect(drain(q)).toEqual([1]);
+    // A packet that starts at 3: the client will not send 2 again.
+    q.receive(cmd(3), true);
+    q.receive(cmd(4), false);
+    expect(drain(q)).toEqual([3, 4]);
+    expect(q.stats.lost).toBe(1);
+  });
+
+  it('does not skip commands that are queued but held by the budget', () => {
+    const q = new CommandQueue({ commandSlackMs: 32, validButtons: 0xffff });
+    for (let s = 1; s <= 4; s++) q.receive(cmd(s), s === 1);
+    expect(drain(q)).toEqual([1, 2]);
+    // The client saw 1..4 acknowledged at the packet level and now starts at 5.
+    q.receive(cmd(5), true);
+    q.addRealTime(32);
+    expect(drain(q)).toEqual([3, 4]);
+    q.addRealTime(16);
+    expect(drain(q)).toEqual([5]);
+    expect(q.stats.lost).toBe(0);
+  });
+
+  it('holds a client to real time plus the slack; the excess is dropped and counted', () => {
+    const slack = 100;
+    const q = new CommandQueue({ commandSlackMs: slack, validButtons: 0xffff });
+    let seq = 0;
+    let realMs = 0;
+    // The client claims 32 ms of simulation for every 16 ms of real time.
+    for (let frame = 0; frame < 1000; frame++) {
+      q.receive(cmd(++seq, 32), frame === 0);
+      realMs += 16;
+      q.addRealTime(16);
+      drain(q);
+    }
+    expect(q.stats.executedMs).toBeLessThanOrEqual(realMs + slack);
+    expect(q.stats.executedMs).toBeGreaterThanOrEqual(realMs - 32);
+    expect(q.stats.overBudget).toBeGreaterThan(400);
+    expect(q.stats.overBudgetMs + q.stats.executedMs).toBeLessThanOrEqual(32 * 1000);
+  });
+
+  it('lets an honest client burst after a gap without dropping anything', () => {
+    const q = new CommandQueue({ commandSlackMs: 200, validButtons: 0xffff });
+    let seq = 0;
+    for (let frame = 0; frame < 100; frame++) {
+      q.addRealTime(16);
+      if (frame % 10 === 9) {
+        // Ten frames of commands arrive together after a 160 ms gap.
+        for (let i = 0; i < 10; i++) q.receive(cmd(++seq, 16), i === 0);
+        drain(q);
+      }
+    }
+    expect(q.stats.executed).toBe(100);
+    expect(q.stats.overBudget).toBe(0);
+  });
+
+  it('refuses commands absurdly far ahead', () => {
+    const q = new CommandQueue({ commandSlackMs: 200, validButtons: 0xffff });
+    q.receive(cmd(1_000_000), true);
+    expect(q.stats.tooFarAhead).toBe(1);
+    expect(drain(q)).toEqual([]);
+  });
+});
+
+describe('sanitize', () => {
+  it('clamps values the wire can carry but the engine does not allow, and says so', () => {
+    const c = cmd(1);
+    c.buttons = 0xff00 | 3;
+    c.viewTickA = 100;
+    c.viewTickB = 50;
+    expect(sanitize(c, 0x0f)).toBe(true);
+    expect(c.buttons).toBe(3);
+    expect(c.viewTickB).toBe(100);
+    const ok = cmd(2);
+    ok.buttons = 3;
+    expect(sanitize(ok, 0x0f)).toBe(false);
+  });
+});
