@@ -13,8 +13,9 @@
 // value outside its declared range marks the stream failed (`ok` false, `error` says why) and
 // returns the field's minimum; every later call is a no-op, so a serialize function can check
 // `s.ok` once at the end. Nothing here throws on bad input, and nothing allocates per call
-// except `string()` when reading. Writing a value outside its declared integer range is a
-// programming error and throws a RangeError naming the value and range.
+// except `string()`. Writing a value outside its declared range (or a float32 that is not
+// finite) is a programming error and throws a RangeError naming the value and range; so does a
+// bad argument (a bit count outside 0..32, a bad length given to beginWrite or beginRead).
 //
 // Bits are packed least significant first into consecutive bytes.
 
@@ -48,12 +49,25 @@ export function quantizeAngle(degrees: number, bits: number): number {
   const scale = 2 ** bits;
   const wrapped = degrees - 360 * Math.floor(degrees / 360);
   let q = Math.round((wrapped * scale) / 360);
-  if (!(q >= 0) || q >= scale) q = 0;
+  if (!(q > 0) || q >= scale) q = 0; // also turns -0 (from a tiny negative angle) into 0
   return (q * 360) / scale;
 }
 
 const textEncoder = new TextEncoder();
-const textDecoder = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM keeps a leading U+FEFF in the decoded string, so every string round-trips.
+const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function checkBits(method: string, bits: number): void {
+  if (!(bits >= 0 && bits <= 32) || Math.floor(bits) !== bits) {
+    throw new RangeError(`BitStream.${method}: bits must be an integer in [0, 32], got ${bits}`);
+  }
+}
+
+function checkByteLength(method: string, name: string, value: number): void {
+  if (!(value >= 0) || Math.floor(value) !== value) {
+    throw new RangeError(`BitStream.${method}: ${name} must be a non-negative integer, got ${value}`);
+  }
+}
 
 export class BitStream {
   mode: StreamMode = MODE_MEASURE;
@@ -62,17 +76,23 @@ export class BitStream {
   /** Why the stream failed ('' while ok). A constant string: failing does not allocate. */
   error = '';
   private buf: Uint8Array;
+  private readonly own: Uint8Array;
   private bitPos = 0;
   private bitLimit = 0;
 
   constructor(capacityBytes = 1500) {
-    this.buf = new Uint8Array(capacityBytes);
+    this.own = new Uint8Array(capacityBytes);
+    this.buf = this.own;
   }
 
-  /** Starts writing into the stream's own buffer (or `target`), at most `limitBytes` bytes. */
-  beginWrite(limitBytes = this.buf.length, target?: Uint8Array): this {
-    if (target) this.buf = target;
-    if (limitBytes > this.buf.length) limitBytes = this.buf.length;
+  /**
+   * Starts writing into the stream's own buffer (or `target`), at most `limitBytes` bytes
+   * (default and cap: that buffer's length). Never writes into data given to `beginRead`.
+   */
+  beginWrite(limitBytes?: number, target?: Uint8Array): this {
+    this.buf = target ?? this.own;
+    if (limitBytes === undefined || limitBytes > this.buf.length) limitBytes = this.buf.length;
+    checkByteLength('beginWrite', 'limitBytes', limitBytes);
     this.mode = MODE_WRITE;
     this.ok = true;
     this.error = '';
@@ -84,6 +104,7 @@ export class BitStream {
 
   /** Starts reading the first `byteLength` bytes of `data`. The data is not copied. */
   beginRead(data: Uint8Array, byteLength = data.length): this {
+    checkByteLength('beginRead', 'byteLength', byteLength);
     this.mode = MODE_READ;
     this.buf = data;
     this.ok = true;
@@ -138,7 +159,8 @@ export class BitStream {
 
   /** Moves the write/read position back to an earlier bit position (write rollback). */
   rewind(bitPosition: number): void {
-    if (bitPosition < 0 || bitPosition > this.bitPos) throw new RangeError(`rewind: bad position ${bitPosition}`);
+    if (bitPosition < 0 || bitPosition > this.bitPos)
+      throw new RangeError(`rewind: bad position ${bitPosition}`);
     if (this.mode === MODE_WRITE) {
       const byte = bitPosition >>> 3;
       const keep = bitPosition & 7;
@@ -189,6 +211,7 @@ export class BitStream {
 
   /** Unsigned integer of `bits` bits (0..32). */
   uint(value: number, bits: number): number {
+    checkBits('uint', bits);
     if (!this.ok) return 0;
     if (bits === 0) return 0;
     switch (this.mode) {
@@ -279,6 +302,7 @@ export class BitStream {
 
   /** Angle in degrees, any value, wrapped into [0, 360) with `bits` bits of resolution. */
   angle(value: number, bits: number): number {
+    checkBits('angle', bits);
     if (!this.ok) return 0;
     const scale = 2 ** bits;
     switch (this.mode) {
@@ -295,7 +319,11 @@ export class BitStream {
     }
   }
 
-  /** Full-precision 32-bit float (rarely needed: prefer `float`). */
+  /**
+   * Full-precision 32-bit float (rarely needed: prefer `float`). Reading returns exactly
+   * `Math.fround(written)` and fails on NaN or infinity; writing one (or a number that rounds to
+   * infinity in 32 bits) throws.
+   */
   float32(value: number): number {
     if (!this.ok) return 0;
     switch (this.mode) {
@@ -310,6 +338,9 @@ export class BitStream {
       }
       case MODE_WRITE:
         scratchF32[0] = value;
+        if (!Number.isFinite(scratchF32[0])) {
+          throw new RangeError(`BitStream.float32: ${value} is not a finite 32-bit float`);
+        }
         this.writeBits(scratchU32[0], 32);
         return scratchF32[0];
       default:
@@ -334,7 +365,9 @@ export class BitStream {
           result += part * scale;
           scale *= 128;
           if (!this.ok) return 0;
-          if (this.readBits(1) === 0) {
+          const more = this.readBits(1);
+          if (!this.ok) return 0;
+          if (more === 0) {
             if (result > max) {
               this.fail('varuint out of range');
               return 0;
@@ -370,7 +403,9 @@ export class BitStream {
    */
   bytesField(target: Uint8Array, length: number): boolean {
     if (!this.ok) return false;
-    if (length > target.length || length < 0) return this.fail('byte field longer than its buffer');
+    if (!(length >= 0 && length <= target.length) || Math.floor(length) !== length) {
+      return this.fail('byte field longer than its buffer');
+    }
     switch (this.mode) {
       case MODE_READ:
         if (this.bitPos + length * 8 > this.bitLimit) return this.fail('read past end');

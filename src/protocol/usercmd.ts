@@ -19,10 +19,12 @@
 //   | lerpMsec 1+10    | interpolation delay the client used, 0..1000 ms            |
 //   | viewTickA 1+var  | server tick of the older snapshot the client drew from     |
 //   | viewDelta 1+8    | viewTickB - viewTickA, 0..255                              |
-//   | viewFrac 1+12    | fraction between the two, 0..1 in steps of 1/4096          |
+//   | viewFrac 1+13    | fraction between the two, 0..4096 in steps of 1/4096       |
 //   +------------------+-----------------------------------------------------------+
-// The view tick is written as a signed difference from the previous command's (zigzag varuint)
-// or absolute (32 bits) for the first command.
+// The view tick is written absolute (32 bits) when the base's view tick is 0 (the first command),
+// else as the difference from the base's, wrapped to a signed 32-bit integer (zigzag varuint,
+// 8..40 bits); the reader adds it to the base's and wraps the sum to 32 bits. An unchanged
+// command costs 21 bits (msec and 13 unchanged bits).
 
 import { type BitStream, quantizeAngle } from './bitstream.ts';
 
@@ -104,20 +106,27 @@ export function copyUserCommand(out: UserCommand, c: UserCommand): UserCommand {
 /** Quantizes a view fraction to the wire's 1/4096 steps. */
 export function quantizeViewFraction(f: number): number {
   let q = Math.round(f * CMD_VIEW_FRACTION_STEPS);
-  if (!(q >= 0)) q = 0;
+  if (!(q > 0)) q = 0;
   if (q > CMD_VIEW_FRACTION_STEPS) q = CMD_VIEW_FRACTION_STEPS;
   return q / CMD_VIEW_FRACTION_STEPS;
 }
 
+/**
+ * Rounds to an integer and clamps; NaN counts as 0 (so a NaN move is no move, not full speed
+ * backwards), and `+ 0` turns -0 into 0, which is what the wire decodes.
+ */
 function clampInt(v: number, min: number, max: number): number {
-  if (!(v >= min)) return min;
+  if (Number.isNaN(v)) v = 0;
+  if (v < min) return min;
   if (v > max) return max;
-  return Math.round(v);
+  return Math.round(v) + 0;
 }
 
 /**
  * Puts a command into the exact form the wire carries (the client does this before predicting
- * it, so client and server run the same numbers). Out-of-range values are clamped.
+ * it, so client and server run the same numbers). Out-of-range values are clamped, NaN becomes
+ * 0 (or the field's minimum), angles wrap into [0, 360), viewTickB is kept within
+ * [viewTickA, viewTickA + 255]. Quantizing twice changes nothing.
  */
 export function quantizeUserCommand(c: UserCommand): void {
   c.msec = clampInt(c.msec, CMD_MSEC_MIN, CMD_MSEC_MAX);
@@ -157,7 +166,9 @@ export function serializeUserCommand(s: BitStream, c: UserCommand, base: UserCom
   c.forwardMove = s.bool(c.forwardMove !== base.forwardMove)
     ? s.int(c.forwardMove, -CMD_MOVE_MAX, CMD_MOVE_MAX)
     : base.forwardMove;
-  c.sideMove = s.bool(c.sideMove !== base.sideMove) ? s.int(c.sideMove, -CMD_MOVE_MAX, CMD_MOVE_MAX) : base.sideMove;
+  c.sideMove = s.bool(c.sideMove !== base.sideMove)
+    ? s.int(c.sideMove, -CMD_MOVE_MAX, CMD_MOVE_MAX)
+    : base.sideMove;
   c.upMove = s.bool(c.upMove !== base.upMove) ? s.int(c.upMove, -CMD_MOVE_MAX, CMD_MOVE_MAX) : base.upMove;
   c.buttons = s.bool(c.buttons !== base.buttons) ? s.uint(c.buttons, 16) : base.buttons;
   c.impulse = s.bool(c.impulse !== base.impulse) ? s.uint(c.impulse, 8) : base.impulse;
@@ -167,9 +178,8 @@ export function serializeUserCommand(s: BitStream, c: UserCommand, base: UserCom
     if (base.viewTickA === 0) {
       c.viewTickA = s.uint(c.viewTickA, 32);
     } else {
-      const d = unzigzag(s.varuint(zigzag(c.viewTickA - base.viewTickA)));
-      c.viewTickA = base.viewTickA + d;
-      if (c.viewTickA < 0 || c.viewTickA > 0xffffffff) return s.fail('view tick out of range');
+      const d = unzigzag(s.varuint(zigzag((c.viewTickA - base.viewTickA) | 0)));
+      c.viewTickA = (base.viewTickA + d) >>> 0;
     }
   } else {
     c.viewTickA = base.viewTickA;

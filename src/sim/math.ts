@@ -1,10 +1,10 @@
-// Deterministic math for shared game code: only IEEE-exact operations (+ - * / sqrt, floor,
+// Deterministic math for shared game code: only IEEE-exact operations (+ - * / % sqrt, floor,
 // round), so client and server compute bit-identical results on every JavaScript engine.
 // Math.sin/Math.cos are not specified to be exact and differ between engines; use these.
 
 const DEG_TO_RAD = Math.PI / 180;
 
-/** sin and cos of a radian angle |r| <= pi/4, Taylor series to x^15/x^14 (error < 1e-16). */
+/** sin and cos of a radian angle |r| <= pi/4, Taylor series to x^17/x^16 (truncation < 1e-17). */
 function sinKernel(r: number): number {
   const r2 = r * r;
   return (
@@ -16,7 +16,11 @@ function sinKernel(r: number): number {
             (1 / 120 +
               r2 *
                 (-1 / 5040 +
-                  r2 * (1 / 362880 + r2 * (-1 / 39916800 + r2 * (1 / 6227020800 + r2 * (-1 / 1307674368000))))))))
+                  r2 *
+                    (1 / 362880 +
+                      r2 *
+                        (-1 / 39916800 +
+                          r2 * (1 / 6227020800 + r2 * (-1 / 1307674368000 + r2 * (1 / 355687428096000)))))))))
   );
 }
 
@@ -30,22 +34,29 @@ function cosKernel(r: number): number {
           (1 / 24 +
             r2 *
               (-1 / 720 +
-                r2 * (1 / 40320 + r2 * (-1 / 3628800 + r2 * (1 / 479001600 + r2 * (-1 / 87178291200)))))))
+                r2 *
+                  (1 / 40320 +
+                    r2 *
+                      (-1 / 3628800 +
+                        r2 * (1 / 479001600 + r2 * (-1 / 87178291200 + r2 * (1 / 20922789888000))))))))
   );
 }
 
-/** Reduces degrees to a quadrant (0..3) and a remainder in [-45, 45] degrees. */
+/**
+ * Reduces degrees to a quadrant (0..3) and a remainder in [-45, 45] degrees. `%` is exact in
+ * IEEE arithmetic, so the remainder is exact for every finite angle, however large or negative
+ * (`+ 0` turns a -0 remainder into 0, so every multiple of 180 gives a sine of exactly 0).
+ */
 function reduce(degrees: number, out: { quadrant: number; rest: number }): void {
-  const d = degrees - 360 * Math.floor(degrees / 360);
-  let q = Math.floor((d + 45) / 90);
+  const d = (degrees % 360) + 0;
+  const q = Math.floor((d + 45) / 90);
   out.rest = d - 90 * q;
-  if (q === 4) q = 0;
-  out.quadrant = q;
+  out.quadrant = q & 3;
 }
 
 const scratch = { quadrant: 0, rest: 0 };
 
-/** Deterministic sine of an angle in degrees. */
+/** Deterministic sine of an angle in degrees (exactly +0 at multiples of 180, +-1 at 90 and 270). */
 export function dsin(degrees: number): number {
   reduce(degrees, scratch);
   const r = scratch.rest * DEG_TO_RAD;
@@ -55,13 +66,13 @@ export function dsin(degrees: number): number {
     case 1:
       return cosKernel(r);
     case 2:
-      return -sinKernel(r);
+      return 0 - sinKernel(r);
     default:
       return -cosKernel(r);
   }
 }
 
-/** Deterministic cosine of an angle in degrees. */
+/** Deterministic cosine of an angle in degrees (exactly +-1 at multiples of 180, +0 at 90 and 270). */
 export function dcos(degrees: number): number {
   reduce(degrees, scratch);
   const r = scratch.rest * DEG_TO_RAD;
@@ -69,7 +80,7 @@ export function dcos(degrees: number): number {
     case 0:
       return cosKernel(r);
     case 1:
-      return -sinKernel(r);
+      return 0 - sinKernel(r);
     case 2:
       return -cosKernel(r);
     default:
@@ -78,7 +89,9 @@ export function dcos(degrees: number): number {
 }
 
 export function clamp(value: number, min: number, max: number): number {
-  return value < min ? min : value > max ? max : value;
+  if (value < min) return min;
+  if (value > max) return max;
+  return value;
 }
 
 /** Wraps an angle in degrees into (-180, 180]. */
@@ -131,7 +144,14 @@ export function length(a: Vec3): number {
  * Forward, right and up unit vectors for Quake-style angles (pitch, yaw, roll in degrees; yaw
  * about +z, pitch positive looking down). Any argument may be null.
  */
-export function angleVectors(pitch: number, yaw: number, roll: number, forward: Vec3 | null, right: Vec3 | null, up: Vec3 | null): void {
+export function angleVectors(
+  pitch: number,
+  yaw: number,
+  roll: number,
+  forward: Vec3 | null,
+  right: Vec3 | null,
+  up: Vec3 | null,
+): void {
   const sy = dsin(yaw);
   const cy = dcos(yaw);
   const sp = dsin(pitch);

@@ -44,7 +44,8 @@ export class Random {
  * Returns a uniform value in [0, 1) built only from integer operations.
  */
 export function sharedRandom(seed: number, index: number): number {
-  let h = Math.imul((seed >>> 0) ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul((index >>> 0) + 0x27d4eb2f, 0xc2b2ae35);
+  let h =
+    Math.imul((seed >>> 0) ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul((index >>> 0) + 0x27d4eb2f, 0xc2b2ae35);
   h ^= h >>> 16;
   h = Math.imul(h, 0x7feb352d);
   h ^= h >>> 15;

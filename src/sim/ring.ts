@@ -2,8 +2,9 @@
 
 /** Rounds up to the next power of two (at least 1). */
 export function nextPowerOfTwo(n: number): number {
-  if (!(n >= 1)) return 1;
-  return 2 ** Math.ceil(Math.log2(n));
+  let p = 1;
+  while (p < n) p *= 2;
+  return p;
 }
 
 /**

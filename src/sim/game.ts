@@ -1,0 +1,81 @@
+// The game definition: the typed interface through which a game plugs its shared code into
+// the engine (Quake 3's bg_* / Half-Life's pm_shared seen from the engine's side).
+
+import type { BitStream } from '../protocol/bitstream.ts';
+import type { UserCommand } from '../protocol/usercmd.ts';
+import type { Vec3 } from './math.ts';
+
+/**
+ * Where shared game code sends effects (footsteps, landing, muzzle flash, impacts). The side
+ * that runs the code decides what to do with them: the client plays them only the first time
+ * a command is predicted; the server sends them to everyone but the owner. Events are small
+ * fixed records so that emitting one never allocates.
+ */
+export interface GameEventSink {
+  emit(type: number, p0: number, p1: number, p2: number, p3: number): void;
+}
+
+/** An event sink that drops everything (for re-running commands whose effects already played). */
+export const NO_EVENTS: GameEventSink = { emit() {} };
+
+/** Result of sweeping a box through the world (Quake's trace_t). */
+export interface TraceResult {
+  /** Share of the move completed before the first hit, 0..1 (1: nothing hit). */
+  fraction: number;
+  /** Where the box's origin stopped. */
+  endPos: Vec3;
+  /** Normal of the surface hit (valid when fraction < 1). */
+  normal: Vec3;
+  /** The box started inside solid. */
+  startSolid: boolean;
+  /** The box stayed inside solid for the whole move. */
+  allSolid: boolean;
+}
+
+/** The outside world as shared movement sees it: passed in, never imported. */
+export interface TraceWorld {
+  /** Sweeps the box [mins, maxs] (relative to the origin) from start to end. */
+  trace(start: Vec3, end: Vec3, mins: Vec3, maxs: Vec3, out: TraceResult): void;
+}
+
+/**
+ * The player part of a game: its state and the shared move function. `P` is the player state
+ * the server replicates to the owning client (movement and weapons), plus any client-only
+ * fields the game declares through `copyClientOnly`.
+ */
+export interface PlayerDefinition<P, W> {
+  /** A new state, every field zero/default. */
+  create(): P;
+  /** Copies every field of `from` into `out`. */
+  copy(out: P, from: P): void;
+  /**
+   * Runs one user command on `state` in place (`(state, cmd, world) -> state`). Pure and
+   * deterministic: IEEE-exact arithmetic and the engine's dsin/dcos only, no clock, no
+   * Math.random. Ends by quantizing the state exactly as `serialize` would, so the state a client
+   * predicts equals the state the server sends, bit for bit.
+   */
+  move(state: P, cmd: UserCommand, world: W, events: GameEventSink): void;
+  /** The owner's full replicated state, one serialize function for write, read and measure. */
+  serialize(s: BitStream, state: P): boolean;
+  /** True when the replicated fields of `a` and `b` are identical. */
+  equals(a: P, b: P): boolean;
+  /** Copies fields that exist only on the client (not replicated) from `from` to `out`. */
+  copyClientOnly(out: P, from: P): void;
+  /** The state's position, for smoothing visible corrections and for interest. */
+  origin(state: P, out: Vec3): Vec3;
+}
+
+/**
+ * Everything a game gives the engine. A second, different game is written against this same
+ * definition without touching the engine.
+ */
+export interface GameDefinition<P, W> {
+  /** Shown in logs and tools. */
+  readonly name: string;
+  /** The player: state, shared movement and weapons, its wire form. */
+  readonly player: PlayerDefinition<P, W>;
+  /** Builds the world shared code runs against (level geometry, trace). One per side. */
+  createWorld(): W;
+  /** Puts a new player's state at a spawn point; `index` is the client's slot. */
+  spawn(state: P, world: W, index: number): void;
+}
