@@ -133,7 +133,12 @@ export function peekPacketType(data: Uint8Array): number {
  * Reads a lifecycle packet. Returns an error reason ('' when valid); `p` is filled only when
  * valid. A request shorter than REQUEST_BYTES is refused (anti-amplification).
  */
-export function readHandshakePacket(s: BitStream, protocolId: number, data: Uint8Array, p: HandshakePacket): string {
+export function readHandshakePacket(
+  s: BitStream,
+  protocolId: number,
+  data: Uint8Array,
+  p: HandshakePacket,
+): string {
   if (data.length < 9) return 'truncated';
   if (data.length > HANDSHAKE_STREAM_BYTES) return 'oversized';
   const o = PACKET_CHECKSUM_OFFSET;
@@ -143,12 +148,14 @@ export function readHandshakePacket(s: BitStream, protocolId: number, data: Uint
   p.type = s.uint(0, 8);
   s.uint(0, 32);
   if (!serializeBody(s, p)) return 'malformed';
-  if ((p.type === PACKET_CONNECT_REQUEST || p.type === PACKET_CHALLENGE_RESPONSE) && data.length < REQUEST_BYTES) {
+  if (
+    (p.type === PACKET_CONNECT_REQUEST || p.type === PACKET_CHALLENGE_RESPONSE) &&
+    data.length < REQUEST_BYTES
+  ) {
     return 'unpadded request';
   }
   return '';
 }
-
 
 /** A stream sized for lifecycle packets. */
 export function createHandshakeStream(): BitStream {

@@ -1,0 +1,27 @@
+// The arena as the engine sees it: its player definition, the world it plays in, and where players spawn.
+
+import type { GameDefinition } from '../../../src/sim/game.ts';
+import { ARENA_LEVEL } from './level.ts';
+import {
+  type ArenaPlayerState,
+  type ArenaWorld,
+  arenaPlayer,
+  createLevelWorld,
+  spawnArenaPlayer,
+} from './player.ts';
+
+export type { ArenaPlayerState, ArenaWorld } from './player.ts';
+
+/** The reference game: the arena player in ARENA_LEVEL; player slot i spawns at spawn point i modulo their count. */
+export const arenaGame: GameDefinition<ArenaPlayerState, ArenaWorld> = {
+  name: 'arena',
+  player: arenaPlayer,
+  createWorld(): ArenaWorld {
+    return createLevelWorld(ARENA_LEVEL);
+  },
+  spawn(state: ArenaPlayerState, world: ArenaWorld, index: number): void {
+    const count = world.level.spawns.length;
+    const slot = Number.isFinite(index) ? Math.floor(index) : 0;
+    spawnArenaPlayer(state, world, ((slot % count) + count) % count);
+  },
+};

@@ -1,0 +1,143 @@
+// Box sweep against a level's convex brushes (a Quake-style trace): the collision query shared movement uses.
+
+import type { TraceResult } from '../../../src/sim/game.ts';
+import { type Vec3, vec3 } from '../../../src/sim/math.ts';
+import type { Brush, Level } from './level.ts';
+
+/**
+ * A trace that hits a plane stops this far from it (measured along the plane's normal), and a
+ * box this close to a plane cannot move closer to it. Four times the origin quantum (1/32), so an
+ * origin rounded to the wire grid after a hit is still clear of the surface.
+ */
+export const TRACE_EPSILON = 1 / 8;
+
+/** Slack around the swept box for the bounds test of the broad phase. */
+const BROAD_PHASE_PAD = 1;
+
+/** A trace result to fill (allocate once, reuse). */
+export function createTraceResult(): TraceResult {
+  return { fraction: 1, endPos: vec3(), normal: vec3(), startSolid: false, allSolid: false };
+}
+
+/** The brush and plane that set the current trace's fraction (scratch, reset per trace). */
+const hit = { brush: -1, plane: 0 };
+
+/**
+ * Clips the sweep of the box [mins, maxs] from start to end against one brush, lowering
+ * `out.fraction` if the box enters it earlier than anything seen so far. Each plane is pushed
+ * out by the box's extent along its normal (its support distance), which turns the box sweep
+ * into a point sweep against the enlarged brush.
+ */
+function clipToBrush(
+  brush: Brush,
+  brushIndex: number,
+  start: Vec3,
+  end: Vec3,
+  mins: Vec3,
+  maxs: Vec3,
+  out: TraceResult,
+): void {
+  const planes = brush.planes;
+  let enterFrac = -1;
+  let leaveFrac = 1;
+  let enterPlane = -1;
+  let startOut = false;
+  let endOut = false;
+  for (let i = 0; i < brush.planeCount; i++) {
+    const o = i * 4;
+    const nx = planes[o];
+    const ny = planes[o + 1];
+    const nz = planes[o + 2];
+    const dist =
+      planes[o + 3] -
+      ((nx < 0 ? maxs.x : mins.x) * nx + (ny < 0 ? maxs.y : mins.y) * ny + (nz < 0 ? maxs.z : mins.z) * nz);
+    const d1 = start.x * nx + start.y * ny + start.z * nz - dist;
+    const d2 = end.x * nx + end.y * ny + end.z * nz - dist;
+    if (d2 > 0) endOut = true;
+    if (d1 > 0) startOut = true;
+    // Entirely in front of this plane (or ending clear of its shell): the brush is not touched.
+    if (d1 > 0 && (d2 >= TRACE_EPSILON || d2 >= d1)) return;
+    // Entirely behind this plane: it does not limit the sweep.
+    if (d1 <= 0 && d2 <= 0) continue;
+    if (d1 > d2) {
+      let f = (d1 - TRACE_EPSILON) / (d1 - d2);
+      if (f < 0) f = 0;
+      if (f > enterFrac) {
+        enterFrac = f;
+        enterPlane = i;
+      }
+    } else {
+      let f = (d1 + TRACE_EPSILON) / (d1 - d2);
+      if (f > 1) f = 1;
+      if (f < leaveFrac) leaveFrac = f;
+    }
+  }
+  if (!startOut) {
+    out.startSolid = true;
+    if (!endOut) {
+      out.allSolid = true;
+      out.fraction = 0;
+    }
+    return;
+  }
+  if (enterFrac < leaveFrac && enterFrac > -1 && enterFrac < out.fraction) {
+    out.fraction = enterFrac;
+    hit.brush = brushIndex;
+    hit.plane = enterPlane;
+  }
+}
+
+/**
+ * Sweeps the box [mins, maxs] (relative to the origin; mins <= 0 <= maxs on each axis) from
+ * `start` to `end` through the level and fills `out`: the fraction of the move made before the
+ * box comes within TRACE_EPSILON of a solid, where it stopped, the normal of the plane it hit,
+ * and whether it started (startSolid) or stayed (allSolid) inside a solid. A box touching a
+ * surface counts as inside. `start === end` tests a position. Does not allocate.
+ */
+export function traceLevel(
+  level: Level,
+  start: Vec3,
+  end: Vec3,
+  mins: Vec3,
+  maxs: Vec3,
+  out: TraceResult,
+): void {
+  out.fraction = 1;
+  out.startSolid = false;
+  out.allSolid = false;
+  out.normal.x = 0;
+  out.normal.y = 0;
+  out.normal.z = 0;
+  hit.brush = -1;
+  const x0 = Math.min(start.x, end.x) + mins.x - BROAD_PHASE_PAD;
+  const y0 = Math.min(start.y, end.y) + mins.y - BROAD_PHASE_PAD;
+  const z0 = Math.min(start.z, end.z) + mins.z - BROAD_PHASE_PAD;
+  const x1 = Math.max(start.x, end.x) + maxs.x + BROAD_PHASE_PAD;
+  const y1 = Math.max(start.y, end.y) + maxs.y + BROAD_PHASE_PAD;
+  const z1 = Math.max(start.z, end.z) + maxs.z + BROAD_PHASE_PAD;
+  const brushes = level.brushes;
+  for (let i = 0; i < brushes.length; i++) {
+    const b = brushes[i];
+    if (b.mins.x > x1 || b.maxs.x < x0 || b.mins.y > y1 || b.maxs.y < y0 || b.mins.z > z1 || b.maxs.z < z0)
+      continue;
+    clipToBrush(b, i, start, end, mins, maxs, out);
+    if (out.allSolid) break;
+  }
+  if (!out.allSolid && hit.brush >= 0) {
+    const planes = brushes[hit.brush].planes;
+    const o = hit.plane * 4;
+    out.normal.x = planes[o];
+    out.normal.y = planes[o + 1];
+    out.normal.z = planes[o + 2];
+  }
+  if (out.fraction === 1) {
+    out.endPos.x = end.x;
+    out.endPos.y = end.y;
+    out.endPos.z = end.z;
+  } else {
+    const f = out.fraction;
+    out.endPos.x = start.x + f * (end.x - start.x);
+    out.endPos.y = start.y + f * (end.y - start.y);
+    out.endPos.z = start.z + f * (end.z - start.z);
+  }
+}

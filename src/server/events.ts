@@ -1,0 +1,52 @@
+// The server's log of effect events: what shared code emitted this tick, kept in a ring so each
+// client's next frame can carry the events it has not been sent yet (never its own predicted ones).
+
+import { createWireEvent, type WireEvent } from '../protocol/frames.ts';
+import type { GameEventSink } from '../sim/game.ts';
+
+const LOG_SIZE = 1024;
+const LOG_MASK = LOG_SIZE - 1;
+
+export class EventLog implements GameEventSink {
+  /** The slot (or entity) credited with events emitted from now on. */
+  source = 0;
+  /** Whether events emitted from now on were predicted by their source's client. */
+  predictedBySource = false;
+  /** Total events ever emitted: the position one past the newest. */
+  head = 0;
+  private readonly events: WireEvent[] = [];
+  private readonly predicted = new Uint8Array(LOG_SIZE);
+
+  constructor() {
+    for (let i = 0; i < LOG_SIZE; i++) this.events.push(createWireEvent());
+  }
+
+  emit(type: number, p0: number, p1: number, p2: number, p3: number): void {
+    const i = this.head & LOG_MASK;
+    const e = this.events[i];
+    e.type = type;
+    e.source = this.source;
+    e.p0 = p0;
+    e.p1 = p1;
+    e.p2 = p2;
+    e.p3 = p3;
+    this.predicted[i] = this.predictedBySource ? 1 : 0;
+    this.head++;
+  }
+
+  /** The oldest position still held. */
+  get tail(): number {
+    return this.head > LOG_SIZE ? this.head - LOG_SIZE : 0;
+  }
+
+  /** The event at log position `position` (between tail and head). */
+  at(position: number): WireEvent {
+    return this.events[position & LOG_MASK];
+  }
+
+  /** True when the event at `position` should not go to `slot`: it predicted it itself. */
+  isOwnPrediction(position: number, slot: number): boolean {
+    const i = position & LOG_MASK;
+    return this.predicted[i] === 1 && this.events[i].source === slot;
+  }
+}

@@ -1,0 +1,514 @@
+// The authoritative server loop (the paper's): fixed tick; read client commands; run each for
+// its own msec within the client's time budget; simulate server-controlled objects; send each
+// client its frame. Driven by time passed in: `update(nowMs)`.
+
+import { PacketChannel } from '../net/channel.ts';
+import {
+  createHandshakePacket,
+  createHandshakeStream,
+  DISCONNECT_CLIENT_LEFT,
+  DISCONNECT_SERVER_SHUTDOWN,
+  DISCONNECT_TIMED_OUT,
+  PACKET_ACCEPTED,
+  PACKET_CHALLENGE,
+  PACKET_CHALLENGE_RESPONSE,
+  PACKET_CONNECT_REQUEST,
+  PACKET_DISCONNECT,
+  PACKET_REFUSED,
+  peekPacketType,
+  REFUSE_SERVER_FULL,
+  REFUSE_TOO_MANY_ATTEMPTS,
+  REFUSE_WRONG_VERSION,
+  readHandshakePacket,
+  writeHandshakePacket,
+} from '../net/handshake.ts';
+import type { DatagramEndpoint } from '../net/transport.ts';
+import type { BitStream } from '../protocol/bitstream.ts';
+import {
+  type FrameHeader,
+  MAX_COMMANDS_PER_PACKET,
+  MAX_EVENTS_PER_FRAME,
+  serializeCommandRun,
+  serializeFrameHeader,
+  serializeWireEvent,
+} from '../protocol/frames.ts';
+import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
+import type { GameDefinition } from '../sim/game.ts';
+import { CommandQueue, type CommandStats } from './commands.ts';
+import { CookieJar } from './cookie.ts';
+import { EventLog } from './events.ts';
+
+export interface ServerConfig {
+  /** Simulation ticks per second. */
+  tickRate: number;
+  maxClients: number;
+  /** Packets of another protocol id are rejected by checksum. */
+  protocolId: number;
+  /** Clients of another version are refused with a reason. */
+  protocolVersion: number;
+  /** How far a client's commands may run ahead of real time (see CommandQueue). */
+  commandSlackMs: number;
+  /** Button bits the game accepts; others are cleared and counted. */
+  validButtons: number;
+  /** A client silent this long is disconnected. */
+  timeoutMs: number;
+  /** A challenge cookie is honoured for this long. */
+  cookieLifetimeMs: number;
+  /** Connection attempts (requests and responses) per second allowed from one address. */
+  connectAttemptsPerSecond: number;
+  /** Snapshot rate used until a client asks for another, and the most a client may ask for. */
+  defaultUpdateRate: number;
+  /** Bytes per second used until a client asks for another. */
+  defaultRateBytesPerSecond: number;
+  /** Secret for challenge cookies (random when omitted). */
+  cookieSecret?: Uint8Array;
+}
+
+export const DEFAULT_SERVER_CONFIG: ServerConfig = {
+  tickRate: 64,
+  maxClients: 32,
+  protocolId: 0x42535450,
+  protocolVersion: 1,
+  commandSlackMs: 200,
+  validButtons: 0xffff,
+  timeoutMs: 10_000,
+  cookieLifetimeMs: 10_000,
+  connectAttemptsPerSecond: 4,
+  defaultUpdateRate: 32,
+  defaultRateBytesPerSecond: 80_000,
+};
+
+/** Server-side game code: server-controlled objects and reactions to clients coming and going. */
+export interface ServerHooks<P, W> {
+  /** After every client's commands ran this tick. */
+  onTick?(server: GameServer<P, W>, tick: number): void;
+  /** After a client's command ran (its state is the result). */
+  onCommand?(server: GameServer<P, W>, client: ServerClient<P>, cmd: UserCommand): void;
+  onConnect?(server: GameServer<P, W>, client: ServerClient<P>): void;
+  onDisconnect?(server: GameServer<P, W>, client: ServerClient<P>, reason: number): void;
+}
+
+export interface ServerStats {
+  ticks: number;
+  /** Ticks skipped because the server fell too far behind real time. */
+  ticksSkipped: number;
+  /** Packets from unknown addresses that were not valid lifecycle packets, by reason. */
+  rejected: Record<string, number>;
+  connects: number;
+  disconnects: number;
+}
+
+/** One connected client as the server sees it. */
+export class ServerClient<P> {
+  readonly slot: number;
+  readonly address: string;
+  readonly nonce: number;
+  readonly channel: PacketChannel;
+  readonly state: P;
+  readonly commands: CommandQueue;
+  updateRate: number;
+  rateBytesPerSecond: number;
+  /** When the next frame is due by the update rate. */
+  nextUpdateMs = 0;
+  /** When the rate (bytes per second) lets the next packet go: after each packet, its size / rate. */
+  rateFreeMs = 0;
+  /** Frames due by the update rate but held back by the rate since the last frame sent. */
+  chokedSinceSent = 0;
+  /** Total frames held back by the rate (choke). */
+  choked = 0;
+  /** Frames sent. */
+  framesSent = 0;
+  /** The update-rate slot whose choke was already counted. */
+  chokeCountedFor = -1;
+  /** Position in the server's event log of the next event to send. */
+  eventCursor = 0;
+  /** Frames that failed to decode on this client's connection (commands). */
+  badPayloads = 0;
+  /** Bound once: writes this client's frame into a packet. */
+  readonly writeFrame: (s: BitStream) => void;
+
+  constructor(
+    slot: number,
+    address: string,
+    nonce: number,
+    channel: PacketChannel,
+    state: P,
+    commands: CommandQueue,
+    updateRate: number,
+    rate: number,
+    writeFrame: (client: ServerClient<P>, s: BitStream) => void,
+  ) {
+    this.slot = slot;
+    this.address = address;
+    this.nonce = nonce;
+    this.channel = channel;
+    this.state = state;
+    this.commands = commands;
+    this.updateRate = updateRate;
+    this.rateBytesPerSecond = rate;
+    this.writeFrame = (s) => writeFrame(this, s);
+  }
+
+  get commandStats(): CommandStats {
+    return this.commands.stats;
+  }
+}
+
+const ATTEMPT_BUCKETS = 4096;
+
+/** The authoritative game server. */
+export class GameServer<P, W> {
+  readonly config: ServerConfig;
+  readonly game: GameDefinition<P, W>;
+  readonly world: W;
+  readonly hooks: ServerHooks<P, W>;
+  readonly events = new EventLog();
+  readonly clients: (ServerClient<P> | null)[];
+  readonly stats: ServerStats = { ticks: 0, ticksSkipped: 0, rejected: {}, connects: 0, disconnects: 0 };
+  readonly tickIntervalMs: number;
+  /** The newest tick simulated. Server time is tick * tickIntervalMs. */
+  tick = 0;
+
+  private readonly endpoint: DatagramEndpoint;
+  private readonly byAddress = new Map<string, ServerClient<P>>();
+  private readonly cookies: CookieJar;
+  private readonly hs = createHandshakePacket();
+  private readonly hsStream = createHandshakeStream();
+  private readonly cookie = { hi: 0, lo: 0 };
+  private readonly cmds: UserCommand[] = [];
+  private readonly run = { count: 0 };
+  private readonly header: FrameHeader = { serverTick: 0, choked: 0, hasPlayer: false, ackedCommand: 0 };
+  /** Connection attempts per hashed address bucket: bounded state, whatever the source addresses. */
+  private readonly attempts = new Float64Array(ATTEMPT_BUCKETS);
+  private readonly attemptsStartMs = new Float64Array(ATTEMPT_BUCKETS);
+  private nowMs = 0;
+  private nextTickMs = -1;
+  private readonly onPacket = (from: string, data: Uint8Array) => this.receive(from, data);
+
+  constructor(
+    game: GameDefinition<P, W>,
+    endpoint: DatagramEndpoint,
+    config: Partial<ServerConfig> = {},
+    hooks: ServerHooks<P, W> = {},
+  ) {
+    this.config = { ...DEFAULT_SERVER_CONFIG, ...config };
+    validateServerConfig(this.config);
+    this.game = game;
+    this.endpoint = endpoint;
+    this.hooks = hooks;
+    this.world = game.createWorld();
+    this.tickIntervalMs = 1000 / this.config.tickRate;
+    this.clients = new Array(this.config.maxClients).fill(null);
+    this.cookies = new CookieJar(this.config.cookieSecret);
+    for (let i = 0; i < MAX_COMMANDS_PER_PACKET; i++) this.cmds.push(createUserCommand());
+  }
+
+  /** Server time of the newest tick, milliseconds. */
+  get timeMs(): number {
+    return this.tick * this.tickIntervalMs;
+  }
+
+  get clientCount(): number {
+    return this.byAddress.size;
+  }
+
+  /** Reads packets and runs every tick that is due at `nowMs`. */
+  update(nowMs: number): void {
+    if (nowMs < this.nowMs) nowMs = this.nowMs;
+    this.nowMs = nowMs;
+    if (this.nextTickMs < 0) this.nextTickMs = nowMs;
+    this.endpoint.poll(nowMs, this.onPacket);
+    let ran = 0;
+    while (nowMs >= this.nextTickMs) {
+      if (ran === 8) {
+        // Too far behind: drop the backlog rather than spiral.
+        const behind = Math.floor((nowMs - this.nextTickMs) / this.tickIntervalMs) + 1;
+        this.stats.ticksSkipped += behind;
+        this.nextTickMs += behind * this.tickIntervalMs;
+        break;
+      }
+      this.runTick();
+      this.nextTickMs += this.tickIntervalMs;
+      ran++;
+    }
+  }
+
+  /** Disconnects every client (telling each, redundantly) and closes the endpoint. */
+  close(): void {
+    for (const c of this.clients) if (c) this.disconnect(c, DISCONNECT_SERVER_SHUTDOWN);
+    this.endpoint.close();
+  }
+
+  /** Removes a client, telling it why (three copies, since packets may be lost). */
+  disconnect(client: ServerClient<P>, reason: number): void {
+    if (this.clients[client.slot] !== client) return;
+    for (let i = 0; i < 3; i++) this.sendHandshake(client.address, PACKET_DISCONNECT, client.nonce, reason);
+    this.clients[client.slot] = null;
+    this.byAddress.delete(client.address);
+    this.stats.disconnects++;
+    this.hooks.onDisconnect?.(this, client, reason);
+  }
+
+  private runTick(): void {
+    this.tick++;
+    this.stats.ticks++;
+    const { player } = this.game;
+    const events = this.events;
+    events.predictedBySource = true;
+    for (const client of this.clients) {
+      if (client === null) continue;
+      client.commands.addRealTime(this.tickIntervalMs);
+      events.source = client.slot;
+      for (let cmd = client.commands.next(); cmd !== undefined; cmd = client.commands.next()) {
+        player.move(client.state, cmd, this.world, events);
+        this.hooks.onCommand?.(this, client, cmd);
+      }
+    }
+    events.predictedBySource = false;
+    events.source = 0;
+    this.hooks.onTick?.(this, this.tick);
+    const now = this.nowMs;
+    for (const client of this.clients) {
+      if (client === null) continue;
+      if (now - client.channel.lastReceivedMs > this.config.timeoutMs) {
+        this.disconnect(client, DISCONNECT_TIMED_OUT);
+        continue;
+      }
+      this.sendFrameIfDue(client, now);
+    }
+  }
+
+  /**
+   * The paper's footnote 7: after each packet the server works out when the next may go, from
+   * the update rate the client asked for and its rate in bytes per second, so spacing varies.
+   * A frame due by the update rate but held back by the rate is counted as choke.
+   */
+  private sendFrameIfDue(client: ServerClient<P>, now: number): void {
+    if (now < client.nextUpdateMs) {
+      client.channel.update(now);
+      return;
+    }
+    if (now < client.rateFreeMs) {
+      if (client.chokeCountedFor !== client.nextUpdateMs) {
+        client.chokeCountedFor = client.nextUpdateMs;
+        client.chokedSinceSent++;
+        client.choked++;
+      }
+      client.channel.update(now);
+      return;
+    }
+    const before = client.channel.stats.bytesSent;
+    client.channel.send(now, client.writeFrame);
+    const bytes = client.channel.stats.bytesSent - before;
+    client.framesSent++;
+    client.chokedSinceSent = 0;
+    const interval = 1000 / client.updateRate;
+    client.nextUpdateMs = Math.max(client.nextUpdateMs + interval, now);
+    client.rateFreeMs = now + (bytes * 1000) / client.rateBytesPerSecond;
+  }
+
+  private writeFrame(client: ServerClient<P>, s: BitStream): void {
+    const h = this.header;
+    h.serverTick = this.tick;
+    h.hasPlayer = true;
+    h.ackedCommand = client.commands.lastDone;
+    h.choked = Math.min(client.chokedSinceSent, 255);
+    serializeFrameHeader(s, h);
+    this.game.player.serialize(s, client.state);
+    this.writeEvents(client, s);
+  }
+
+  private writeEvents(client: ServerClient<P>, s: BitStream): void {
+    const log = this.events;
+    if (client.eventCursor < log.tail) client.eventCursor = log.tail;
+    let count = 0;
+    for (let p = client.eventCursor; p < log.head && count < MAX_EVENTS_PER_FRAME; p++) {
+      if (!log.isOwnPrediction(p, client.slot)) count++;
+    }
+    s.int(count, 0, MAX_EVENTS_PER_FRAME);
+    let written = 0;
+    let p = client.eventCursor;
+    for (; p < log.head && written < count; p++) {
+      if (log.isOwnPrediction(p, client.slot)) continue;
+      serializeWireEvent(s, log.at(p));
+      written++;
+    }
+    client.eventCursor = p;
+  }
+
+  private receive(from: string, data: Uint8Array): void {
+    const client = this.byAddress.get(from);
+    const type = peekPacketType(data);
+    if (client !== undefined && type === 0) {
+      this.receiveData(client, data);
+      return;
+    }
+    if (type < PACKET_CONNECT_REQUEST || type > PACKET_DISCONNECT) {
+      this.reject(client === undefined ? 'unknown address' : 'bad type');
+      return;
+    }
+    const error = readHandshakePacket(this.hsStream, this.config.protocolId, data, this.hs);
+    if (error !== '') {
+      this.reject(error);
+      return;
+    }
+    const p = this.hs;
+    if (client !== undefined) {
+      if (p.clientNonce !== client.nonce) {
+        this.reject('wrong nonce');
+        return;
+      }
+      if (p.type === PACKET_DISCONNECT) this.disconnect(client, DISCONNECT_CLIENT_LEFT);
+      else if (p.type === PACKET_CHALLENGE_RESPONSE) this.sendAccepted(client);
+      return;
+    }
+    if (p.type === PACKET_CONNECT_REQUEST) this.onConnectRequest(from);
+    else if (p.type === PACKET_CHALLENGE_RESPONSE) this.onChallengeResponse(from);
+    else this.reject('unexpected lifecycle packet');
+  }
+
+  private reject(reason: string): void {
+    this.stats.rejected[reason] = (this.stats.rejected[reason] ?? 0) + 1;
+  }
+
+  /** Counts an attempt from `address` in its hashed bucket; false when over the limit. */
+  private allowAttempt(address: string): boolean {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < address.length; i++) h = Math.imul(h ^ address.charCodeAt(i), 0x01000193);
+    const b = (h >>> 0) & (ATTEMPT_BUCKETS - 1);
+    if (this.nowMs - this.attemptsStartMs[b] >= 1000) {
+      this.attemptsStartMs[b] = this.nowMs;
+      this.attempts[b] = 0;
+    }
+    this.attempts[b]++;
+    return this.attempts[b] <= this.config.connectAttemptsPerSecond;
+  }
+
+  private onConnectRequest(from: string): void {
+    const p = this.hs;
+    if (!this.allowAttempt(from)) {
+      this.reject('too many attempts');
+      return;
+    }
+    if (p.version !== this.config.protocolVersion) {
+      this.sendHandshake(from, PACKET_REFUSED, p.clientNonce, REFUSE_WRONG_VERSION);
+      return;
+    }
+    const issuedAt = Math.floor(this.nowMs) >>> 0;
+    this.cookies.make(from, issuedAt, p.clientNonce, this.cookie);
+    const out = this.hs;
+    out.type = PACKET_CHALLENGE;
+    out.issuedAt = issuedAt;
+    out.cookieHi = this.cookie.hi;
+    out.cookieLo = this.cookie.lo;
+    this.endpoint.send(from, writeHandshakePacket(this.hsStream, this.config.protocolId, out));
+  }
+
+  private onChallengeResponse(from: string): void {
+    const p = this.hs;
+    if (!this.allowAttempt(from)) {
+      this.sendHandshake(from, PACKET_REFUSED, p.clientNonce, REFUSE_TOO_MANY_ATTEMPTS);
+      return;
+    }
+    // issuedAt is server time in ms modulo 2^32; the difference is taken modulo 2^32 as well.
+    const age = ((Math.floor(this.nowMs) >>> 0) - p.issuedAt) >>> 0;
+    if (age > this.config.cookieLifetimeMs) {
+      this.reject('cookie expired');
+      return;
+    }
+    if (!this.cookies.check(from, p.issuedAt, p.clientNonce, p.cookieHi, p.cookieLo)) {
+      this.reject('bad cookie');
+      return;
+    }
+    const slot = this.clients.indexOf(null);
+    if (slot < 0) {
+      this.sendHandshake(from, PACKET_REFUSED, p.clientNonce, REFUSE_SERVER_FULL);
+      return;
+    }
+    const channel = new PacketChannel((bytes) => this.endpoint.send(from, bytes), {
+      protocolId: this.config.protocolId,
+    });
+    channel.lastReceivedMs = this.nowMs;
+    const state = this.game.player.create();
+    this.game.spawn(state, this.world, slot);
+    const commands = new CommandQueue({
+      commandSlackMs: this.config.commandSlackMs,
+      validButtons: this.config.validButtons,
+    });
+    const updateRate = Math.min(p.updateRate, this.config.defaultUpdateRate, this.config.tickRate);
+    const client = new ServerClient(
+      slot,
+      from,
+      p.clientNonce,
+      channel,
+      state,
+      commands,
+      updateRate,
+      p.rate > 0 ? p.rate : this.config.defaultRateBytesPerSecond,
+      (c, s) => this.writeFrame(c, s),
+    );
+    client.eventCursor = this.events.head;
+    client.nextUpdateMs = this.nowMs;
+    this.clients[slot] = client;
+    this.byAddress.set(from, client);
+    this.stats.connects++;
+    this.sendAccepted(client);
+    this.hooks.onConnect?.(this, client);
+  }
+
+  private sendAccepted(client: ServerClient<P>): void {
+    const out = this.hs;
+    out.type = PACKET_ACCEPTED;
+    out.clientNonce = client.nonce;
+    out.slot = client.slot;
+    out.tickRate = this.config.tickRate;
+    out.serverTick = this.tick;
+    this.endpoint.send(client.address, writeHandshakePacket(this.hsStream, this.config.protocolId, out));
+  }
+
+  private sendHandshake(to: string, type: number, nonce: number, reason: number): void {
+    const out = this.hs;
+    out.type = type;
+    out.clientNonce = nonce;
+    out.reason = reason;
+    this.endpoint.send(to, writeHandshakePacket(this.hsStream, this.config.protocolId, out));
+  }
+
+  private receiveData(client: ServerClient<P>, data: Uint8Array): void {
+    const s = client.channel.receive(this.nowMs, data);
+    if (s === null) return;
+    const run = this.run;
+    if (!serializeCommandRun(s, this.cmds, run)) {
+      client.badPayloads++;
+      return;
+    }
+    for (let i = 0; i < run.count; i++) client.commands.receive(this.cmds[i], i === 0);
+  }
+}
+
+function validateServerConfig(c: ServerConfig): void {
+  const positive: (keyof ServerConfig)[] = [
+    'tickRate',
+    'maxClients',
+    'timeoutMs',
+    'cookieLifetimeMs',
+    'connectAttemptsPerSecond',
+    'defaultUpdateRate',
+    'defaultRateBytesPerSecond',
+  ];
+  for (const key of positive) {
+    const v = c[key];
+    if (typeof v !== 'number' || !(v > 0) || !Number.isFinite(v)) {
+      throw new RangeError(`server config: ${key} must be a positive number, got ${String(v)}`);
+    }
+  }
+  if (!Number.isInteger(c.tickRate) || c.tickRate > 255) {
+    throw new RangeError(`server config: tickRate must be an integer in 1..255, got ${c.tickRate}`);
+  }
+  if (!Number.isInteger(c.maxClients) || c.maxClients > 65535) {
+    throw new RangeError(`server config: maxClients must be an integer in 1..65535, got ${c.maxClients}`);
+  }
+  if (!(c.commandSlackMs >= 0)) {
+    throw new RangeError(`server config: commandSlackMs must be >= 0, got ${c.commandSlackMs}`);
+  }
+}

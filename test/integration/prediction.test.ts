@@ -1,0 +1,220 @@
+// Client-side prediction end to end: real server and client objects over the memory transport
+// and its conditioner, on simulated time, with the arena's shared movement.
+
+import { describe, expect, it } from 'vitest';
+import { BUTTON_CROUCH, BUTTON_JUMP } from '../../games/arena/shared/constants.ts';
+import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import type { GameClient, InputSample } from '../../src/client/client.ts';
+import { parseProfile } from '../../src/net/profile.ts';
+import type { DatagramEndpoint } from '../../src/net/transport.ts';
+import { Random } from '../../src/sim/random.ts';
+import { Match } from '../../tools/harness/match.ts';
+
+type Client = GameClient<ArenaPlayerState, ArenaWorld>;
+
+/** A scripted player: runs, strafes, turns, jumps and crouches, from a seed. */
+function scriptedDriver(seed: number) {
+  const rng = new Random(seed);
+  let until = 0;
+  let yawRate = 0;
+  return (_client: Client, nowMs: number, input: InputSample) => {
+    if (nowMs >= until) {
+      until = nowMs + rng.range(200, 1200);
+      input.forwardMove = rng.int(-1, 1) * 127;
+      input.sideMove = rng.int(-1, 1) * 127;
+      yawRate = rng.range(-0.3, 0.3);
+      input.buttons = (rng.chance(0.3) ? BUTTON_JUMP : 0) | (rng.chance(0.15) ? BUTTON_CROUCH : 0);
+    }
+    input.yaw += yawRate * 16;
+    input.pitch = 10;
+  };
+}
+
+function profileFor(rttMs: number, loss: number) {
+  const oneWay = rttMs / 2;
+  return parseProfile({
+    name: `rtt${rttMs}`,
+    latencyMs: oneWay,
+    jitterMs: oneWay * 0.2,
+    loss,
+  });
+}
+
+/** Records the client's first prediction of every command and the server's result for it. */
+function recordAgreement(client: Client) {
+  const predicted = new Map<number, ArenaPlayerState>();
+  const executed = new Map<number, ArenaPlayerState>();
+  const player = arenaGame.player;
+  let seen = 0;
+  const afterFrame = () => {
+    const p = client.predictor;
+    if (p.newestSequence > seen) {
+      // The newest command was just predicted for the first time.
+      seen = p.newestSequence;
+      const copy = player.create();
+      player.copy(copy, p.current);
+      predicted.set(seen, copy);
+    }
+  };
+  const onCommand = (slot: number, sequence: number, state: ArenaPlayerState) => {
+    if (slot !== client.slot) return;
+    const copy = player.create();
+    player.copy(copy, state);
+    executed.set(sequence, copy);
+  };
+  return { predicted, executed, afterFrame, onCommand };
+}
+
+describe('prediction over the conditioner', () => {
+  for (const rtt of [0, 100, 250, 500]) {
+    for (const loss of [0, 0.1]) {
+      it(`predicts every command bit for bit at ${rtt} ms round trip, ${loss * 100}% loss`, () => {
+        const seed = 1000 + rtt + loss * 10;
+        const commandHook: { fn: (slot: number, seq: number, s: ArenaPlayerState) => void } = {
+          fn: () => {},
+        };
+        const match = new Match(
+          arenaGame,
+          seed,
+          {},
+          {
+            onCommand: (_server, client, cmd) => commandHook.fn(client.slot, cmd.sequence, client.state),
+          },
+        );
+        const c = match.addClient({
+          profile: profileFor(rtt, loss),
+          drive: scriptedDriver(seed),
+          frameJitterMs: 4,
+        });
+        const rec = recordAgreement(c.client);
+        c.afterFrame = rec.afterFrame;
+        commandHook.fn = rec.onCommand;
+        match.run(60_000);
+        const msg = `seed ${seed}`;
+        expect(c.client.state, msg).toBe('connected');
+        expect(rec.executed.size, msg).toBeGreaterThan(3000);
+        let compared = 0;
+        for (const [seq, server] of rec.executed) {
+          const mine = rec.predicted.get(seq);
+          expect(mine, `${msg}: command ${seq} never predicted`).toBeDefined();
+          expect(arenaGame.player.equals(mine!, server), `${msg}: command ${seq} predicted differently`).toBe(
+            true,
+          );
+          expect([mine!.originX, mine!.originY, mine!.originZ], `${msg}: command ${seq}`).toEqual([
+            server.originX,
+            server.originY,
+            server.originZ,
+          ]);
+          compared++;
+        }
+        expect(compared, msg).toBeGreaterThan(3000);
+        expect(c.client.predictor.stats.corrections, msg).toBe(0);
+        expect(c.client.predictor.stats.replays, msg).toBeGreaterThan(100);
+        const stats = match.server.clients[c.client.slot]!.commandStats;
+        expect(stats.lost, msg).toBe(0);
+        expect(stats.overBudget, msg).toBe(0);
+        match.close();
+      });
+    }
+  }
+
+  it('corrects an outside push within one round trip, smoothly', () => {
+    const seed = 77;
+    const rtt = 250;
+    const pushAtMs = 5000;
+    let pushTick = -1;
+    const match = new Match(
+      arenaGame,
+      seed,
+      {},
+      {
+        onTick: (server, tick) => {
+          if (pushTick < 0 && server.timeMs >= pushAtMs) {
+            pushTick = tick;
+            for (const cl of server.clients) if (cl) cl.state.velocityX += 250;
+          }
+        },
+      },
+    );
+    const c = match.addClient({ profile: profileFor(rtt, 0), drive: scriptedDriver(seed) });
+    const client = c.client;
+    const rendered = { x: 0, y: 0, z: 0 };
+    const predictedNow = { x: 0, y: 0, z: 0 };
+    let prevRendered: { x: number; y: number; z: number } | null = null;
+    let prevPredicted: { x: number; y: number; z: number } | null = null;
+    let correctedAtMs = -1;
+    let maxExcess = 0;
+    c.afterFrame = (nowMs) => {
+      if (!client.isSpawned) return;
+      if (correctedAtMs < 0 && client.predictor.stats.corrections > 0) correctedAtMs = nowMs;
+      client.predictor.renderOrigin(nowMs, rendered);
+      arenaGame.player.origin(client.predictor.current, predictedNow);
+      if (prevRendered && prevPredicted) {
+        // A frame's rendered step may exceed the predicted step only by the blend rate.
+        const stepR = Math.hypot(
+          rendered.x - prevRendered.x,
+          rendered.y - prevRendered.y,
+          rendered.z - prevRendered.z,
+        );
+        const stepP = Math.hypot(
+          predictedNow.x - prevPredicted.x,
+          predictedNow.y - prevPredicted.y,
+          predictedNow.z - prevPredicted.z,
+        );
+        const allowed = stepP + (client.predictor.stats.visibleErrorMax * (1000 / 60)) / 100 + 1e-6;
+        maxExcess = Math.max(maxExcess, stepR - allowed);
+      }
+      prevRendered = { ...rendered };
+      prevPredicted = { ...predictedNow };
+    };
+    match.run(10_000);
+    const msg = `seed ${seed}`;
+    expect(pushTick, msg).toBeGreaterThan(0);
+    expect(client.predictor.stats.corrections, msg).toBeGreaterThan(0);
+    // The push lands in the next frame the server sends: one-way latency plus at most one
+    // snapshot interval, plus jitter; within one round trip.
+    expect(correctedAtMs - pushAtMs, msg).toBeLessThanOrEqual(rtt + 1000 / 32 + rtt * 0.2);
+    expect(client.predictor.stats.snaps, msg).toBe(0);
+    expect(client.predictor.stats.visibleErrorMax, msg).toBeGreaterThan(1);
+    expect(maxExcess, msg).toBeLessThanOrEqual(0);
+    // After the correction, prediction agrees again.
+    const after = client.predictor.stats.corrections;
+    match.run(10_000);
+    expect(client.predictor.stats.corrections, msg).toBe(after);
+    match.close();
+  });
+
+  it('holds a speed-hacking client to real time plus the slack, and its neighbour is unaffected', () => {
+    const seed = 99;
+    const slack = 200;
+    const match = new Match(arenaGame, seed, { commandSlackMs: slack });
+    const honest = match.addClient({ profile: profileFor(100, 0), drive: scriptedDriver(seed) });
+    // The cheat runs the client's clock twice as fast: every frame claims twice its real time.
+    const cheat = match.addClient({
+      profile: profileFor(100, 0),
+      drive: (_c, _t, input) => {
+        input.forwardMove = 127;
+      },
+      clientTime: (t) => t * 2,
+      wrapEndpoint: (e: DatagramEndpoint) => ({
+        address: e.address,
+        send: (to, data) => e.send(to, data),
+        poll: (nowMs, onPacket) => e.poll(nowMs / 2, onPacket),
+        close: () => e.close(),
+      }),
+    });
+    match.run(2000);
+    const slot = cheat.client.slot;
+    const stats = match.server.clients[slot]!.commandStats;
+    const executedBefore = stats.executedMs;
+    const startMs = match.nowMs;
+    match.run(30_000);
+    const realMs = match.nowMs - startMs;
+    const msg = `seed ${seed}`;
+    expect(stats.executedMs - executedBefore, msg).toBeLessThanOrEqual(realMs + slack);
+    expect(stats.overBudget, msg).toBeGreaterThan(100);
+    expect(stats.overBudgetMs, msg).toBeGreaterThan(realMs * 0.8);
+    expect(honest.client.predictor.stats.corrections, msg).toBe(0);
+    match.close();
+  });
+});

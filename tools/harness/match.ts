@@ -1,0 +1,135 @@
+// A match on simulated time: one server and any number of clients over the memory transport
+// and its network conditioner. Reproducible from a seed; used by the integration tests, the
+// simulation harness and the benchmarks.
+
+import {
+  type ClientConfig,
+  type ClientHooks,
+  createInputSample,
+  GameClient,
+  type InputSample,
+} from '../../src/client/client.ts';
+import type { NetworkProfile } from '../../src/net/profile.ts';
+import type { DatagramEndpoint } from '../../src/net/transport.ts';
+import { MemoryNetwork } from '../../src/net/transports/memory.ts';
+import { GameServer, type ServerConfig, type ServerHooks } from '../../src/server/server.ts';
+import type { GameDefinition } from '../../src/sim/game.ts';
+import { Random } from '../../src/sim/random.ts';
+
+/** Fills a client's input for the frame at `nowMs`. */
+export type InputDriver<P, W> = (client: GameClient<P, W>, nowMs: number, input: InputSample) => void;
+
+export interface MatchClient<P, W> {
+  readonly client: GameClient<P, W>;
+  readonly endpoint: DatagramEndpoint;
+  readonly input: InputSample;
+  drive: InputDriver<P, W>;
+  /** Milliseconds between this client's frames, and the random share added to each. */
+  frameMs: number;
+  frameJitterMs: number;
+  nextFrameMs: number;
+  /** Called after every frame (for measurements). */
+  afterFrame?: (nowMs: number) => void;
+}
+
+export interface AddClientOptions<P, W> {
+  profile?: NetworkProfile;
+  config?: Partial<ClientConfig>;
+  hooks?: ClientHooks;
+  drive?: InputDriver<P, W>;
+  frameMs?: number;
+  frameJitterMs?: number;
+  /** Wraps the client's endpoint (to fake a client clock, say). */
+  wrapEndpoint?: (endpoint: DatagramEndpoint) => DatagramEndpoint;
+  /** Maps simulated time to the time the client believes it is (a speed hack). */
+  clientTime?: (nowMs: number) => number;
+}
+
+export class Match<P, W> {
+  readonly network: MemoryNetwork;
+  readonly server: GameServer<P, W>;
+  readonly clients: MatchClient<P, W>[] = [];
+  readonly random: Random;
+  nowMs = 0;
+  private nextTickMs = 0;
+  private readonly clientTimes: ((nowMs: number) => number)[] = [];
+
+  constructor(
+    readonly game: GameDefinition<P, W>,
+    readonly seed: number,
+    serverConfig: Partial<ServerConfig> = {},
+    serverHooks: ServerHooks<P, W> = {},
+  ) {
+    this.random = new Random(seed);
+    this.network = new MemoryNetwork({ seed: this.random.nextU32() });
+    const endpoint = this.network.createEndpoint('server');
+    this.server = new GameServer(
+      game,
+      endpoint,
+      { cookieSecret: new Uint8Array(32).fill(7), ...serverConfig },
+      serverHooks,
+    );
+  }
+
+  addClient(options: AddClientOptions<P, W> = {}): MatchClient<P, W> {
+    const index = this.clients.length;
+    let endpoint: DatagramEndpoint = this.network.createEndpoint(`client${index}`, options.profile);
+    if (options.wrapEndpoint) endpoint = options.wrapEndpoint(endpoint);
+    const client = new GameClient(
+      this.game,
+      endpoint,
+      'server',
+      { seed: this.random.nextU32(), ...options.config },
+      options.hooks ?? {},
+    );
+    const time = options.clientTime ?? ((t: number) => t);
+    client.connect(time(this.nowMs));
+    const entry: MatchClient<P, W> = {
+      client,
+      endpoint,
+      input: createInputSample(),
+      drive: options.drive ?? (() => {}),
+      frameMs: options.frameMs ?? 1000 / 60,
+      frameJitterMs: options.frameJitterMs ?? 0,
+      nextFrameMs: this.nowMs,
+    };
+    this.clients.push(entry);
+    this.clientTimes.push(time);
+    return entry;
+  }
+
+  /** Runs the match until `untilMs`, every server tick and client frame at its own time. */
+  runUntil(untilMs: number): void {
+    for (;;) {
+      let next = this.nextTickMs;
+      for (const c of this.clients) if (c.nextFrameMs < next) next = c.nextFrameMs;
+      if (next > untilMs) break;
+      this.nowMs = next;
+      if (this.nextTickMs <= next) {
+        this.server.update(next);
+        this.nextTickMs += this.server.tickIntervalMs;
+      }
+      for (let i = 0; i < this.clients.length; i++) {
+        const c = this.clients[i];
+        if (c.nextFrameMs > next) continue;
+        const t = this.clientTimes[i](next);
+        c.drive(c.client, t, c.input);
+        c.client.update(t, c.input);
+        c.afterFrame?.(next);
+        c.nextFrameMs = next + c.frameMs + (c.frameJitterMs > 0 ? this.random.range(0, c.frameJitterMs) : 0);
+      }
+    }
+    this.nowMs = untilMs;
+  }
+
+  /** Runs for `ms` more milliseconds. */
+  run(ms: number): void {
+    this.runUntil(this.nowMs + ms);
+  }
+
+  /** Disconnects every client and closes the server. */
+  close(): void {
+    for (const c of this.clients) c.client.disconnect();
+    this.server.close();
+  }
+}
