@@ -169,7 +169,11 @@ export class Predictor<P, W> {
    * over `smoothingMs` (or snaps when larger than `snapDistance`).
    */
   predict(nowMs: number): void {
-    if (!this.dirty) return;
+    if (this.dirty) this.replay(nowMs);
+  }
+
+  /** Replays from the acknowledged state now, whether or not anything new arrived. */
+  replay(nowMs: number): void {
     this.dirty = false;
     this.renderOrigin(nowMs, this.before);
     if (this.newestSequence - this.ackedSequence >= this.config.windowSize) {

@@ -2,33 +2,14 @@
 // and its conditioner, on simulated time, with the arena's shared movement.
 
 import { describe, expect, it } from 'vitest';
-import { BUTTON_CROUCH, BUTTON_JUMP } from '../../games/arena/shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
-import type { GameClient, InputSample } from '../../src/client/client.ts';
+import type { GameClient } from '../../src/client/client.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import type { DatagramEndpoint } from '../../src/net/transport.ts';
-import { Random } from '../../src/sim/random.ts';
+import { runnerBot } from '../../tools/harness/bots.ts';
 import { Match } from '../../tools/harness/match.ts';
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
-
-/** A scripted player: runs, strafes, turns, jumps and crouches, from a seed. */
-function scriptedDriver(seed: number) {
-  const rng = new Random(seed);
-  let until = 0;
-  let yawRate = 0;
-  return (_client: Client, nowMs: number, input: InputSample) => {
-    if (nowMs >= until) {
-      until = nowMs + rng.range(200, 1200);
-      input.forwardMove = rng.int(-1, 1) * 127;
-      input.sideMove = rng.int(-1, 1) * 127;
-      yawRate = rng.range(-0.3, 0.3);
-      input.buttons = (rng.chance(0.3) ? BUTTON_JUMP : 0) | (rng.chance(0.15) ? BUTTON_CROUCH : 0);
-    }
-    input.yaw += yawRate * 16;
-    input.pitch = 10;
-  };
-}
 
 function profileFor(rttMs: number, loss: number) {
   const oneWay = rttMs / 2;
@@ -83,7 +64,7 @@ describe('prediction over the conditioner', () => {
         );
         const c = match.addClient({
           profile: profileFor(rtt, loss),
-          drive: scriptedDriver(seed),
+          drive: runnerBot(seed),
           frameJitterMs: 4,
         });
         const rec = recordAgreement(c.client);
@@ -136,7 +117,7 @@ describe('prediction over the conditioner', () => {
         },
       },
     );
-    const c = match.addClient({ profile: profileFor(rtt, 0), drive: scriptedDriver(seed) });
+    const c = match.addClient({ profile: profileFor(rtt, 0), drive: runnerBot(seed) });
     const client = c.client;
     const rendered = { x: 0, y: 0, z: 0 };
     const predictedNow = { x: 0, y: 0, z: 0 };
@@ -188,7 +169,7 @@ describe('prediction over the conditioner', () => {
     const seed = 99;
     const slack = 200;
     const match = new Match(arenaGame, seed, { commandSlackMs: slack });
-    const honest = match.addClient({ profile: profileFor(100, 0), drive: scriptedDriver(seed) });
+    const honest = match.addClient({ profile: profileFor(100, 0), drive: runnerBot(seed) });
     // The cheat runs the client's clock twice as fast: every frame claims twice its real time.
     const cheat = match.addClient({
       profile: profileFor(100, 0),

@@ -1,0 +1,172 @@
+// A whole session between real clients and a real server over the conditioner: events reach
+// the right clients once, the clock follows the server, hostile traffic hurts nobody else.
+
+import { describe, expect, it } from 'vitest';
+import { EVENT_FOOTSTEP } from '../../games/arena/shared/constants.ts';
+import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import type { GameClient, InputSample } from '../../src/client/client.ts';
+import { parseProfile } from '../../src/net/profile.ts';
+import type { BitStream } from '../../src/protocol/bitstream.ts';
+import { Random } from '../../src/sim/random.ts';
+import { Match } from '../../tools/harness/match.ts';
+
+type Client = GameClient<ArenaPlayerState, ArenaWorld>;
+
+function runner(_c: Client, nowMs: number, input: InputSample): void {
+  input.forwardMove = 127;
+  input.yaw = (nowMs / 20) % 360;
+}
+
+const profile = parseProfile({ name: 'test', latencyMs: 60, jitterMs: 10, loss: 0.02 });
+
+describe('a session', () => {
+  it('plays each footstep once: the owner from prediction, the others from the server', () => {
+    const seed = 5;
+    const local = new Map<number, number>();
+    const remote = new Map<number, number>();
+    const match = new Match(arenaGame, seed);
+    const count = (m: Map<number, number>, source: number) => m.set(source, (m.get(source) ?? 0) + 1);
+    const a = match.addClient({
+      profile,
+      drive: runner,
+      hooks: {
+        onEvent: (e, predicted) => {
+          if (e.type !== EVENT_FOOTSTEP) return;
+          if (predicted) count(local, e.source);
+          else count(remote, e.source);
+        },
+      },
+    });
+    const b = match.addClient({ profile, drive: runner });
+    match.run(20_000);
+    const msg = `seed ${seed}`;
+    const mine = a.client.slot;
+    const theirs = b.client.slot;
+    // The server credits footsteps to the player who made them.
+    let serverSteps = 0;
+    let serverStepsOfA = 0;
+    for (let p = match.server.events.tail; p < match.server.events.head; p++) {
+      const e = match.server.events.at(p);
+      if (e.type !== EVENT_FOOTSTEP) continue;
+      serverSteps++;
+      if (e.source === mine) serverStepsOfA++;
+    }
+    expect(serverSteps, msg).toBeGreaterThan(50);
+    // A never hears its own footsteps from the server, and hears each of them once locally.
+    expect(remote.get(mine) ?? 0, msg).toBe(0);
+    expect(local.get(mine) ?? 0, msg).toBe(serverStepsOfA);
+    // B's footsteps reach A from the server (lost packets may drop a few: events are effects).
+    const bSteps = serverSteps - serverStepsOfA;
+    expect(remote.get(theirs) ?? 0, msg).toBeGreaterThan(bSteps * 0.9);
+    expect(remote.get(theirs) ?? 0, msg).toBeLessThanOrEqual(bSteps);
+    match.close();
+  });
+
+  it('follows the server clock within a few milliseconds of one-way latency, never backwards', () => {
+    const seed = 6;
+    const match = new Match(arenaGame, seed);
+    const c = match.addClient({ profile, drive: runner });
+    let last = -Infinity;
+    let backwards = 0;
+    const errors: number[] = [];
+    c.afterFrame = (nowMs) => {
+      const clock = c.client.clock;
+      if (!clock.synced) return;
+      const est = clock.serverNow(nowMs);
+      if (est < last) backwards++;
+      last = est;
+      if (nowMs > 5000) errors.push(est - match.server.timeMs);
+    };
+    match.run(30_000);
+    const msg = `seed ${seed}`;
+    expect(backwards, msg).toBe(0);
+    expect(c.client.clock.resyncs, msg).toBe(0);
+    // The server's tick advances in 15.6 ms steps; the estimate runs continuously between them.
+    const mean = errors.reduce((s, e) => s + e, 0) / errors.length;
+    expect(Math.abs(mean), msg).toBeLessThan(20);
+    for (const e of errors) expect(Math.abs(e), msg).toBeLessThan(60);
+    match.close();
+  });
+
+  it('survives a connected client that sends garbage and hostile commands; others play on', () => {
+    const seed = 7;
+    const rng = new Random(seed);
+    const match = new Match(arenaGame, seed);
+    const honest = match.addClient({ profile, drive: runner });
+    const hostile = match.addClient({ profile, drive: runner });
+    match.run(2000);
+    const server = match.server;
+    const victim = server.clients[hostile.client.slot]!;
+    expect(victim, `seed ${seed}`).toBeDefined();
+    // Forge the hostile client's traffic on its own connection: garbage, then valid packets
+    // whose command payloads are garbage, then commands with absurd values.
+    const hostileChannel = hostile.client.channel!;
+    const endpoint = hostile.endpoint;
+    const bytes = new Uint8Array(1400);
+    for (let i = 0; i < 3000; i++) {
+      const length = rng.int(0, 1400);
+      for (let j = 0; j < length; j++) bytes[j] = rng.int(0, 255);
+      if (i % 3 === 0) bytes[0] = 0;
+      endpoint.send('server', bytes.subarray(0, length));
+      if (i % 2 === 0) {
+        hostileChannel.send(match.nowMs, (s: BitStream) => {
+          const n = rng.int(0, 40);
+          for (let k = 0; k < n; k++) s.uint(rng.int(0, 255), 8);
+        });
+      }
+      if (i % 100 === 0) match.run(16);
+    }
+    match.run(5000);
+    const msg = `seed ${seed}`;
+    expect(victim.badPayloads, msg).toBeGreaterThan(100);
+    expect(honest.client.state, msg).toBe('connected');
+    expect(honest.client.predictor.stats.corrections, msg).toBe(0);
+    expect(server.clients[honest.client.slot]!.commandStats.executed, msg).toBeGreaterThan(400);
+    match.close();
+  });
+
+  it('refuses a client of another version with the reason, and times out a silent one', () => {
+    const seed = 8;
+    const match = new Match(arenaGame, seed, { timeoutMs: 2000, maxClients: 1 });
+    const wrong = match.addClient({ profile, config: { protocolVersion: 99 } });
+    match.run(1000);
+    expect(wrong.client.state, `seed ${seed}`).toBe('refused');
+    const first = match.addClient({ profile, drive: runner });
+    match.run(1000);
+    expect(first.client.state).toBe('connected');
+    const second = match.addClient({ profile, drive: runner, config: { connectTimeoutMs: 20_000 } });
+    match.run(1000);
+    expect(second.client.state, 'server full').toBe('refused');
+    // The first client goes silent (its frames stop); the server frees the slot.
+    first.frameMs = 1e9;
+    first.nextFrameMs = 1e9;
+    match.run(3000);
+    expect(match.server.clientCount).toBe(0);
+    const third = match.addClient({ profile, drive: runner });
+    match.run(1000);
+    expect(third.client.state).toBe('connected');
+    third.client.disconnect();
+    match.run(500);
+    expect(match.server.clientCount).toBe(0);
+    expect(match.server.stats.disconnects).toBe(2);
+    match.close();
+  });
+
+  it('counts and drops packets from addresses that never connected without keeping state', () => {
+    const seed = 9;
+    const match = new Match(arenaGame, seed);
+    const spoof = match.network.createEndpoint('spoofer');
+    const rng = new Random(seed);
+    const bytes = new Uint8Array(100);
+    for (let i = 0; i < 5000; i++) {
+      for (let j = 0; j < bytes.length; j++) bytes[j] = rng.int(0, 255);
+      bytes[0] = rng.int(0, 7);
+      spoof.send('server', bytes);
+    }
+    match.run(1000);
+    expect(match.server.clientCount).toBe(0);
+    const rejected = Object.values(match.server.stats.rejected).reduce((a, b) => a + b, 0);
+    expect(rejected, `seed ${seed}`).toBe(5000);
+    match.close();
+  });
+});
