@@ -51,7 +51,8 @@ function predictionReplay(): void {
     }
     let now = 0;
     const ms = timePerCall(() => {
-      predictor.replay((now += 16));
+      now += 16;
+      predictor.replay(now);
     });
     rows.push({
       'unacked commands': pending,

@@ -208,7 +208,18 @@ function compileField(typeName: string, name: string, index: number, spec: Field
       };
     }
     case 'bool':
-      return { name, index, kind: 'bool', interp: 'none', lo: 0, hi: 1, bits: 1, min: 0, max: 1, precision: 1 };
+      return {
+        name,
+        index,
+        kind: 'bool',
+        interp: 'none',
+        lo: 0,
+        hi: 1,
+        bits: 1,
+        min: 0,
+        max: 1,
+        precision: 1,
+      };
     default:
       throw new RangeError(
         `${where}: kind must be 'float', 'angle', 'int' or 'bool', got ${String((spec as { kind?: unknown }).kind)}`,
@@ -322,6 +333,25 @@ export function defineGameSchema(
   return { types: [...types], typeBits: bitsFor(types.length - 1), stride: Math.max(stride, 1), maxEntities };
 }
 
+/**
+ * A 32-bit fingerprint (FNV-1a) of everything in the schema that shapes the wire: capacity, types
+ * in order, and each field's name, kind and range. Server and client can compare it when they
+ * connect, since a snapshot decoded against a different schema is garbage that may still parse.
+ */
+export function schemaHash(schema: GameSchema): number {
+  let h = 0x811c9dc5;
+  const mix = (text: string): void => {
+    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+    h = Math.imul(h ^ 0xff, 0x01000193);
+  };
+  mix(String(schema.maxEntities));
+  for (const t of schema.types) {
+    mix(t.name);
+    for (const f of t.fields) mix(`${f.name}:${f.kind}:${f.lo}:${f.hi}:${f.min}:${f.max}:${f.precision}`);
+  }
+  return h >>> 0;
+}
+
 /** The id of `type` in `schema` (its position); throws when the schema does not list it. */
 export function typeIdOf(schema: GameSchema, type: EntityTypeSchema): number {
   const id = schema.types.indexOf(type);
@@ -332,7 +362,7 @@ export function typeIdOf(schema: GameSchema, type: EntityTypeSchema): number {
 /**
  * Quantizes `value` for field `i` of `type` to its stored integer, exactly as the wire does:
  * floats clamp to [min, max] and round to the nearest step (NaN gives min), angles wrap and
- * round to the nearest step, ints round and clamp, bools give 0 or 1.
+ * round to the nearest step, ints round and clamp, bools give 0 or 1 (never -0).
  */
 export function encodeField(type: EntityTypeSchema, i: number, value: number | boolean): number {
   const f = type.fields[i];
@@ -341,7 +371,7 @@ export function encodeField(type: EntityTypeSchema, i: number, value: number | b
     case 'float': {
       const q = Math.round((v - f.min) / f.precision);
       if (!(q >= 0)) return 0;
-      return q > f.hi ? f.hi : q;
+      return Math.min(q, f.hi) + 0;
     }
     case 'angle': {
       const scale = f.hi + 1;
@@ -352,7 +382,7 @@ export function encodeField(type: EntityTypeSchema, i: number, value: number | b
     case 'int': {
       if (!(v >= f.lo)) return f.lo;
       if (v > f.hi) return f.hi;
-      return Math.round(v);
+      return Math.round(v) + 0;
     }
     default:
       return v ? 1 : 0;

@@ -1,0 +1,302 @@
+// The client's snapshot reader: decodes each snapshot against the baseline frame it names, keeps
+// a ring of decoded frames to serve as later baselines, and drops (and counts) any snapshot it
+// cannot decode exactly (wire layout: src/protocol/snapshot.ts).
+//
+// Every frame should be passed in, even one older than the newest read: the server may name it
+// as a baseline later. After a successful read the outputs describe that frame (its tick, the
+// entities in view with their type, values, teleport parity and whether this snapshot touched
+// them, and the entities it created and removed); they stay as they are until the next
+// successful read. A snapshot newer than every frame read so far that cannot be decoded sets
+// `needsFullUpdate`: the client should ask the server to reset its baseline until a read succeeds.
+
+import type { BitStream } from '../protocol/bitstream.ts';
+import type { GameSchema } from '../protocol/schema.ts';
+import {
+  createEntryHeader,
+  OP_CREATE,
+  OP_REMOVE,
+  SNAPSHOT_DROP_REASONS,
+  SNAPSHOT_FRAME_HISTORY,
+  type SnapshotDropReason,
+  serializeEntry,
+} from '../protocol/snapshot.ts';
+
+export interface SnapshotReaderConfig {
+  /** Frames kept, a power of two (default 64): at least the server writers' frameHistory. */
+  frameHistory: number;
+}
+
+export const DEFAULT_SNAPSHOT_READER_CONFIG: SnapshotReaderConfig = { frameHistory: SNAPSHOT_FRAME_HISTORY };
+
+export interface SnapshotReaderStats {
+  framesRead: number;
+  /** Snapshots dropped, by reason. */
+  dropped: Record<SnapshotDropReason, number>;
+  /** Bits of the last snapshot read. */
+  lastBits: number;
+}
+
+/** One decoded frame: the entities in view at a tick and their values. */
+class DecodedFrame {
+  tick = -1;
+  viewCount = 0;
+  readonly view: Uint16Array;
+  readonly inView: Uint8Array;
+  readonly type: Uint8Array;
+  readonly parity: Uint8Array;
+  readonly changed: Uint8Array;
+  readonly values: Int32Array;
+  constructor(maxEntities: number, stride: number) {
+    this.view = new Uint16Array(maxEntities);
+    this.inView = new Uint8Array(maxEntities);
+    this.type = new Uint8Array(maxEntities);
+    this.parity = new Uint8Array(maxEntities);
+    this.changed = new Uint8Array(maxEntities);
+    this.values = new Int32Array(maxEntities * stride);
+  }
+}
+
+export class SnapshotReader {
+  readonly schema: GameSchema;
+  readonly config: SnapshotReaderConfig;
+  readonly stats: SnapshotReaderStats;
+  /** Set when a new snapshot could not be decoded; cleared by the next successful read. */
+  needsFullUpdate = false;
+  /** Tick of the frame last read successfully (-1: none yet), and of its baseline (-1: none). */
+  frameTick = -1;
+  baselineTick = -1;
+  /** The newest frame tick read successfully. */
+  newestTick = -1;
+  /** Entities in view in the frame last read, ascending: `view[0 .. viewCount)`. */
+  readonly view: Uint16Array;
+  viewCount = 0;
+  /** Entities the frame created (including a new entity in a reused index), ascending. */
+  readonly created: Uint16Array;
+  createdCount = 0;
+  /** Entities the frame removed (including the old entity of a reused index), ascending. */
+  readonly removed: Uint16Array;
+  removedCount = 0;
+
+  private readonly maxEntities: number;
+  private readonly stride: number;
+  private readonly ring: DecodedFrame[];
+  private readonly mask: number;
+  private work: DecodedFrame;
+  private readonly out: DecodedFrame;
+  private readonly views: Int32Array[];
+  private readonly pendingCreated: Uint16Array;
+  private readonly pendingRemoved: Uint16Array;
+  private readonly header = createEntryHeader();
+
+  constructor(schema: GameSchema, config: Partial<SnapshotReaderConfig> = {}) {
+    this.config = { ...DEFAULT_SNAPSHOT_READER_CONFIG, ...config };
+    const { frameHistory } = this.config;
+    if (!Number.isInteger(frameHistory) || frameHistory < 2 || (frameHistory & (frameHistory - 1)) !== 0) {
+      throw new RangeError(`SnapshotReader: frameHistory must be a power of two >= 2, got ${frameHistory}`);
+    }
+    this.schema = schema;
+    const n = schema.maxEntities;
+    const stride = schema.stride;
+    this.maxEntities = n;
+    this.stride = stride;
+    this.ring = [];
+    for (let i = 0; i < frameHistory; i++) this.ring.push(new DecodedFrame(n, stride));
+    this.mask = frameHistory - 1;
+    this.work = new DecodedFrame(n, stride);
+    this.out = new DecodedFrame(n, stride);
+    this.views = [];
+    for (let i = 0; i < n; i++) this.views.push(this.out.values.subarray(i * stride, (i + 1) * stride));
+    this.view = this.out.view;
+    this.created = new Uint16Array(n);
+    this.removed = new Uint16Array(n);
+    this.pendingCreated = new Uint16Array(n);
+    this.pendingRemoved = new Uint16Array(n);
+    const dropped = {} as Record<SnapshotDropReason, number>;
+    for (const r of SNAPSHOT_DROP_REASONS) dropped[r] = 0;
+    this.stats = { framesRead: 0, dropped, lastBits: 0 };
+  }
+
+  /**
+   * Forgets every frame (a new connection or level): the next snapshot must come without a
+   * baseline. Statistics are kept. Allocation-free.
+   */
+  reset(): void {
+    for (const f of this.ring) f.tick = -1;
+    for (let k = 0; k < this.viewCount; k++) this.out.inView[this.out.view[k]] = 0;
+    this.viewCount = 0;
+    this.out.viewCount = 0;
+    this.createdCount = 0;
+    this.removedCount = 0;
+    this.frameTick = -1;
+    this.baselineTick = -1;
+    this.newestTick = -1;
+    this.needsFullUpdate = false;
+  }
+
+  /** True when entity `index` is in view in the frame last read. */
+  inView(index: number): boolean {
+    return index >= 0 && index < this.maxEntities && this.out.inView[index] !== 0;
+  }
+
+  /** Type id of in-view entity `index` in the frame last read. */
+  typeOf(index: number): number {
+    return this.out.type[index];
+  }
+
+  /** Teleport parity of in-view entity `index`: a change means "do not interpolate across". */
+  parityOf(index: number): number {
+    return this.out.parity[index];
+  }
+
+  /** True when the frame last read created or updated entity `index`. */
+  changedThisFrame(index: number): boolean {
+    return this.out.changed[index] !== 0;
+  }
+
+  /** Stored values of in-view entity `index` in the frame last read (a view made once). */
+  values(index: number): Int32Array {
+    return this.views[index];
+  }
+
+  /**
+   * Decodes the snapshot at the stream's position, for the frame of server tick `frameTick`
+   * (from the frame header). Returns true and updates the outputs on success; returns false and
+   * counts the reason in `stats.dropped` otherwise (a duplicate or too-old frame, a bad tick, an
+   * unknown or too-old baseline, bad contents). Never throws on any bytes; allocation-free.
+   */
+  read(s: BitStream, frameTick: number): boolean {
+    if (!s.isReading) throw new RangeError('SnapshotReader.read: the stream is not reading');
+    if (!Number.isInteger(frameTick) || frameTick < 0 || frameTick > 0xffffffff) {
+      return this.drop('bad frame tick', false);
+    }
+    const newer = this.newestTick < 0 || frameTick > this.newestTick;
+    if (this.newestTick >= 0) {
+      if (frameTick <= this.newestTick - this.ring.length) return this.drop('frame too old', false);
+      if (this.ring[frameTick & this.mask].tick === frameTick) return this.drop('duplicate', false);
+    }
+    if (!s.ok) return this.fail(s, newer);
+    const start = s.bitsProcessed;
+    const delta = s.varuint(0);
+    if (!s.ok) return this.fail(s, newer);
+    let base: DecodedFrame | null = null;
+    if (delta > 0) {
+      if (delta >= this.ring.length) return this.drop('baseline too old', newer);
+      const baseTick = frameTick - delta;
+      const f = this.ring[baseTick & this.mask];
+      if (baseTick < 0 || f.tick !== baseTick) return this.drop('baseline unknown', newer);
+      base = f;
+    }
+    const w = this.work;
+    this.startFrame(w, base);
+    let created = 0;
+    let removed = 0;
+    const h = this.header;
+    const stride = this.stride;
+    let prev = -1;
+    for (;;) {
+      const gap = s.varuint(0);
+      if (!s.ok) return this.fail(s, newer);
+      if (gap === 0) break;
+      const e = prev + gap;
+      if (e >= this.maxEntities) return this.drop('index out of range', newer);
+      prev = e;
+      const held = w.inView[e] !== 0;
+      h.typeId = held ? w.type[e] : -1;
+      if (!serializeEntry(s, h, this.schema, w.values, e * stride, w.values, e * stride))
+        return this.fail(s, newer);
+      if (h.op === OP_REMOVE) {
+        w.inView[e] = 0;
+        this.pendingRemoved[removed++] = e;
+        continue;
+      }
+      if (h.op === OP_CREATE) {
+        if (held) this.pendingRemoved[removed++] = e;
+        this.pendingCreated[created++] = e;
+        w.inView[e] = 1;
+        w.type[e] = h.typeId;
+      }
+      w.parity[e] = h.parity;
+      w.changed[e] = 1;
+    }
+    let count = 0;
+    for (let e = 0; e < this.maxEntities; e++) if (w.inView[e] !== 0) w.view[count++] = e;
+    w.viewCount = count;
+    w.tick = frameTick;
+    const slot = frameTick & this.mask;
+    this.work = this.ring[slot];
+    this.ring[slot] = w;
+    this.publish(w, created, removed);
+    this.frameTick = frameTick;
+    this.baselineTick = base === null ? -1 : base.tick;
+    if (newer) this.newestTick = frameTick;
+    this.needsFullUpdate = false;
+    this.stats.framesRead++;
+    this.stats.lastBits = s.bitsProcessed - start;
+    return true;
+  }
+
+  /** Empties the work frame and fills it with the baseline's entities, none marked changed. */
+  private startFrame(w: DecodedFrame, base: DecodedFrame | null): void {
+    for (let k = 0; k < w.viewCount; k++) w.inView[w.view[k]] = 0;
+    w.viewCount = 0;
+    if (base === null) return;
+    const types = this.schema.types;
+    const stride = this.stride;
+    for (let k = 0; k < base.viewCount; k++) {
+      const e = base.view[k];
+      const t = base.type[e];
+      w.inView[e] = 1;
+      w.type[e] = t;
+      w.parity[e] = base.parity[e];
+      w.changed[e] = 0;
+      const o = e * stride;
+      const n = types[t].fieldCount;
+      for (let f = 0; f < n; f++) w.values[o + f] = base.values[o + f];
+      w.view[w.viewCount++] = e;
+    }
+  }
+
+  /** Copies the frame just decoded into the outputs. */
+  private publish(w: DecodedFrame, created: number, removed: number): void {
+    const out = this.out;
+    const types = this.schema.types;
+    const stride = this.stride;
+    for (let k = 0; k < this.viewCount; k++) out.inView[out.view[k]] = 0;
+    for (let k = 0; k < w.viewCount; k++) {
+      const e = w.view[k];
+      const t = w.type[e];
+      out.view[k] = e;
+      out.inView[e] = 1;
+      out.type[e] = t;
+      out.parity[e] = w.parity[e];
+      out.changed[e] = w.changed[e];
+      const o = e * stride;
+      const n = types[t].fieldCount;
+      for (let f = 0; f < n; f++) out.values[o + f] = w.values[o + f];
+    }
+    this.viewCount = w.viewCount;
+    out.viewCount = w.viewCount;
+    for (let k = 0; k < created; k++) this.created[k] = this.pendingCreated[k];
+    for (let k = 0; k < removed; k++) this.removed[k] = this.pendingRemoved[k];
+    this.createdCount = created;
+    this.removedCount = removed;
+  }
+
+  private fail(s: BitStream, newer: boolean): false {
+    const error = s.error;
+    let reason: SnapshotDropReason = 'malformed';
+    if (error === 'read past end') reason = 'overrun';
+    else {
+      for (let k = 0; k < SNAPSHOT_DROP_REASONS.length; k++) {
+        if (SNAPSHOT_DROP_REASONS[k] === error) reason = SNAPSHOT_DROP_REASONS[k];
+      }
+    }
+    return this.drop(reason, newer);
+  }
+
+  private drop(reason: SnapshotDropReason, desync: boolean): false {
+    this.stats.dropped[reason]++;
+    if (desync) this.needsFullUpdate = true;
+    return false;
+  }
+}

@@ -1,0 +1,466 @@
+// One client's snapshot writer: picks the entities the client should hear about this frame, by
+// interest and priority within a bit budget, and delta-encodes them against the newest frame the
+// client acknowledged (wire layout: src/protocol/snapshot.ts).
+//
+// Every frame records, per entity in the client's view, the tick whose values the client holds
+// for it once it has that frame. The next frame, built against an acknowledged one, sends only
+// what differs from those values: an entity whose values have not changed since the tick the
+// client holds costs nothing. Entities that need sending are bucketed by accumulated priority
+// (it grows each frame an entity waits, faster the nearer it is, and resets when it is sent), so
+// the budget goes to the most urgent ones first and far ones still get their turn, less often.
+// Selection charges each entity its exact cost (its entry plus the change in index-gap bits),
+// then the chosen entries are written in ascending index order.
+
+import { BitStream } from '../protocol/bitstream.ts';
+import {
+  createEntryHeader,
+  OP_CREATE,
+  OP_REFRESH,
+  OP_REMOVE,
+  OP_UPDATE,
+  SNAPSHOT_FRAME_HISTORY,
+  serializeEntry,
+  varuintBits,
+} from '../protocol/snapshot.ts';
+import type { EntityStore, HistorySlot } from './entities.ts';
+
+export interface SnapshotWriterConfig {
+  /** Entities farther than this from the viewer are not sent (default Infinity: all of them). */
+  viewRadius: number;
+  /** Distance in world units at which an entity's priority weight is halved (default 1024). */
+  priorityDistance: number;
+  /**
+   * Frames remembered, a power of two: the oldest baseline usable, in ticks (default 64). Must
+   * not exceed the clients' SnapshotReader frameHistory.
+   */
+  frameHistory: number;
+}
+
+export const DEFAULT_SNAPSHOT_WRITER_CONFIG: SnapshotWriterConfig = {
+  viewRadius: Infinity,
+  priorityDistance: 1024,
+  frameHistory: SNAPSHOT_FRAME_HISTORY,
+};
+
+export interface SnapshotWriterStats {
+  /** Frames written, and those of them written against no baseline. */
+  frames: number;
+  framesWithoutBaseline: number;
+  /** Bits of all snapshots written. */
+  totalBits: number;
+  /** The last frame: its bits and bytes (rounded up), baseline tick (-1: none), entities. */
+  lastBits: number;
+  lastBytes: number;
+  lastBaselineTick: number;
+  /** Entities in the client's view after the frame. */
+  lastInView: number;
+  lastCreated: number;
+  lastUpdated: number;
+  lastRemoved: number;
+  /** Entities that needed sending but did not fit the budget. */
+  lastDeferred: number;
+}
+
+/** Held tick meaning "not in the client's view". */
+const NOT_HELD = 0xffffffff;
+const NO_OP = -1;
+const IN_BASE = 1;
+const VISIBLE = 2;
+/** Priority buckets: 4 per doubling of accumulated priority, 1.0 (a near entity's first frame) in bucket 40. */
+const BUCKETS = 64;
+const BUCKET_OF_ONE = 40;
+
+/** What a client holds once it has a frame: `held[e]` for e in `view`, NOT_HELD for every other e. */
+class Frame {
+  tick = -1;
+  viewCount = 0;
+  readonly held: Uint32Array;
+  readonly view: Uint16Array;
+  constructor(maxEntities: number) {
+    this.held = new Uint32Array(maxEntities).fill(NOT_HELD);
+    this.view = new Uint16Array(maxEntities);
+  }
+}
+
+export class SnapshotWriter {
+  readonly config: SnapshotWriterConfig;
+  readonly stats: SnapshotWriterStats = {
+    frames: 0,
+    framesWithoutBaseline: 0,
+    totalBits: 0,
+    lastBits: 0,
+    lastBytes: 0,
+    lastBaselineTick: -1,
+    lastInView: 0,
+    lastCreated: 0,
+    lastUpdated: 0,
+    lastRemoved: 0,
+    lastDeferred: 0,
+  };
+  /** The newest acknowledged frame (the next baseline), -1 for none. */
+  baselineTick = -1;
+
+  private readonly store: EntityStore;
+  private readonly frames: Frame[];
+  private readonly frameMask: number;
+  private readonly priority: Float64Array;
+  private readonly mark: Uint8Array;
+  private readonly op: Int8Array;
+  private readonly bucketOf: Uint8Array;
+  private readonly bucketCount = new Int32Array(BUCKETS);
+  private readonly candidates: Uint16Array;
+  private readonly order: Uint16Array;
+  private readonly found: Uint16Array;
+  private readonly selected: Uint32Array;
+  private readonly measure = new BitStream(0);
+  private readonly header = createEntryHeader();
+  private lastWrittenTick = -1;
+  private firstValidTick = 0;
+
+  constructor(store: EntityStore, config: Partial<SnapshotWriterConfig> = {}) {
+    this.config = { ...DEFAULT_SNAPSHOT_WRITER_CONFIG, ...config };
+    const { viewRadius, priorityDistance, frameHistory } = this.config;
+    if (!(viewRadius >= 0))
+      throw new RangeError(`SnapshotWriter: viewRadius must be >= 0, got ${viewRadius}`);
+    if (!(priorityDistance > 0)) {
+      throw new RangeError(`SnapshotWriter: priorityDistance must be > 0, got ${priorityDistance}`);
+    }
+    if (!Number.isInteger(frameHistory) || frameHistory < 2 || (frameHistory & (frameHistory - 1)) !== 0) {
+      throw new RangeError(`SnapshotWriter: frameHistory must be a power of two >= 2, got ${frameHistory}`);
+    }
+    this.store = store;
+    const n = store.maxEntities;
+    this.frames = [];
+    for (let i = 0; i < frameHistory; i++) this.frames.push(new Frame(n));
+    this.frameMask = frameHistory - 1;
+    this.priority = new Float64Array(n);
+    this.mark = new Uint8Array(n);
+    this.op = new Int8Array(n).fill(NO_OP);
+    this.bucketOf = new Uint8Array(n);
+    this.candidates = new Uint16Array(n);
+    this.order = new Uint16Array(n);
+    this.found = new Uint16Array(n);
+    this.selected = new Uint32Array((n + 31) >>> 5);
+  }
+
+  /**
+   * The packet carrying frame `tick` was acknowledged: that frame becomes the baseline if it is
+   * newer than the current one. Acks of frames this writer no longer remembers, or written
+   * before the last `resetBaseline`, are ignored.
+   */
+  acknowledge(tick: number): void {
+    if (!Number.isInteger(tick) || tick < this.firstValidTick || tick <= this.baselineTick) return;
+    if (this.frames[tick & this.frameMask].tick !== tick) return;
+    this.baselineTick = tick;
+  }
+
+  /** The client lost track (it asked for a full update): the next frame goes against nothing. */
+  resetBaseline(): void {
+    this.baselineTick = -1;
+    this.firstValidTick = this.lastWrittenTick + 1;
+  }
+
+  /**
+   * The tick whose values of entity `index` the client holds once it has frame `frameTick`, or
+   * -1 when the entity is not in that frame's view or the frame is not remembered.
+   */
+  heldTick(frameTick: number, index: number): number {
+    const f = this.frames[frameTick & this.frameMask];
+    if (f.tick !== frameTick || !(index >= 0 && index < f.held.length)) return -1;
+    const held = f.held[index];
+    return held === NOT_HELD ? -1 : held;
+  }
+
+  /**
+   * Writes the snapshot of `tick` (the store's newest commit; one frame per tick) for a viewer at
+   * (viewerX, viewerY, viewerZ), using at most `budgetBits` bits (but always at least the 16 of
+   * an empty snapshot). Returns false, with the stream rewound to where it was, when the stream
+   * had failed before or has no room for even an empty snapshot; entities that do not fit the
+   * stream's room are left for a later frame. `viewerEntity` (default -1: none) is never sent:
+   * the viewer's own entity, which its client predicts. Allocation-free.
+   */
+  write(
+    s: BitStream,
+    tick: number,
+    viewerX: number,
+    viewerY: number,
+    viewerZ: number,
+    budgetBits: number,
+    viewerEntity = -1,
+  ): boolean {
+    const store = this.store;
+    if (tick !== store.lastCommitTick) {
+      throw new RangeError(
+        `SnapshotWriter.write: tick ${tick} is not the store's newest commit (${store.lastCommitTick})`,
+      );
+    }
+    if (tick <= this.lastWrittenTick) {
+      throw new RangeError(
+        `SnapshotWriter.write: a frame was already written for tick ${this.lastWrittenTick}`,
+      );
+    }
+    if (!s.isWriting) throw new RangeError('SnapshotWriter.write: the stream is not writing');
+    if (!s.ok) return false;
+    const cur = store.history(tick) as HistorySlot;
+    let base: Frame | null = null;
+    if (this.baselineTick >= 0 && tick - this.baselineTick < this.frames.length) {
+      const f = this.frames[this.baselineTick & this.frameMask];
+      if (f.tick === this.baselineTick) base = f;
+    }
+    const frame = this.frames[tick & this.frameMask];
+    frame.tick = -1;
+    for (let k = 0; k < frame.viewCount; k++) frame.held[frame.view[k]] = NOT_HELD;
+    frame.viewCount = 0;
+
+    const start = s.bitsProcessed;
+    s.varuint(base === null ? 0 : tick - base.tick);
+    if (!s.ok) {
+      s.rewind(start);
+      return false;
+    }
+
+    const candidateCount = this.gatherCandidates(base, cur, viewerX, viewerY, viewerZ, viewerEntity);
+    const needCount = this.classify(base, frame, cur, tick, candidateCount, viewerX, viewerY, viewerZ);
+    const chosen = this.choose(frame, cur, needCount, s.bitsProcessed - start + 8, budgetBits);
+    const st = this.stats;
+    st.lastCreated = 0;
+    st.lastUpdated = 0;
+    st.lastRemoved = 0;
+    st.lastDeferred = needCount - chosen;
+    this.writeChosen(s, frame, cur, tick);
+    s.varuint(0);
+    if (!s.ok) {
+      for (let k = 0; k < candidateCount; k++) frame.held[this.candidates[k]] = NOT_HELD;
+      this.clearMarks(candidateCount);
+      s.rewind(start);
+      return false;
+    }
+    for (let k = 0; k < candidateCount; k++) {
+      const e = this.candidates[k];
+      if (frame.held[e] !== NOT_HELD) frame.view[frame.viewCount++] = e;
+    }
+    this.clearMarks(candidateCount);
+    frame.tick = tick;
+    this.lastWrittenTick = tick;
+    const bits = s.bitsProcessed - start;
+    st.frames++;
+    if (base === null) st.framesWithoutBaseline++;
+    st.totalBits += bits;
+    st.lastBits = bits;
+    st.lastBytes = (bits + 7) >>> 3;
+    st.lastBaselineTick = base === null ? -1 : base.tick;
+    st.lastInView = frame.viewCount;
+    return true;
+  }
+
+  /** Candidates: the baseline's view (to update or remove) plus the live entities in range but `skip`. */
+  private gatherCandidates(
+    base: Frame | null,
+    cur: HistorySlot,
+    x: number,
+    y: number,
+    z: number,
+    skip: number,
+  ): number {
+    const mark = this.mark;
+    const candidates = this.candidates;
+    let count = 0;
+    if (base !== null) {
+      for (let k = 0; k < base.viewCount; k++) {
+        const e = base.view[k];
+        mark[e] = IN_BASE;
+        candidates[count++] = e;
+      }
+    }
+    const found = this.store.interest.query(x, y, z, this.config.viewRadius, this.found);
+    for (let k = 0; k < found; k++) {
+      const e = this.found[k];
+      if (cur.alive[e] === 0 || e === skip) continue;
+      if (mark[e] === 0) candidates[count++] = e;
+      mark[e] |= VISIBLE;
+    }
+    return count;
+  }
+
+  /**
+   * Decides each candidate's operation, carries held ticks into the new frame, grows the
+   * priority of those that need sending and buckets them into `order`, most urgent first.
+   */
+  private classify(
+    base: Frame | null,
+    frame: Frame,
+    cur: HistorySlot,
+    tick: number,
+    candidateCount: number,
+    x: number,
+    y: number,
+    z: number,
+  ): number {
+    const store = this.store;
+    const types = store.schema.types;
+    const interest = store.interest;
+    const distanceScale = 1 / this.config.priorityDistance;
+    const counts = this.bucketCount;
+    let needCount = 0;
+    for (let k = 0; k < candidateCount; k++) {
+      const e = this.candidates[k];
+      const m = this.mark[e];
+      const held = base !== null && (m & IN_BASE) !== 0 ? base.held[e] : NOT_HELD;
+      frame.held[e] = held;
+      let op: number;
+      let weight = 1;
+      if ((m & VISIBLE) === 0) {
+        op = OP_REMOVE;
+      } else {
+        if (held === NOT_HELD || store.createdTick[e] > held) op = OP_CREATE;
+        else if (store.changedTick[e] > held) op = store.history(held) === undefined ? OP_REFRESH : OP_UPDATE;
+        else {
+          frame.held[e] = tick;
+          this.priority[e] = 0;
+          continue;
+        }
+        let d = interest.distance(e, x, y, z);
+        if (!(d >= 0)) d = 0;
+        weight = types[cur.type[e]].priority / (1 + d * distanceScale);
+      }
+      const p = this.priority[e] + weight;
+      this.priority[e] = p;
+      let b = Math.floor(4 * Math.log2(p)) + BUCKET_OF_ONE;
+      if (!(b >= 0)) b = 0;
+      else if (b >= BUCKETS) b = BUCKETS - 1;
+      this.op[e] = op;
+      this.bucketOf[e] = b;
+      counts[b]++;
+      needCount++;
+    }
+    let next = 0;
+    for (let b = BUCKETS - 1; b >= 0; b--) {
+      const c = counts[b];
+      counts[b] = next;
+      next += c;
+    }
+    for (let k = 0; k < candidateCount; k++) {
+      const e = this.candidates[k];
+      if (this.op[e] !== NO_OP) this.order[counts[this.bucketOf[e]]++] = e;
+    }
+    counts.fill(0);
+    return needCount;
+  }
+
+  /**
+   * Takes entities from `order` while their exact cost fits the budget (`used` bits already
+   * spent, including the end marker) and marks them in the `selected` bit set. Returns how many.
+   */
+  private choose(
+    frame: Frame,
+    cur: HistorySlot,
+    needCount: number,
+    used: number,
+    budgetBits: number,
+  ): number {
+    const sel = this.selected;
+    let total = used;
+    let k = 0;
+    for (; k < needCount; k++) {
+      const e = this.order[k];
+      const m = this.measure.beginMeasure();
+      this.serializeOne(m, e, cur, frame.held[e]);
+      const p = prevSet(sel, e);
+      const n = nextSet(sel, e);
+      let cost = m.bitsProcessed + varuintBits(e - p);
+      if (n >= 0) cost += varuintBits(n - e) - varuintBits(n - p);
+      if (total + cost > budgetBits) break;
+      total += cost;
+      sel[e >>> 5] |= 1 << (e & 31);
+    }
+    for (let r = k; r < needCount; r++) this.op[this.order[r]] = NO_OP;
+    return k;
+  }
+
+  /** Writes the selected entries in ascending index order and records them in `frame`. */
+  private writeChosen(s: BitStream, frame: Frame, cur: HistorySlot, tick: number): void {
+    const sel = this.selected;
+    const st = this.stats;
+    let prev = -1;
+    let full = false;
+    for (let w = 0; w < sel.length; w++) {
+      let bits = sel[w] | 0;
+      if (bits === 0) continue;
+      sel[w] = 0;
+      while (bits !== 0) {
+        const low = bits & -bits;
+        bits ^= low;
+        const e = (w << 5) + 31 - Math.clz32(low);
+        const op = this.op[e];
+        if (full) {
+          this.op[e] = NO_OP;
+          continue;
+        }
+        const at = s.bitsProcessed;
+        s.varuint(e - prev);
+        this.serializeOne(s, e, cur, frame.held[e]);
+        this.op[e] = NO_OP;
+        if (!s.ok || s.bitsRemaining < 8) {
+          s.rewind(at);
+          full = true;
+          continue;
+        }
+        prev = e;
+        this.priority[e] = 0;
+        if (op === OP_REMOVE) {
+          frame.held[e] = NOT_HELD;
+          st.lastRemoved++;
+        } else {
+          frame.held[e] = tick;
+          if (op === OP_CREATE) st.lastCreated++;
+          else st.lastUpdated++;
+        }
+      }
+    }
+  }
+
+  /** Serializes entity `e`'s entry (after its gap) with its chosen operation; `held`: the client's tick. */
+  private serializeOne(s: BitStream, e: number, cur: HistorySlot, held: number): void {
+    const h = this.header;
+    const op = this.op[e];
+    const o = e * this.store.stride;
+    h.op = op;
+    h.parity = cur.parity[e];
+    h.typeId = cur.type[e];
+    let base = cur.values;
+    if (op === OP_UPDATE) base = (this.store.history(held) as HistorySlot).values;
+    serializeEntry(s, h, this.store.schema, cur.values, o, base, o);
+  }
+
+  private clearMarks(candidateCount: number): void {
+    for (let k = 0; k < candidateCount; k++) {
+      const e = this.candidates[k];
+      this.mark[e] = 0;
+      this.op[e] = NO_OP;
+    }
+  }
+}
+
+/** Highest set bit below `e` in the bit set, or -1. */
+function prevSet(sel: Uint32Array, e: number): number {
+  let w = e >>> 5;
+  let bits = sel[w] & ((1 << (e & 31)) - 1);
+  for (;;) {
+    if (bits !== 0) return (w << 5) + 31 - Math.clz32(bits);
+    if (w === 0) return -1;
+    w--;
+    bits = sel[w] | 0;
+  }
+}
+
+/** Lowest set bit above `e` in the bit set, or -1. */
+function nextSet(sel: Uint32Array, e: number): number {
+  let w = e >>> 5;
+  let bits = sel[w] & ~((2 << (e & 31)) - 1);
+  for (;;) {
+    if (bits !== 0) return (w << 5) + 31 - Math.clz32(bits & -bits);
+    w++;
+    if (w >= sel.length) return -1;
+    bits = sel[w] | 0;
+  }
+}

@@ -1,0 +1,776 @@
+// End-to-end tests of the delta snapshot codec: a server entity store and snapshot writer connected to a client reader
+// through a lossy, duplicating, reordering in-test network; every accepted frame must equal the server's world exactly.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { SnapshotReader } from '../../src/client/snapshot-reader.ts';
+import { MAX_PACKET_BYTES } from '../../src/net/transport.ts';
+import { BitStream } from '../../src/protocol/bitstream.ts';
+import { defineEntityType, defineGameSchema, type FieldTable } from '../../src/protocol/schema.ts';
+import { SNAPSHOT_DROP_REASONS } from '../../src/protocol/snapshot.ts';
+import { EntityStore } from '../../src/server/entities.ts';
+import { SnapshotWriter } from '../../src/server/snapshot-writer.ts';
+import { Random } from '../../src/sim/random.ts';
+
+const SEED = Number(process.env.SEED ?? 0x54a9);
+
+interface Player {
+  x: number;
+  y: number;
+  yaw: number;
+  z: number;
+  pitch: number;
+  ducked: boolean;
+  weapon: number;
+  health: number;
+}
+interface Rocket {
+  x: number;
+  y: number;
+  z: number;
+  dir: number;
+}
+interface Sound {
+  volume: number;
+  channel: number;
+}
+
+const player = defineEntityType<Player>('player', {
+  x: { kind: 'float', min: -4096, max: 4096, precision: 1 / 32 },
+  y: { kind: 'float', min: -4096, max: 4096, precision: 1 / 32 },
+  yaw: { kind: 'angle', bits: 16 },
+  z: { kind: 'float', min: -1024, max: 1024, precision: 1 / 8 },
+  pitch: { kind: 'angle', bits: 10 },
+  ducked: { kind: 'bool' },
+  weapon: { kind: 'int', min: 0, max: 15, interp: 'step' },
+  health: { kind: 'int', min: -50, max: 200 },
+} satisfies FieldTable<Player>);
+const rocket = defineEntityType<Rocket>('rocket', {
+  x: { kind: 'float', min: -4096, max: 4096, precision: 1 / 8 },
+  y: { kind: 'float', min: -4096, max: 4096, precision: 1 / 8 },
+  z: { kind: 'float', min: -1024, max: 1024, precision: 1 / 8 },
+  dir: { kind: 'angle', bits: 10 },
+} satisfies FieldTable<Rocket>);
+const sound = defineEntityType<Sound>(
+  'sound',
+  {
+    volume: { kind: 'int', min: 0, max: 255 },
+    channel: { kind: 'int', min: 0, max: 7 },
+  } satisfies FieldTable<Sound>,
+  { priority: 0.5 },
+);
+const schema = defineGameSchema([player, rocket, sound], { maxEntities: 512 });
+const STRIDE = schema.stride;
+
+/** A copy of the committed world at one tick (tests may allocate). */
+interface WorldCopy {
+  alive: Uint8Array;
+  type: Uint8Array;
+  parity: Uint8Array;
+  values: Int32Array;
+  positions: Float64Array;
+}
+
+function copyWorld(store: EntityStore, tick: number): WorldCopy {
+  const h = store.history(tick);
+  if (h === undefined) throw new Error(`no history for tick ${tick}`);
+  return {
+    alive: h.alive.slice(),
+    type: h.type.slice(),
+    parity: h.parity.slice(),
+    values: h.values.slice(),
+    positions: store.positions.slice(),
+  };
+}
+
+interface WorldConfig {
+  targetEntities: number;
+  /** Chance per tick that a live entity changes some fields. */
+  moveChance: number;
+  removeChance: number;
+  teleportChance: number;
+}
+
+/** Spawns an entity of a random type with random values; sounds get a random position. */
+function spawn(store: EntityStore, rng: Random): number {
+  const typeId = rng.int(0, 2);
+  const e = store.create(typeId);
+  if (e < 0) return e;
+  const t = schema.types[typeId];
+  const v = store.values(e);
+  for (let f = 0; f < t.fieldCount; f++) v[f] = rng.int(t.lo[f], t.hi[f]);
+  if (typeId === 2) store.setPosition(e, rng.range(-4096, 4096), rng.range(-4096, 4096), 0);
+  return e;
+}
+
+/** One tick of a random world: spawns up to the target, moves, teleports and removes some entities. */
+function evolve(store: EntityStore, rng: Random, c: WorldConfig): void {
+  for (let i = 0; i < 8 && store.count < c.targetEntities; i++) spawn(store, rng);
+  for (let e = 0; e < store.end; e++) {
+    if (!store.isAlive(e)) continue;
+    if (rng.chance(c.removeChance)) {
+      store.remove(e);
+      continue;
+    }
+    if (rng.chance(c.teleportChance)) store.teleport(e);
+    if (!rng.chance(c.moveChance)) continue;
+    const t = schema.types[store.typeIdAt(e)];
+    const v = store.values(e);
+    const changes = rng.int(1, 3);
+    for (let k = 0; k < changes; k++) {
+      const f = rng.int(0, Math.min(t.fieldCount - 1, rng.int(0, t.fieldCount - 1)));
+      const step = rng.int(-40, 40);
+      v[f] = rng.chance(0.8) ? Math.min(t.hi[f], Math.max(t.lo[f], v[f] + step)) : rng.int(t.lo[f], t.hi[f]);
+    }
+  }
+}
+
+interface InFlight {
+  at: number;
+  tick: number;
+  bytes: Uint8Array;
+}
+
+interface SessionConfig {
+  seed: number;
+  ticks: number;
+  world: WorldConfig;
+  budgetBits: number;
+  viewRadius: number;
+  loss: number;
+  duplicate: number;
+  maxDelayTicks: number;
+  ackLoss: number;
+  maxAckDelayTicks: number;
+}
+
+interface SessionResult {
+  sent: number;
+  accepted: number;
+  framesWithoutBaseline: number;
+  maxBits: number;
+}
+
+/**
+ * Runs a server store + writer and a client reader for `ticks` ticks over a bad network, and
+ * checks every frame the reader accepts against the server's world: the view is exactly the
+ * writer's view for that frame and every entity's type, parity and values equal the server's at
+ * the tick the writer says the client holds (with an unlimited budget: the frame's own tick).
+ */
+function runSession(c: SessionConfig): SessionResult {
+  const at = `seed ${c.seed}`;
+  const rng = new Random(c.seed);
+  const net = new Random(c.seed ^ 0x9e3779b9);
+  const store = new EntityStore(schema);
+  const writer = new SnapshotWriter(store, { viewRadius: c.viewRadius });
+  const reader = new SnapshotReader(schema);
+  const unlimited = c.budgetBits === Infinity;
+  const out = new BitStream(unlimited ? 1 << 16 : MAX_PACKET_BYTES);
+  const inStream = new BitStream(0);
+  const worlds = new Map<number, WorldCopy>();
+  const viewers = new Map<number, [number, number, number]>();
+  let packets: InFlight[] = [];
+  let acks: { at: number; tick: number }[] = [];
+  let resets: number[] = [];
+  const result: SessionResult = { sent: 0, accepted: 0, framesWithoutBaseline: 0, maxBits: 0 };
+  for (let tick = 1; tick <= c.ticks; tick++) {
+    evolve(store, rng, c.world);
+    store.commit(tick);
+    worlds.set(tick, copyWorld(store, tick));
+    const viewer: [number, number, number] = [2000 * Math.sin(tick / 40), 2000 * Math.cos(tick / 55), 0];
+    viewers.set(tick, viewer);
+
+    out.beginWrite();
+    if (!writer.write(out, tick, viewer[0], viewer[1], viewer[2], c.budgetBits))
+      expect.fail(`${at} tick ${tick}`);
+    if (out.bitsProcessed !== writer.stats.lastBits || out.bitsProcessed > c.budgetBits) {
+      expect.fail(`${at} tick ${tick}: wrote ${out.bitsProcessed} bits, stats ${writer.stats.lastBits}`);
+    }
+    result.maxBits = Math.max(result.maxBits, out.bitsProcessed);
+    result.sent++;
+    const bytes = out.bytes.slice();
+    const copies = net.chance(c.loss) ? 0 : net.chance(c.duplicate) ? 2 : 1;
+    for (let k = 0; k < copies; k++) packets.push({ at: tick + net.int(0, c.maxDelayTicks), tick, bytes });
+
+    const due = packets.filter((p) => p.at <= tick);
+    packets = packets.filter((p) => p.at > tick);
+    for (const p of due) {
+      const dropsBefore = totalDrops(reader);
+      const ok = reader.read(inStream.beginRead(p.bytes), p.tick);
+      if (!ok && totalDrops(reader) !== dropsBefore + 1)
+        expect.fail(`${at} frame ${p.tick} dropped uncounted`);
+      if (ok) {
+        result.accepted++;
+        checkFrame(reader, writer, worlds, viewers, p.tick, c, at);
+      }
+      if (!net.chance(c.ackLoss)) acks.push({ at: tick + net.int(0, c.maxAckDelayTicks), tick: p.tick });
+    }
+    if (reader.needsFullUpdate && !net.chance(c.ackLoss)) resets.push(tick + net.int(0, c.maxAckDelayTicks));
+    for (const a of acks) if (a.at <= tick) writer.acknowledge(a.tick);
+    acks = acks.filter((a) => a.at > tick);
+    if (resets.some((r) => r <= tick)) writer.resetBaseline();
+    resets = resets.filter((r) => r > tick);
+  }
+  for (const reason of SNAPSHOT_DROP_REASONS) {
+    if (reason !== 'duplicate') expect(reader.stats.dropped[reason], `${at} dropped for ${reason}`).toBe(0);
+  }
+  result.framesWithoutBaseline = writer.stats.framesWithoutBaseline;
+  return result;
+}
+
+function totalDrops(reader: SnapshotReader): number {
+  let n = 0;
+  for (const r of SNAPSHOT_DROP_REASONS) n += reader.stats.dropped[r];
+  return n;
+}
+
+function checkFrame(
+  reader: SnapshotReader,
+  writer: SnapshotWriter,
+  worlds: Map<number, WorldCopy>,
+  viewers: Map<number, [number, number, number]>,
+  tick: number,
+  c: SessionConfig,
+  at: string,
+): void {
+  expect(reader.frameTick, `${at} frame ${tick}`).toBe(tick);
+  expect(frameMismatch(reader, writer, worlds, viewers, tick, c), `${at} frame ${tick}`).toBe('');
+}
+
+/** The first difference between the reader's frame and the server's world, or '' (plain loops: this runs a lot). */
+function frameMismatch(
+  reader: SnapshotReader,
+  writer: SnapshotWriter,
+  worlds: Map<number, WorldCopy>,
+  viewers: Map<number, [number, number, number]>,
+  tick: number,
+  c: SessionConfig,
+): string {
+  const now = worlds.get(tick)!;
+  const [vx, vy, vz] = viewers.get(tick)!;
+  let inView = 0;
+  for (let e = 0; e < schema.maxEntities; e++) {
+    const held = writer.heldTick(tick, e);
+    if (reader.inView(e) !== held >= 0) return `entity ${e}: in view ${reader.inView(e)}, held tick ${held}`;
+    if (c.budgetBits === Infinity) {
+      const dx = now.positions[3 * e] - vx;
+      const dy = now.positions[3 * e + 1] - vy;
+      const dz = now.positions[3 * e + 2] - vz;
+      const visible = now.alive[e] === 1 && dx * dx + dy * dy + dz * dz <= c.viewRadius * c.viewRadius;
+      if (visible !== held >= 0) return `entity ${e}: visible ${visible}, held tick ${held}`;
+      if (visible && held !== tick) return `entity ${e}: held tick ${held} with an unlimited budget`;
+    }
+    if (held < 0) continue;
+    inView++;
+    const w = worlds.get(held)!;
+    if (w.alive[e] !== 1) return `entity ${e}: not alive at its held tick ${held}`;
+    const t = w.type[e];
+    if (reader.typeOf(e) !== t) return `entity ${e}: type ${reader.typeOf(e)}, server ${t}`;
+    if (reader.parityOf(e) !== w.parity[e])
+      return `entity ${e}: parity ${reader.parityOf(e)}, server ${w.parity[e]}`;
+    const values = reader.values(e);
+    for (let f = 0; f < schema.types[t].fieldCount; f++) {
+      const want = w.values[e * STRIDE + f];
+      if (values[f] !== want) return `entity ${e} field ${f}: ${values[f]}, server ${want} at tick ${held}`;
+    }
+  }
+  if (reader.viewCount !== inView) return `view count ${reader.viewCount}, expected ${inView}`;
+  for (let k = 1; k < reader.viewCount; k++) {
+    if (reader.view[k] <= reader.view[k - 1]) return `view not ascending at ${k}`;
+  }
+  for (let k = 0; k < reader.createdCount; k++) {
+    const e = reader.created[k];
+    if (!reader.inView(e) || !reader.changedThisFrame(e)) return `created ${e} not in view or not changed`;
+  }
+  return '';
+}
+
+const badNetwork = { loss: 0.2, duplicate: 0.1, maxDelayTicks: 6, ackLoss: 0.2, maxAckDelayTicks: 6 };
+const busyWorld: WorldConfig = {
+  targetEntities: 300,
+  moveChance: 0.3,
+  removeChance: 0.004,
+  teleportChance: 0.01,
+};
+
+describe('snapshot codec over a bad network', () => {
+  it('with an unlimited budget and infinite radius, every accepted frame is the whole world at its tick', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 0x7fffffff }), (seed) => {
+        const r = runSession({
+          seed,
+          ticks: 220,
+          world: busyWorld,
+          budgetBits: Infinity,
+          viewRadius: Infinity,
+          ...badNetwork,
+        });
+        expect(r.accepted, `seed ${seed}`).toBeGreaterThan(r.sent / 2);
+        expect(r.framesWithoutBaseline, `seed ${seed}`).toBeLessThan(r.sent / 10);
+      }),
+      { seed: SEED, numRuns: 10 },
+    );
+  });
+
+  it('with a view radius, every accepted frame is exactly the world within the radius', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 0x7fffffff }), (seed) => {
+        const r = runSession({
+          seed,
+          ticks: 220,
+          world: busyWorld,
+          budgetBits: Infinity,
+          viewRadius: 2500,
+          ...badNetwork,
+        });
+        expect(r.accepted, `seed ${seed}`).toBeGreaterThan(r.sent / 2);
+      }),
+      { seed: SEED + 1, numRuns: 6 },
+    );
+  });
+
+  it('with a packet budget, no frame exceeds it and every entity in view holds exactly the values of its held tick', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 0x7fffffff }),
+        fc.integer({ min: 300, max: 9000 }),
+        (seed, budget) => {
+          const r = runSession({
+            seed,
+            ticks: 220,
+            world: busyWorld,
+            budgetBits: budget,
+            viewRadius: 3000,
+            ...badNetwork,
+          });
+          expect(r.maxBits, `seed ${seed} budget ${budget}`).toBeLessThanOrEqual(budget);
+          expect(r.accepted, `seed ${seed} budget ${budget}`).toBeGreaterThan(r.sent / 2);
+        },
+      ),
+      { seed: SEED + 2, numRuns: 10 },
+    );
+  });
+});
+
+/** A store, writer and reader on a perfect network: each frame is read and acknowledged at once. */
+function perfectLink(budgetBits = Infinity, viewRadius = Infinity, historyTicks = 128) {
+  const store = new EntityStore(schema, { historyTicks });
+  const writer = new SnapshotWriter(store, { viewRadius });
+  const reader = new SnapshotReader(schema);
+  const out = new BitStream(1 << 16);
+  const inStream = new BitStream(0);
+  let tick = 0;
+  return {
+    store,
+    writer,
+    reader,
+    /** Commits the next tick, sends its frame from (0, 0, 0) and reads it; returns its bits. */
+    step(ack = true): number {
+      tick++;
+      store.commit(tick);
+      out.beginWrite();
+      expect(writer.write(out, tick, 0, 0, 0, budgetBits), `tick ${tick}`).toBe(true);
+      expect(reader.read(inStream.beginRead(out.bytes.slice()), tick), `tick ${tick}`).toBe(true);
+      if (ack) writer.acknowledge(tick);
+      return out.bitsProcessed;
+    },
+    get tick() {
+      return tick;
+    },
+  };
+}
+
+describe('snapshot size', () => {
+  it('a static world of 100 entities costs 2 bytes per snapshot once acknowledged', () => {
+    const link = perfectLink();
+    const rng = new Random(SEED);
+    for (let i = 0; i < 100; i++) spawn(link.store, rng);
+    const first = link.step();
+    expect(first, `seed ${SEED}`).toBeGreaterThan(100 * 40);
+    for (let i = 0; i < 20; i++) expect(link.step(), `seed ${SEED} frame ${i}`).toBe(16);
+    expect(link.reader.viewCount, `seed ${SEED}`).toBe(100);
+  });
+
+  it('one moving field of one entity costs a few bits over the empty snapshot', () => {
+    const link = perfectLink();
+    const rng = new Random(SEED);
+    for (let i = 0; i < 100; i++) spawn(link.store, rng);
+    link.step();
+    const e = 37;
+    expect(link.store.typeIdAt(e), `seed ${SEED}`).toBeGreaterThanOrEqual(0);
+    const t = schema.types[link.store.typeIdAt(e)];
+    link.store.values(e)[0] = (link.store.values(e)[0] + 1) % (t.hi[0] + 1);
+    const bits = link.step();
+    // gap (8) + op (2) + parity (1) + changed count + one changed bit + the value, over the empty 16.
+    expect(bits, `seed ${SEED}`).toBe(16 + 8 + 3 + t.changedCountBits + 1 + t.bits[0]);
+    expect(link.reader.changedThisFrame(e), `seed ${SEED}`).toBe(true);
+    expect(link.reader.changedThisFrame(e + 1), `seed ${SEED}`).toBe(false);
+  });
+
+  it('an unacknowledged baseline means full frames; the first ack brings deltas', () => {
+    const link = perfectLink();
+    const rng = new Random(SEED);
+    for (let i = 0; i < 50; i++) spawn(link.store, rng);
+    const a = link.step(false);
+    const b = link.step(false);
+    expect(b, `seed ${SEED}`).toBe(a);
+    expect(link.writer.stats.framesWithoutBaseline, `seed ${SEED}`).toBe(2);
+    link.writer.acknowledge(link.tick);
+    expect(link.step(), `seed ${SEED}`).toBe(16);
+    link.writer.resetBaseline();
+    expect(link.step(), `seed ${SEED}`).toBe(a);
+    expect(link.reader.baselineTick, `seed ${SEED}`).toBe(-1);
+  });
+});
+
+describe('priority within a budget', () => {
+  it('far entities still update, less often than near ones, and the budget is never exceeded', () => {
+    const budget = 1500;
+    const link = perfectLink(budget);
+    const rng = new Random(SEED);
+    const distance: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const e = link.store.create(1);
+      const d = 100 + (i / 200) * 3900;
+      const a = rng.range(0, 2 * Math.PI);
+      link.store.setField(e, 0, d * Math.cos(a));
+      link.store.setField(e, 1, d * Math.sin(a));
+      distance[e] = d;
+    }
+    const lastUpdate = new Array<number>(200).fill(0);
+    const maxGap = new Array<number>(200).fill(0);
+    const updates = new Array<number>(200).fill(0);
+    const ticks = 400;
+    for (let tick = 1; tick <= ticks; tick++) {
+      for (let e = 0; e < 200; e++) {
+        const v = link.store.values(e);
+        v[3] = (v[3] + 1) & 1023;
+      }
+      const bits = link.step();
+      expect(bits, `seed ${SEED} tick ${tick}`).toBeLessThanOrEqual(budget);
+      for (let e = 0; e < 200; e++) {
+        if (!link.reader.changedThisFrame(e)) continue;
+        if (lastUpdate[e] > 0) maxGap[e] = Math.max(maxGap[e], tick - lastUpdate[e]);
+        lastUpdate[e] = tick;
+        if (tick > 100) updates[e]++;
+      }
+    }
+    for (let e = 0; e < 200; e++) {
+      expect(lastUpdate[e], `seed ${SEED} entity ${e}`).toBeGreaterThan(ticks - 60);
+      expect(maxGap[e], `seed ${SEED} entity ${e} at ${distance[e]}`).toBeLessThanOrEqual(60);
+    }
+    const near = updates.slice(0, 20).reduce((a, b) => a + b, 0);
+    const far = updates.slice(180).reduce((a, b) => a + b, 0);
+    expect(near, `seed ${SEED} near ${near} far ${far}`).toBeGreaterThan(2 * far);
+    expect(far, `seed ${SEED}`).toBeGreaterThan(0);
+  });
+
+  it('a budget below an empty snapshot still writes the empty snapshot', () => {
+    const link = perfectLink(1);
+    const rng = new Random(SEED);
+    for (let i = 0; i < 10; i++) spawn(link.store, rng);
+    expect(link.step(), `seed ${SEED}`).toBe(16);
+    expect(link.reader.viewCount, `seed ${SEED}`).toBe(0);
+    expect(link.writer.stats.lastDeferred, `seed ${SEED}`).toBe(10);
+  });
+
+  it('entities that do not fit the stream are left for a later frame', () => {
+    const store = new EntityStore(schema);
+    const writer = new SnapshotWriter(store);
+    const rng = new Random(SEED);
+    for (let i = 0; i < 50; i++) spawn(store, rng);
+    store.commit(1);
+    const small = new BitStream(40).beginWrite();
+    expect(writer.write(small, 1, 0, 0, 0, Infinity), `seed ${SEED}`).toBe(true);
+    expect(small.bitsProcessed, `seed ${SEED}`).toBeLessThanOrEqual(320);
+    const reader = new SnapshotReader(schema);
+    expect(reader.read(new BitStream(0).beginRead(small.bytes.slice()), 1), `seed ${SEED}`).toBe(true);
+    expect(reader.viewCount, `seed ${SEED}`).toBe(writer.stats.lastCreated);
+    expect(reader.viewCount, `seed ${SEED}`).toBeGreaterThan(0);
+    expect(reader.viewCount, `seed ${SEED}`).toBeLessThan(50);
+  });
+});
+
+describe('entity lifecycle on the wire', () => {
+  it('a teleport flips parity; an index reused by a new entity is removed and created', () => {
+    const link = perfectLink();
+    const a = link.store.create(0);
+    const b = link.store.create(1);
+    link.step();
+    expect([link.reader.createdCount, link.reader.removedCount], `seed ${SEED}`).toEqual([2, 0]);
+    link.store.teleport(a);
+    link.step();
+    expect(link.reader.parityOf(a), `seed ${SEED}`).toBe(1);
+    expect(link.reader.changedThisFrame(a), `seed ${SEED}`).toBe(true);
+    link.store.remove(b);
+    expect(link.store.create(2), `seed ${SEED}`).toBe(b);
+    link.step();
+    expect(Array.from(link.reader.removed.subarray(0, link.reader.removedCount)), `seed ${SEED}`).toEqual([
+      b,
+    ]);
+    expect(Array.from(link.reader.created.subarray(0, link.reader.createdCount)), `seed ${SEED}`).toEqual([
+      b,
+    ]);
+    expect(link.reader.typeOf(b), `seed ${SEED}`).toBe(2);
+    link.store.remove(b);
+    link.step();
+    expect(link.reader.inView(b), `seed ${SEED}`).toBe(false);
+    expect(Array.from(link.reader.removed.subarray(0, link.reader.removedCount)), `seed ${SEED}`).toEqual([
+      b,
+    ]);
+  });
+
+  it('an entity changed while its held tick left the history is refreshed in full', () => {
+    const link = perfectLink(Infinity, 1000, 4);
+    const e = link.store.create(1);
+    link.store.setField(e, 0, 500);
+    const far = link.store.create(1);
+    link.store.setField(far, 0, 3000);
+    link.step();
+    expect(link.reader.inView(far), `seed ${SEED}`).toBe(false);
+    for (let i = 0; i < 8; i++) expect(link.step(false), `seed ${SEED} frame ${i}`).toBe(16);
+    link.store.setField(e, 1, 7);
+    const bits = link.step();
+    expect(link.reader.baselineTick, `seed ${SEED}`).toBe(1);
+    expect(bits, `seed ${SEED}`).toBe(16 + 8 + 3 + rocket.valueBits);
+    expect(link.reader.values(e)[1], `seed ${SEED}`).toBe(link.store.values(e)[1]);
+    link.store.setField(e, 1, 9);
+    expect(link.step(), `seed ${SEED}`).toBe(16 + 8 + 3 + rocket.changedCountBits + 2 + rocket.bits[1]);
+  });
+
+  it("the viewer's own entity is never sent, and leaves the view when it becomes the viewer's", () => {
+    const store = new EntityStore(schema);
+    const writer = new SnapshotWriter(store);
+    const reader = new SnapshotReader(schema);
+    const a = store.create(0);
+    const b = store.create(0);
+    const out = new BitStream(1200);
+    for (let tick = 1; tick <= 2; tick++) {
+      store.commit(tick);
+      writer.write(out.beginWrite(), tick, 0, 0, 0, Infinity, tick === 1 ? a : b);
+      expect(reader.read(new BitStream(0).beginRead(out.bytes.slice()), tick), `seed ${SEED}`).toBe(true);
+      writer.acknowledge(tick);
+      expect([reader.inView(a), reader.inView(b)], `seed ${SEED} tick ${tick}`).toEqual([
+        tick === 2,
+        tick === 1,
+      ]);
+    }
+  });
+
+  it('acknowledgements of unknown frames, or of frames sent before a reset, are ignored', () => {
+    const link = perfectLink();
+    link.store.create(0);
+    link.step(false);
+    link.writer.acknowledge(99);
+    link.writer.acknowledge(-3);
+    link.writer.acknowledge(Number.NaN);
+    expect(link.writer.baselineTick, `seed ${SEED}`).toBe(-1);
+    link.writer.resetBaseline();
+    link.writer.acknowledge(1);
+    expect(link.writer.baselineTick, `seed ${SEED}`).toBe(-1);
+    link.step();
+    expect(link.writer.baselineTick, `seed ${SEED}`).toBe(2);
+  });
+
+  it('a writer refuses a tick that is not the newest commit, or a second frame for a tick', () => {
+    const store = new EntityStore(schema);
+    const writer = new SnapshotWriter(store);
+    store.commit(5);
+    const s = new BitStream(100).beginWrite();
+    expect(() => writer.write(s, 4, 0, 0, 0, 1000), `seed ${SEED}`).toThrow(/tick 4.*newest commit \(5\)/);
+    writer.write(s, 5, 0, 0, 0, 1000);
+    expect(() => writer.write(s, 5, 0, 0, 0, 1000), `seed ${SEED}`).toThrow(/already written for tick 5/);
+    expect(() => new SnapshotWriter(store, { frameHistory: 48 }), `seed ${SEED}`).toThrow(/frameHistory.*48/);
+  });
+});
+
+describe('reader against bad input', () => {
+  it('a baseline it does not hold, or one too old, is dropped and asks for a full update; a duplicate is not', () => {
+    const link = perfectLink();
+    link.store.create(0);
+    link.step();
+    const s = new BitStream(16).beginWrite();
+    s.varuint(5);
+    s.varuint(0);
+    const bytes = s.bytes.slice();
+    const r = link.reader;
+    expect(r.read(new BitStream(0).beginRead(bytes), 10), `seed ${SEED}`).toBe(false);
+    expect(r.stats.dropped['baseline unknown'], `seed ${SEED}`).toBe(1);
+    expect(r.needsFullUpdate, `seed ${SEED}`).toBe(true);
+    const old = new BitStream(16).beginWrite();
+    old.varuint(64);
+    old.varuint(0);
+    expect(r.read(new BitStream(0).beginRead(old.bytes.slice()), 70), `seed ${SEED}`).toBe(false);
+    expect(r.stats.dropped['baseline too old'], `seed ${SEED}`).toBe(1);
+    const empty = new BitStream(16).beginWrite();
+    empty.varuint(0);
+    empty.varuint(0);
+    expect(r.read(new BitStream(0).beginRead(empty.bytes.slice()), 1), `seed ${SEED}`).toBe(false);
+    expect(r.stats.dropped.duplicate, `seed ${SEED}`).toBe(1);
+    expect(r.read(new BitStream(0).beginRead(empty.bytes.slice()), 12), `seed ${SEED}`).toBe(true);
+    expect(r.needsFullUpdate, `seed ${SEED}`).toBe(false);
+    expect(r.viewCount, `seed ${SEED}`).toBe(0);
+  });
+
+  it('names each kind of bad content', () => {
+    const link = perfectLink();
+    link.store.create(0);
+    link.step();
+    // Each case: the fields after the baseline delta, as [value, bits] (bits 0: a varuint).
+    const cases: [string, [number, number][]][] = [
+      ['index out of range', [[600, 0]]],
+      [
+        'unknown entity type',
+        [
+          [2, 0],
+          [1, 2],
+          [0, 1],
+          [3, 2],
+        ],
+      ],
+      [
+        'not in baseline',
+        [
+          [2, 0],
+          [0, 2],
+        ],
+      ],
+      [
+        'field count out of range',
+        [
+          [1, 0],
+          [0, 2],
+          [0, 1],
+          [9, 4],
+        ],
+      ],
+      [
+        'overrun',
+        [
+          [1, 0],
+          [3, 2],
+          [0, 1],
+        ],
+      ],
+      [
+        'malformed',
+        [
+          [0xffffffff, 32],
+          [0xff, 8],
+        ],
+      ],
+    ];
+    for (const [reason, fields] of cases) {
+      const s = new BitStream(64).beginWrite();
+      if (reason !== 'malformed') s.varuint(1);
+      for (const [value, bits] of fields) {
+        if (bits === 0) s.varuint(value);
+        else s.uint(value, bits);
+      }
+      const dropped = link.reader.stats.dropped as Record<string, number>;
+      const before = dropped[reason];
+      expect(link.reader.read(new BitStream(0).beginRead(s.bytes.slice()), 2), `seed ${SEED} ${reason}`).toBe(
+        false,
+      );
+      expect(dropped[reason], `seed ${SEED} ${reason}`).toBe(before + 1);
+      expect(link.reader.needsFullUpdate, `seed ${SEED} ${reason}`).toBe(true);
+    }
+    expect(link.reader.frameTick, `seed ${SEED}`).toBe(1);
+    expect(link.reader.viewCount, `seed ${SEED}`).toBe(1);
+  });
+
+  it('a field value out of its range is dropped', () => {
+    const t = defineEntityType<{ v: number }>('odd', { v: { kind: 'float', min: 0, max: 5, precision: 1 } });
+    const oddSchema = defineGameSchema([t], { maxEntities: 8 });
+    const reader = new SnapshotReader(oddSchema);
+    const s = new BitStream(16).beginWrite();
+    s.varuint(0);
+    s.varuint(1);
+    s.uint(1, 2);
+    s.uint(0, 1);
+    s.uint(7, 3);
+    s.varuint(0);
+    expect(reader.read(new BitStream(0).beginRead(s.bytes.slice()), 1), `seed ${SEED}`).toBe(false);
+    expect(reader.stats.dropped['field value out of range'], `seed ${SEED}`).toBe(1);
+  });
+
+  it('50,000 random and mutated snapshots never throw, and each is either read or counted as dropped', () => {
+    const rng = new Random(SEED);
+    const store = new EntityStore(schema);
+    const writer = new SnapshotWriter(store);
+    const out = new BitStream(1 << 16);
+    const inStream = new BitStream(0);
+    // Frame 1 reaches the client and is acknowledged; frames 2..63 are built against it and are
+    // the fuzz sources, each read (mutated) under its own tick so that its baseline is there. A
+    // source read successfully is used up until the reader is reset and given frame 1 again.
+    const frames: Uint8Array[] = [];
+    for (let tick = 1; tick <= 63; tick++) {
+      evolve(store, rng, { targetEntities: 120, moveChance: 0.3, removeChance: 0.01, teleportChance: 0.02 });
+      store.commit(tick);
+      out.beginWrite();
+      writer.write(out, tick, 0, 0, 0, rng.chance(0.5) ? Infinity : 3000);
+      frames[tick] = out.bytes.slice();
+      if (tick === 1) writer.acknowledge(tick);
+    }
+    const reader = new SnapshotReader(schema);
+    const used = new Uint8Array(64);
+    let usedCount = 62;
+    let resets = 0;
+    const buf = new Uint8Array(1 << 16);
+    const dropped0 = totalDrops(reader);
+    let accounted = 0;
+    for (let i = 0; i < 50_000; i++) {
+      if (usedCount === 62 || reader.newestTick > 63) {
+        reader.reset();
+        resets++;
+        expect(reader.read(inStream.beginRead(frames[1]), 1), `seed ${SEED}`).toBe(true);
+        used.fill(0);
+        usedCount = 0;
+        accounted = reader.stats.framesRead + totalDrops(reader);
+      }
+      let source = rng.int(2, 63);
+      while (used[source] !== 0) source = source === 63 ? 2 : source + 1;
+      let length: number;
+      if (rng.chance(0.2)) {
+        length = rng.int(0, 80);
+        for (let k = 0; k < length; k++) buf[k] = rng.int(0, 255);
+      } else {
+        const bytes = frames[source];
+        length = bytes.length;
+        buf.set(bytes);
+        const flips = rng.int(1, 3);
+        for (let k = 0; k < flips; k++) buf[rng.int(0, length - 1)] ^= 1 << rng.int(0, 7);
+        if (rng.chance(0.2)) length = rng.int(0, length);
+        if (rng.chance(0.1)) {
+          const extra = rng.int(1, 8);
+          for (let k = 0; k < extra; k++) buf[length + k] = rng.int(0, 255);
+          length += extra;
+        }
+      }
+      const tick = rng.chance(0.01) ? rng.int(-5, 0x7fffffff) : source;
+      let ok = false;
+      try {
+        ok = reader.read(inStream.beginRead(buf, length), tick);
+      } catch (error) {
+        expect.fail(`seed ${SEED} case ${i} threw ${String(error)}`);
+      }
+      const now = reader.stats.framesRead + totalDrops(reader);
+      if (now !== accounted + 1) expect.fail(`seed ${SEED} case ${i}: counted ${now - accounted} times`);
+      if (ok && reader.frameTick !== tick)
+        expect.fail(`seed ${SEED} case ${i}: frame tick ${reader.frameTick}`);
+      accounted = now;
+      if (ok && tick === source) {
+        used[source] = 1;
+        usedCount++;
+      }
+    }
+    const read = reader.stats.framesRead - resets;
+    const dropped = totalDrops(reader) - dropped0;
+    expect(read + dropped, `seed ${SEED}`).toBe(50_000);
+    expect(read, `seed ${SEED} ${JSON.stringify(reader.stats)}`).toBeGreaterThan(5000);
+    expect(dropped, `seed ${SEED} ${JSON.stringify(reader.stats)}`).toBeGreaterThan(10_000);
+    for (const reason of SNAPSHOT_DROP_REASONS) {
+      if (reason === 'bad frame tick' || reason === 'duplicate' || reason === 'frame too old') continue;
+      expect(reader.stats.dropped[reason], `seed ${SEED} ${reason}`).toBeGreaterThan(0);
+    }
+  });
+});
