@@ -20,10 +20,12 @@ import {
 import type { DatagramEndpoint } from '../net/transport.ts';
 import type { BitStream } from '../protocol/bitstream.ts';
 import {
+  type ClientFlags,
   createWireEvent,
   type FrameHeader,
   MAX_COMMANDS_PER_PACKET,
   MAX_EVENTS_PER_FRAME,
+  serializeClientFlags,
   serializeCommandRun,
   serializeFrameHeader,
   serializeWireEvent,
@@ -34,7 +36,10 @@ import type { GameDefinition, GameEventSink } from '../sim/game.ts';
 import { Random } from '../sim/random.ts';
 import { SequenceBuffer } from '../sim/ring.ts';
 import { ServerClock, type ServerClockConfig } from './clock.ts';
+import { AdaptiveDelay, defaultInterpolationDelayMs } from './delay.ts';
 import { type PredictionConfig, Predictor } from './prediction.ts';
+import { SnapshotReader } from './snapshot-reader.ts';
+import { RemoteView, type RemoteViewConfig } from './view.ts';
 
 export interface ClientConfig {
   protocolId: number;
@@ -53,8 +58,14 @@ export interface ClientConfig {
   timeoutMs: number;
   /** Seed for the commands' shared random seeds and the connection nonce. */
   seed: number;
+  /**
+   * How far behind the newest server time remote entities are drawn, ms. 0 (the default) means
+   * max(100, two snapshot intervals); 'adaptive' follows measured snapshot jitter.
+   */
+  interpolationDelayMs: number | 'adaptive';
   prediction: Partial<PredictionConfig>;
   clock: Partial<ServerClockConfig>;
+  view: Partial<RemoteViewConfig>;
 }
 
 export const DEFAULT_CLIENT_CONFIG: ClientConfig = {
@@ -67,8 +78,10 @@ export const DEFAULT_CLIENT_CONFIG: ClientConfig = {
   connectTimeoutMs: 10_000,
   timeoutMs: 10_000,
   seed: 1,
+  interpolationDelayMs: 0,
   prediction: {},
   clock: {},
+  view: {},
 };
 
 /** What the player is doing this frame (the game's input layer fills it). */
@@ -98,6 +111,8 @@ export type ClientState =
 export interface ClientHooks {
   /** An effect event: from the local player's first prediction of a command, or from the server. */
   onEvent?(event: WireEvent, predicted: boolean): void;
+  /** A snapshot was decoded: `client.snapshots` describes the frame of server tick `tick`. */
+  onSnapshot?(tick: number): void;
   /** The connection ended; `reason` is a lifecycle reason code, 0 when it timed out. */
   onDisconnect?(reason: number): void;
 }
@@ -106,8 +121,9 @@ export interface ClientStats {
   commandsSent: number;
   commandPackets: number;
   framesReceived: number;
-  /** Frames dropped: older than one already applied, or failing to decode. */
+  /** Frames older than one already applied (reordered): their player state is not used. */
   framesStale: number;
+  /** Frames whose header, player state or events failed to decode. */
   framesBad: number;
   eventsReceived: number;
   /** Frames the server reported holding back for this client's rate (choke). */
@@ -121,6 +137,9 @@ export class GameClient<P, W> {
   readonly world: W;
   readonly predictor: Predictor<P, W>;
   readonly clock: ServerClock;
+  /** Decoded snapshots, and remote entities as drawn this frame. */
+  readonly snapshots: SnapshotReader;
+  readonly view: RemoteView;
   readonly stats: ClientStats = {
     commandsSent: 0,
     commandPackets: 0,
@@ -151,6 +170,8 @@ export class GameClient<P, W> {
   private readonly cmd: UserCommand = createUserCommand();
   private readonly sendCmds: UserCommand[] = [];
   private readonly run = { count: 0 };
+  private readonly flags: ClientFlags = { resetBaseline: false };
+  private readonly adaptiveDelay: AdaptiveDelay | null;
   private readonly header: FrameHeader = { serverTick: 0, choked: 0, hasPlayer: false, ackedCommand: 0 };
   private readonly frameState: P;
   private readonly event = createWireEvent();
@@ -188,6 +209,12 @@ export class GameClient<P, W> {
     this.random = new Random(this.config.seed);
     this.nonce = this.random.nextU32();
     this.frameState = game.player.create();
+    this.snapshots = new SnapshotReader(game.entities);
+    this.view = new RemoteView(game.entities, this.snapshots, this.config.view);
+    this.adaptiveDelay =
+      this.config.interpolationDelayMs === 'adaptive'
+        ? new AdaptiveDelay({ updateRateHz: this.config.updateRate })
+        : null;
     for (let i = 0; i < MAX_COMMANDS_PER_PACKET; i++) this.sendCmds.push(createUserCommand());
     const event = this.event;
     this.localEvents = {
@@ -217,6 +244,13 @@ export class GameClient<P, W> {
       for (let i = 0; i < 3; i++) this.sendHandshake(PACKET_DISCONNECT, DISCONNECT_CLIENT_LEFT);
     }
     this.state = 'disconnected';
+  }
+
+  /** The interpolation delay in use now, ms. */
+  interpolationDelayMs(nowMs: number): number {
+    const d = this.config.interpolationDelayMs;
+    if (this.adaptiveDelay !== null) return this.adaptiveDelay.delayMs(nowMs);
+    return d === 'adaptive' || d === 0 ? defaultInterpolationDelayMs(this.config.updateRate) : d;
   }
 
   /** True once the server has given this client its player. */
@@ -251,6 +285,11 @@ export class GameClient<P, W> {
       channel.update(nowMs);
     }
     this.predictor.predict(nowMs);
+    if (this.tickRate > 0 && this.clock.synced) {
+      const tickMs = 1000 / this.tickRate;
+      const renderTimeMs = this.clock.receivedNow(nowMs) - this.interpolationDelayMs(nowMs);
+      this.view.update(renderTimeMs / tickMs, tickMs);
+    }
   }
 
   private updateConnecting(nowMs: number): void {
@@ -284,10 +323,11 @@ export class GameClient<P, W> {
     c.buttons = input.buttons;
     c.impulse = input.impulse;
     c.randomSeed = this.random.nextU32();
-    c.lerpMsec = 0;
-    c.viewTickA = 0;
-    c.viewTickB = 0;
-    c.viewFraction = 0;
+    // The view the player was looking at when they made this command: last frame's.
+    c.lerpMsec = Math.round(this.interpolationDelayMs(this.nowMs));
+    c.viewTickA = this.view.tickA;
+    c.viewTickB = this.view.tickB;
+    c.viewFraction = this.view.fraction;
     quantizeUserCommand(c);
     this.predictor.addCommand(c, this.localEvents);
   }
@@ -329,6 +369,8 @@ export class GameClient<P, W> {
       out.viewFraction = c.viewFraction;
     }
     this.run.count = count;
+    this.flags.resetBaseline = this.snapshots.needsFullUpdate;
+    serializeClientFlags(s, this.flags);
     serializeCommandRun(s, this.sendCmds, this.run);
     this.stats.commandsSent += count;
   }
@@ -392,24 +434,33 @@ export class GameClient<P, W> {
       this.stats.framesBad++;
       return;
     }
-    if (h.serverTick < this.serverTick) {
+    // A frame older than the newest (reordered) still brings its events and may become a
+    // snapshot baseline; its player state and clock sample are out of date.
+    const newest = h.serverTick > this.serverTick || this.stats.framesReceived === 0;
+    if (newest) {
+      this.serverTick = h.serverTick;
+      this.clock.onServerTime(this.nowMs, (h.serverTick * 1000) / this.tickRate, channel.stats.rttMs);
+      this.adaptiveDelay?.onSnapshot(this.nowMs, (h.serverTick * 1000) / this.tickRate);
+      if (!this.spawned) {
+        this.spawned = true;
+        this.predictor.reset(this.frameState, h.ackedCommand);
+      } else {
+        this.predictor.acknowledge(h.ackedCommand, this.frameState);
+      }
+    } else {
       this.stats.framesStale++;
-      return;
     }
     this.stats.framesReceived++;
     this.stats.choked += h.choked;
-    this.serverTick = h.serverTick;
-    this.clock.onServerTime(this.nowMs, (h.serverTick * 1000) / this.tickRate, channel.stats.rttMs);
-    if (!this.spawned) {
-      this.spawned = true;
-      this.predictor.reset(this.frameState, h.ackedCommand);
-    } else {
-      this.predictor.acknowledge(h.ackedCommand, this.frameState);
+    if (!this.readEvents(s)) return;
+    if (this.snapshots.read(s, h.serverTick)) {
+      this.view.onFrame(h.serverTick);
+      this.hooks.onSnapshot?.(h.serverTick);
     }
-    this.readEvents(s);
   }
 
-  private readEvents(s: BitStream): void {
+  /** Reads the frame's events, plays them, and returns whether they decoded. */
+  private readEvents(s: BitStream): boolean {
     const count = s.int(0, 0, MAX_EVENTS_PER_FRAME);
     const e = this.event;
     for (let i = 0; i < count && s.ok; i++) {
@@ -418,6 +469,7 @@ export class GameClient<P, W> {
       this.hooks.onEvent?.(e, false);
     }
     if (!s.ok) this.stats.framesBad++;
+    return s.ok;
   }
 
   private sendHandshake(type: number, reason: number): void {
@@ -451,5 +503,11 @@ function validateClientConfig(c: ClientConfig): void {
   }
   if (!Number.isInteger(c.updateRate) || c.updateRate > 255) {
     throw new RangeError(`client config: updateRate must be an integer in 1..255, got ${c.updateRate}`);
+  }
+  const d = c.interpolationDelayMs;
+  if (d !== 'adaptive' && !(typeof d === 'number' && d >= 0 && d <= 1000)) {
+    throw new RangeError(
+      `client config: interpolationDelayMs must be 'adaptive' or a number in 0..1000, got ${String(d)}`,
+    );
   }
 }

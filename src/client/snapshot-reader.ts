@@ -36,8 +36,8 @@ export interface SnapshotReaderStats {
   lastBits: number;
 }
 
-/** One decoded frame: the entities in view at a tick and their values. */
-class DecodedFrame {
+/** One decoded frame: the entities in view at a tick and their values (stride values each). */
+export class DecodedFrame {
   tick = -1;
   viewCount = 0;
   readonly view: Uint16Array;
@@ -131,6 +131,12 @@ export class SnapshotReader {
     this.baselineTick = -1;
     this.newestTick = -1;
     this.needsFullUpdate = false;
+  }
+
+  /** The decoded frame of server tick `tick` while the ring still holds it (read-only use). */
+  frameAt(tick: number): DecodedFrame | undefined {
+    const f = this.ring[tick & this.mask];
+    return f.tick === tick && tick >= 0 ? f : undefined;
   }
 
   /** True when entity `index` is in view in the frame last read. */

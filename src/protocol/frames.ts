@@ -3,12 +3,13 @@
 //
 // Client packet payload:
 //   +-------------------+-------+--------------------------------------------------+
+//   | resetBaseline     | 1     | the client lost its snapshot baseline: send full  |
 //   | commandCount      | 7     | 0..64                                            |
 //   | firstSequence     | 32    | sequence of the first command (if count > 0)     |
 //   | commands          | var   | each delta-encoded against the previous one      |
 //   +-------------------+-------+--------------------------------------------------+
 //
-// Server packet payload (header part; the entity snapshot follows it):
+// Server packet payload (the entity snapshot follows; layout in snapshot.ts):
 //   +-------------------+-------+--------------------------------------------------+
 //   | serverTick        | 32    | tick the frame was built at                      |
 //   | choked            | 8     | frames held back by the rate since the last one  |
@@ -28,6 +29,17 @@ export const MAX_COMMANDS_PER_PACKET = 64;
 export const MAX_EVENTS_PER_FRAME = 63;
 
 const ZERO_COMMAND = createUserCommand();
+
+/** Flags at the start of every client packet payload. */
+export interface ClientFlags {
+  /** The client could not decode a snapshot: the server should send the next against nothing. */
+  resetBaseline: boolean;
+}
+
+export function serializeClientFlags(s: BitStream, f: ClientFlags): boolean {
+  f.resetBaseline = s.bool(f.resetBaseline);
+  return s.ok;
+}
 
 /** Reads or writes a run of consecutive commands. `cmds[0..count)` hold them, oldest first. */
 export function serializeCommandRun(s: BitStream, cmds: UserCommand[], run: { count: number }): boolean {

@@ -25,18 +25,23 @@ import {
 import type { DatagramEndpoint } from '../net/transport.ts';
 import type { BitStream } from '../protocol/bitstream.ts';
 import {
+  type ClientFlags,
   type FrameHeader,
   MAX_COMMANDS_PER_PACKET,
   MAX_EVENTS_PER_FRAME,
+  serializeClientFlags,
   serializeCommandRun,
   serializeFrameHeader,
   serializeWireEvent,
 } from '../protocol/frames.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import type { GameDefinition } from '../sim/game.ts';
+import { SequenceBuffer } from '../sim/ring.ts';
 import { CommandQueue, type CommandStats } from './commands.ts';
 import { CookieJar } from './cookie.ts';
+import { EntityStore } from './entities.ts';
 import { EventLog } from './events.ts';
+import { SnapshotWriter, type SnapshotWriterConfig } from './snapshot-writer.ts';
 
 export interface ServerConfig {
   /** Simulation ticks per second. */
@@ -62,6 +67,10 @@ export interface ServerConfig {
   defaultRateBytesPerSecond: number;
   /** Secret for challenge cookies (random when omitted). */
   cookieSecret?: Uint8Array;
+  /** Ticks of entity history kept (a power of two): the oldest state a snapshot can delta from. */
+  entityHistoryTicks: number;
+  /** Interest and priority of each client's snapshots. */
+  snapshots: Partial<SnapshotWriterConfig>;
 }
 
 export const DEFAULT_SERVER_CONFIG: ServerConfig = {
@@ -76,6 +85,8 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   connectAttemptsPerSecond: 4,
   defaultUpdateRate: 32,
   defaultRateBytesPerSecond: 80_000,
+  entityHistoryTicks: 128,
+  snapshots: {},
 };
 
 /** Server-side game code: server-controlled objects and reactions to clients coming and going. */
@@ -124,6 +135,12 @@ export class ServerClient<P> {
   eventCursor = 0;
   /** Frames that failed to decode on this client's connection (commands). */
   badPayloads = 0;
+  /** This client's player as an entity other clients see. */
+  entity = -1;
+  /** Its snapshots: delta-encoded against the newest frame it acknowledged. */
+  readonly snapshots: SnapshotWriter;
+  /** The server tick of the frame each sent packet carried, by packet sequence. */
+  readonly frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
   /** Bound once: writes this client's frame into a packet. */
   readonly writeFrame: (s: BitStream) => void;
 
@@ -136,6 +153,7 @@ export class ServerClient<P> {
     commands: CommandQueue,
     updateRate: number,
     rate: number,
+    snapshots: SnapshotWriter,
     writeFrame: (client: ServerClient<P>, s: BitStream) => void,
   ) {
     this.slot = slot;
@@ -146,7 +164,12 @@ export class ServerClient<P> {
     this.commands = commands;
     this.updateRate = updateRate;
     this.rateBytesPerSecond = rate;
+    this.snapshots = snapshots;
     this.writeFrame = (s) => writeFrame(this, s);
+    channel.onAck = (sequence) => {
+      const frame = this.frameTicks.get(sequence);
+      if (frame !== undefined) snapshots.acknowledge(frame.tick);
+    };
   }
 
   get commandStats(): CommandStats {
@@ -163,6 +186,8 @@ export class GameServer<P, W> {
   readonly world: W;
   readonly hooks: ServerHooks<P, W>;
   readonly events = new EventLog();
+  /** Every replicated entity, players included, with its history. */
+  readonly entities: EntityStore;
   readonly clients: (ServerClient<P> | null)[];
   readonly stats: ServerStats = { ticks: 0, ticksSkipped: 0, rejected: {}, connects: 0, disconnects: 0 };
   readonly tickIntervalMs: number;
@@ -177,6 +202,9 @@ export class GameServer<P, W> {
   private readonly cookie = { hi: 0, lo: 0 };
   private readonly cmds: UserCommand[] = [];
   private readonly run = { count: 0 };
+  private readonly flags: ClientFlags = { resetBaseline: false };
+  private readonly entityScratch: Float64Array;
+  private readonly viewer = { x: 0, y: 0, z: 0 };
   private readonly header: FrameHeader = { serverTick: 0, choked: 0, hasPlayer: false, ackedCommand: 0 };
   /** Connection attempts per hashed address bucket: bounded state, whatever the source addresses. */
   private readonly attempts = new Float64Array(ATTEMPT_BUCKETS);
@@ -200,6 +228,8 @@ export class GameServer<P, W> {
     this.tickIntervalMs = 1000 / this.config.tickRate;
     this.clients = new Array(this.config.maxClients).fill(null);
     this.cookies = new CookieJar(this.config.cookieSecret);
+    this.entities = new EntityStore(game.entities, { historyTicks: this.config.entityHistoryTicks });
+    this.entityScratch = new Float64Array(game.entities.stride);
     for (let i = 0; i < MAX_COMMANDS_PER_PACKET; i++) this.cmds.push(createUserCommand());
   }
 
@@ -245,6 +275,7 @@ export class GameServer<P, W> {
     for (let i = 0; i < 3; i++) this.sendHandshake(client.address, PACKET_DISCONNECT, client.nonce, reason);
     this.clients[client.slot] = null;
     this.byAddress.delete(client.address);
+    if (client.entity >= 0) this.entities.remove(client.entity);
     this.stats.disconnects++;
     this.hooks.onDisconnect?.(this, client, reason);
   }
@@ -267,6 +298,8 @@ export class GameServer<P, W> {
     events.predictedBySource = false;
     events.source = 0;
     this.hooks.onTick?.(this, this.tick);
+    this.updatePlayerEntities();
+    this.entities.commit(this.tick);
     const now = this.nowMs;
     for (const client of this.clients) {
       if (client === null) continue;
@@ -298,13 +331,25 @@ export class GameServer<P, W> {
       return;
     }
     const before = client.channel.stats.bytesSent;
-    client.channel.send(now, client.writeFrame);
+    const sequence = client.channel.send(now, client.writeFrame);
+    client.frameTicks.insert(sequence).tick = this.tick;
     const bytes = client.channel.stats.bytesSent - before;
     client.framesSent++;
     client.chokedSinceSent = 0;
     const interval = 1000 / client.updateRate;
     client.nextUpdateMs = Math.max(client.nextUpdateMs + interval, now);
     client.rateFreeMs = now + (bytes * 1000) / client.rateBytesPerSecond;
+  }
+
+  private updatePlayerEntities(): void {
+    const out = this.entityScratch;
+    const { playerEntity } = this.game;
+    const fieldCount = this.game.entities.types[playerEntity.typeId].fieldCount;
+    for (const client of this.clients) {
+      if (client === null) continue;
+      playerEntity.write(client.state, out);
+      for (let i = 0; i < fieldCount; i++) this.entities.setField(client.entity, i, out[i]);
+    }
   }
 
   private writeFrame(client: ServerClient<P>, s: BitStream): void {
@@ -316,6 +361,8 @@ export class GameServer<P, W> {
     serializeFrameHeader(s, h);
     this.game.player.serialize(s, client.state);
     this.writeEvents(client, s);
+    const v = this.game.player.origin(client.state, this.viewer);
+    client.snapshots.write(s, this.tick, v.x, v.y, v.z, s.bitsRemaining, client.entity);
   }
 
   private writeEvents(client: ServerClient<P>, s: BitStream): void {
@@ -435,6 +482,11 @@ export class GameServer<P, W> {
       commandSlackMs: this.config.commandSlackMs,
       validButtons: this.config.validButtons,
     });
+    const entity = this.entities.create(this.game.playerEntity.typeId);
+    if (entity < 0) {
+      this.sendHandshake(from, PACKET_REFUSED, p.clientNonce, REFUSE_SERVER_FULL);
+      return;
+    }
     const updateRate = Math.min(p.updateRate, this.config.defaultUpdateRate, this.config.tickRate);
     const client = new ServerClient(
       slot,
@@ -445,8 +497,10 @@ export class GameServer<P, W> {
       commands,
       updateRate,
       p.rate > 0 ? p.rate : this.config.defaultRateBytesPerSecond,
+      new SnapshotWriter(this.entities, this.config.snapshots),
       (c, s) => this.writeFrame(c, s),
     );
+    client.entity = entity;
     client.eventCursor = this.events.head;
     client.nextUpdateMs = this.nowMs;
     this.clients[slot] = client;
@@ -478,10 +532,11 @@ export class GameServer<P, W> {
     const s = client.channel.receive(this.nowMs, data);
     if (s === null) return;
     const run = this.run;
-    if (!serializeCommandRun(s, this.cmds, run)) {
+    if (!serializeClientFlags(s, this.flags) || !serializeCommandRun(s, this.cmds, run)) {
       client.badPayloads++;
       return;
     }
+    if (this.flags.resetBaseline) client.snapshots.resetBaseline();
     for (let i = 0; i < run.count; i++) client.commands.receive(this.cmds[i], i === 0);
   }
 }

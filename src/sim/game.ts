@@ -2,6 +2,7 @@
 // the engine (Quake 3's bg_* / Half-Life's pm_shared seen from the engine's side).
 
 import type { BitStream } from '../protocol/bitstream.ts';
+import type { GameSchema } from '../protocol/schema.ts';
 import type { UserCommand } from '../protocol/usercmd.ts';
 import type { Vec3 } from './math.ts';
 
@@ -78,4 +79,13 @@ export interface GameDefinition<P, W> {
   createWorld(): W;
   /** Puts a new player's state at a spawn point; `index` is the client's slot. */
   spawn(state: P, world: W, index: number): void;
+  /** The entity types the game replicates to clients (field tables). */
+  readonly entities: GameSchema;
+  /** Every player is also an entity that other clients see. */
+  readonly playerEntity: {
+    /** Its type id in `entities`. */
+    readonly typeId: number;
+    /** Writes its fields (decoded values, by field index) from the player's state. */
+    write(state: P, out: Float64Array): void;
+  };
 }

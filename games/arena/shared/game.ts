@@ -1,6 +1,7 @@
 // The arena as the engine sees it: its player definition, the world it plays in, and where players spawn.
 
 import type { GameDefinition } from '../../../src/sim/game.ts';
+import { ARENA_SCHEMA, PLAYER_ENTITY_TYPE, writePlayerEntity } from './entities.ts';
 import { ARENA_LEVEL } from './level.ts';
 import {
   type ArenaPlayerState,
@@ -24,4 +25,6 @@ export const arenaGame: GameDefinition<ArenaPlayerState, ArenaWorld> = {
     const slot = Number.isFinite(index) ? Math.floor(index) : 0;
     spawnArenaPlayer(state, world, ((slot % count) + count) % count);
   },
+  entities: ARENA_SCHEMA,
+  playerEntity: { typeId: PLAYER_ENTITY_TYPE, write: writePlayerEntity },
 };

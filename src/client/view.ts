@@ -1,0 +1,226 @@
+// The client's view of remote entities: interpolation through the history of received frames
+// (the paper's position history), capped extrapolation when it runs dry, then hold.
+//
+// Render time is the client's estimate of the newest server time received minus the
+// interpolation delay. The view searches back from the newest received frame for the pair that
+// straddles it and blends every entity between them with `blendEntity`, using a fraction already
+// quantized to what a user command carries, so the server can rebuild exactly this view.
+
+import type { GameSchema } from '../protocol/schema.ts';
+import { quantizeViewFraction } from '../protocol/usercmd.ts';
+import { blendEntity } from '../sim/blend.ts';
+import type { DecodedFrame, SnapshotReader } from './snapshot-reader.ts';
+
+export const VIEW_EMPTY = 0;
+export const VIEW_INTERPOLATED = 1;
+export const VIEW_EXTRAPOLATED = 2;
+export const VIEW_HELD = 3;
+export type ViewMode =
+  | typeof VIEW_EMPTY
+  | typeof VIEW_INTERPOLATED
+  | typeof VIEW_EXTRAPOLATED
+  | typeof VIEW_HELD;
+
+export interface RemoteViewConfig {
+  /** Longest the view runs past the newest frame before it holds (QuakeWorld's 100 ms). */
+  maxExtrapolationMs: number;
+  /** A move longer than this between two frames is a teleport: never interpolated across. */
+  teleportDistance: number;
+}
+
+export const DEFAULT_REMOTE_VIEW_CONFIG: RemoteViewConfig = {
+  maxExtrapolationMs: 100,
+  teleportDistance: 256,
+};
+
+export interface RemoteViewStats {
+  /** Frames drawn in each mode. */
+  interpolated: number;
+  extrapolated: number;
+  held: number;
+  empty: number;
+}
+
+const TICK_HISTORY = 64;
+
+export class RemoteView {
+  readonly config: RemoteViewConfig;
+  readonly stats: RemoteViewStats = { interpolated: 0, extrapolated: 0, held: 0, empty: 0 };
+  /** How the last `update` drew: interpolated, extrapolated, held or empty. */
+  mode: ViewMode = VIEW_EMPTY;
+  /** The two frames the last view was drawn between and the fraction (for the user command). */
+  tickA = 0;
+  tickB = 0;
+  fraction = 0;
+  /** Entities drawn: `list[0 .. count)`; each one's values at `values[e * stride ..]`. */
+  readonly list: Uint16Array;
+  count = 0;
+  readonly values: Float64Array;
+  readonly stride: number;
+
+  private readonly schema: GameSchema;
+  private readonly reader: SnapshotReader;
+  /** Ticks of received frames, ascending. */
+  private readonly ticks = new Float64Array(TICK_HISTORY);
+  private tickCount = 0;
+  private readonly mark: Uint8Array;
+
+  constructor(schema: GameSchema, reader: SnapshotReader, config: Partial<RemoteViewConfig> = {}) {
+    this.config = { ...DEFAULT_REMOTE_VIEW_CONFIG, ...config };
+    if (!(this.config.maxExtrapolationMs >= 0)) {
+      throw new RangeError(`view.maxExtrapolationMs must be >= 0, got ${this.config.maxExtrapolationMs}`);
+    }
+    if (!(this.config.teleportDistance > 0)) {
+      throw new RangeError(`view.teleportDistance must be > 0, got ${this.config.teleportDistance}`);
+    }
+    this.schema = schema;
+    this.reader = reader;
+    this.stride = schema.stride;
+    this.list = new Uint16Array(schema.maxEntities);
+    this.values = new Float64Array(schema.maxEntities * schema.stride);
+    this.mark = new Uint8Array(schema.maxEntities);
+  }
+
+  /** Newest frame received, -1 before any. */
+  get newestTick(): number {
+    return this.tickCount > 0 ? this.ticks[this.tickCount - 1] : -1;
+  }
+
+  /** Forgets every frame (a new connection). */
+  reset(): void {
+    this.tickCount = 0;
+    this.count = 0;
+    this.mode = VIEW_EMPTY;
+  }
+
+  /** A frame of server tick `tick` was read: it joins the history (in tick order). */
+  onFrame(tick: number): void {
+    const t = this.ticks;
+    let i = this.tickCount;
+    while (i > 0 && t[i - 1] > tick) i--;
+    if (i > 0 && t[i - 1] === tick) return;
+    if (this.tickCount === TICK_HISTORY) {
+      if (i === 0) return;
+      t.copyWithin(0, 1, i);
+      i--;
+      this.tickCount--;
+    }
+    t.copyWithin(i + 1, i, this.tickCount);
+    t[i] = tick;
+    this.tickCount++;
+  }
+
+  /**
+   * Draws every remote entity at `renderTick` (server ticks, fractional): between the pair of
+   * received frames that straddle it; past the newest, extrapolated for at most
+   * maxExtrapolationMs and then held; before the oldest, held at the oldest.
+   */
+  update(renderTick: number, tickIntervalMs: number): ViewMode {
+    this.dropForgottenFrames();
+    const n = this.tickCount;
+    if (n === 0) {
+      this.count = 0;
+      this.stats.empty++;
+      this.mode = VIEW_EMPTY;
+      return VIEW_EMPTY;
+    }
+    const t = this.ticks;
+    let mode: ViewMode;
+    let a: number;
+    let b: number;
+    let f: number;
+    const newest = t[n - 1];
+    if (renderTick >= newest) {
+      if (n === 1 || renderTick === newest) {
+        a = b = newest;
+        f = 0;
+        mode = renderTick === newest ? VIEW_INTERPOLATED : VIEW_HELD;
+      } else {
+        a = t[n - 2];
+        b = newest;
+        const cap = newest + this.config.maxExtrapolationMs / tickIntervalMs;
+        mode = renderTick > cap ? VIEW_HELD : VIEW_EXTRAPOLATED;
+        f = (Math.min(renderTick, cap) - a) / (b - a);
+      }
+    } else if (renderTick <= t[0]) {
+      a = b = t[0];
+      f = 0;
+      mode = renderTick === t[0] ? VIEW_INTERPOLATED : VIEW_HELD;
+    } else {
+      let i = n - 1;
+      while (t[i - 1] > renderTick) i--;
+      a = t[i - 1];
+      b = t[i];
+      f = quantizeViewFraction((renderTick - a) / (b - a));
+      mode = VIEW_INTERPOLATED;
+    }
+    this.tickA = a;
+    this.tickB = b;
+    this.fraction = Math.min(f, 1);
+    this.draw(a, b, f);
+    if (mode === VIEW_INTERPOLATED) this.stats.interpolated++;
+    else if (mode === VIEW_EXTRAPOLATED) this.stats.extrapolated++;
+    else this.stats.held++;
+    this.mode = mode;
+    return mode;
+  }
+
+  private draw(tickA: number, tickB: number, f: number): void {
+    const frameA = this.reader.frameAt(tickA) as DecodedFrame;
+    const frameB = this.reader.frameAt(tickB) as DecodedFrame;
+    const stride = this.stride;
+    const types = this.schema.types;
+    const mark = this.mark;
+    let count = 0;
+    for (let k = 0; k < frameB.viewCount; k++) {
+      const e = frameB.view[k];
+      mark[e] = 1;
+      const inA = frameA.inView[e] !== 0 && frameA.type[e] === frameB.type[e];
+      blendEntity(
+        types[frameB.type[e]],
+        inA ? frameA.values : null,
+        e * stride,
+        frameA.parity[e],
+        frameB.values,
+        e * stride,
+        frameB.parity[e],
+        f,
+        this.config.teleportDistance,
+        this.values,
+        e * stride,
+      );
+      this.list[count++] = e;
+    }
+    if (frameA !== frameB) {
+      for (let k = 0; k < frameA.viewCount; k++) {
+        const e = frameA.view[k];
+        if (mark[e] !== 0) continue;
+        blendEntity(
+          types[frameA.type[e]],
+          frameA.values,
+          e * stride,
+          0,
+          null,
+          0,
+          0,
+          f,
+          0,
+          this.values,
+          e * stride,
+        );
+        this.list[count++] = e;
+      }
+    }
+    for (let k = 0; k < frameB.viewCount; k++) mark[frameB.view[k]] = 0;
+    this.count = count;
+  }
+
+  /** Frames the reader no longer holds leave the history. */
+  private dropForgottenFrames(): void {
+    let drop = 0;
+    while (drop < this.tickCount && this.reader.frameAt(this.ticks[drop]) === undefined) drop++;
+    if (drop === 0) return;
+    this.ticks.copyWithin(0, drop, this.tickCount);
+    this.tickCount -= drop;
+  }
+}

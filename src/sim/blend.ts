@@ -1,0 +1,92 @@
+// How a remote entity is drawn between two snapshot frames. One function, used by the client to
+// render and by the server to rewind (lag compensation), so both compute the same numbers.
+
+import type { EntityTypeSchema } from '../protocol/schema.ts';
+import { lerpAngle } from './math.ts';
+
+/** The numeric value of stored integer `q` of field `i` (booleans as 0 and 1). */
+export function decodeNumber(type: EntityTypeSchema, i: number, q: number): number {
+  const f = type.fields[i];
+  switch (f.kind) {
+    case 'float':
+      return f.min + q * f.precision;
+    case 'angle':
+      return (q * 360) / (f.hi + 1);
+    default:
+      return q;
+  }
+}
+
+/**
+ * Writes into `out[outOffset ..]` the entity's values at fraction `f` from frame A to frame B,
+ * given its stored integers in each (`a`/`b` at their offsets; null where the entity is not in
+ * that frame) and its teleport parity in each:
+ * - in both frames, same parity, moved no more than `teleportDistance`: each field by its kind
+ *   ('linear' straight, 'angle' along the short arc, 'step' and non-interpolated fields take A's
+ *   value until f reaches 1);
+ * - a teleport between them (parity changed, or a jump beyond the distance), or only in B:
+ *   B's values (never slide across a teleport);
+ * - only in A (removed by B): A's values.
+ * Returns false when the entity is in neither frame.
+ */
+export function blendEntity(
+  type: EntityTypeSchema,
+  a: Int32Array | null,
+  aOffset: number,
+  parityA: number,
+  b: Int32Array | null,
+  bOffset: number,
+  parityB: number,
+  f: number,
+  teleportDistance: number,
+  out: Float64Array,
+  outOffset: number,
+): boolean {
+  const n = type.fieldCount;
+  if (a === null && b === null) return false;
+  if (
+    a === null ||
+    b === null ||
+    parityA !== parityB ||
+    jumped(type, a, aOffset, b, bOffset, teleportDistance)
+  ) {
+    const src = b ?? (a as Int32Array);
+    const off = b !== null ? bOffset : aOffset;
+    for (let i = 0; i < n; i++) out[outOffset + i] = decodeNumber(type, i, src[off + i]);
+    return true;
+  }
+  const fields = type.fields;
+  for (let i = 0; i < n; i++) {
+    const va = decodeNumber(type, i, a[aOffset + i]);
+    const vb = decodeNumber(type, i, b[bOffset + i]);
+    switch (fields[i].interp) {
+      case 'linear':
+        out[outOffset + i] = va + (vb - va) * f;
+        break;
+      case 'angle':
+        out[outOffset + i] = lerpAngle(va, vb, f);
+        break;
+      default:
+        out[outOffset + i] = f >= 1 ? vb : va;
+    }
+  }
+  return true;
+}
+
+function jumped(
+  type: EntityTypeSchema,
+  a: Int32Array,
+  aOff: number,
+  b: Int32Array,
+  bOff: number,
+  limit: number,
+): boolean {
+  const ix = type.positionFields[0];
+  const iy = type.positionFields[1];
+  const iz = type.positionFields[2];
+  if (ix < 0 || !(limit < Infinity)) return false;
+  const dx = decodeNumber(type, ix, b[bOff + ix]) - decodeNumber(type, ix, a[aOff + ix]);
+  const dy = iy < 0 ? 0 : decodeNumber(type, iy, b[bOff + iy]) - decodeNumber(type, iy, a[aOff + iy]);
+  const dz = iz < 0 ? 0 : decodeNumber(type, iz, b[bOff + iz]) - decodeNumber(type, iz, a[aOff + iz]);
+  return dx * dx + dy * dy + dz * dz > limit * limit;
+}
