@@ -81,6 +81,8 @@ export interface GameDefinition<P, W> {
   spawn(state: P, world: W, index: number): void;
   /** The entity types the game replicates to clients (field tables). */
   readonly entities: GameSchema;
+  /** Hit-scan weapons: present when the game's shared code shoots rays at players. */
+  readonly hitscan?: HitscanDefinition<P, W>;
   /** Every player is also an entity that other clients see. */
   readonly playerEntity: {
     /** Its type id in `entities`. */
@@ -88,4 +90,33 @@ export interface GameDefinition<P, W> {
     /** Writes its fields (decoded values, by field index) from the player's state. */
     write(state: P, out: Float64Array): void;
   };
+}
+
+/**
+ * How the engine shows shared weapon code the other players: the client as it drew them
+ * (interpolated), the server as the shooter saw them (lag compensated). Targets are player
+ * entities, identified by entity index.
+ */
+export interface HitscanDefinition<P, W> {
+  /** Entity type id of the targets (players). */
+  readonly targetType: number;
+  /** Largest distance from a target entity's position (x, y, z fields) to any of its hitboxes. */
+  readonly targetRadius: number;
+  /**
+   * True when running `cmd` on `state` may fire a hit-scan weapon: the server rewinds the other
+   * players only for such commands. It may say true when no shot comes, never false when one does.
+   */
+  fires(state: P, cmd: UserCommand): boolean;
+  /**
+   * The segment every ray of the shot lies near: fills start and end and returns how far from
+   * the segment a ray may stray (spread). Targets farther than that plus targetRadius are not
+   * rewound (the broad phase).
+   */
+  shotSegment(state: P, cmd: UserCommand, start: Vec3, end: Vec3): number;
+  /**
+   * Puts the targets the next command is judged against into the world: `count` entities, their
+   * indices in `entities[0 .. count)`, each one's decoded field values at `values[index * stride]`.
+   * `self` is the shooter's own entity (-1 for none). Count 0 clears them.
+   */
+  setTargets(world: W, self: number, count: number, entities: ArrayLike<number>, values: Float64Array, stride: number): void;
 }

@@ -1,4 +1,4 @@
-// The arena's shared constants: button bits, event types, movement tuning, hull sizes and the state's quantization.
+// The arena's shared constants: button bits, impulses, event types, weapon ids and states, movement tuning, hull sizes and the state's quantization.
 
 // Buttons: bits of UserCommand.buttons. upMove > 0 also means jump, upMove < 0 also means crouch.
 export const BUTTON_JUMP = 1 << 0;
@@ -15,6 +15,56 @@ export const EVENT_FOOTSTEP = 1;
 export const EVENT_JUMP = 2;
 /** The player came down on walkable ground: p0 = downward speed when the command began (units/s). */
 export const EVENT_LAND = 3;
+
+// Events the weapons emit (see weapons.ts for the packed directions). A trigger pull emits
+// WEAPON_FIRE, then for a hit-scan weapon, for each ray (pellet) in order, SHOT followed by exactly
+// one of HIT, IMPACT_WORLD or MISS; for the launcher, PROJECTILE_FIRED.
+/** Muzzle flash and sound: p0 = weapon id, p1 = rounds left in the clip. */
+export const EVENT_WEAPON_FIRE = 4;
+/** A tracer: p0, p1, p2 = the ray's start (the eye), p3 = pellet * 2^20 + packUnitVector(direction, 10). */
+export const EVENT_SHOT = 5;
+/** The ray hit a player: p0 = target slot, p1 = hitbox id, p2 = pellet, p3 = distance (1/16 unit steps). */
+export const EVENT_HIT = 6;
+/** The ray hit the level: p0, p1, p2 = impact point (1/16 unit steps), p3 = pellet * 2^20 + packUnitVector(normal, 10). */
+export const EVENT_IMPACT_WORLD = 7;
+/** The ray hit nothing within the weapon's range: p0 = pellet, p1 = range (units). */
+export const EVENT_MISS = 8;
+/**
+ * The launcher fired: p0, p1, p2 = the projectile's start (the eye), p3 = packUnitVector(direction,
+ * 12). The direction is exactly the forward vector of the shooter's pitch and yaw after the command.
+ */
+export const EVENT_PROJECTILE_FIRED = 9;
+/** A reload began: p0 = weapon id, p1 = its duration (ms). */
+export const EVENT_RELOAD = 10;
+/** The active weapon is being put away: p0 = weapon id, p1 = the weapon that comes next. */
+export const EVENT_HOLSTER = 11;
+/** A weapon is being brought out (and is now the active one): p0 = weapon id, p1 = its deploy time (ms). */
+export const EVENT_DEPLOY = 12;
+
+// Impulses (UserCommand.impulse): IMPULSE_WEAPON_1 + w selects weapon w.
+export const IMPULSE_WEAPON_1 = 1;
+
+// Weapons, by id (the impulse selecting weapon w is IMPULSE_WEAPON_1 + w).
+export const WEAPON_RIFLE = 0;
+export const WEAPON_SHOTGUN = 1;
+export const WEAPON_LAUNCHER = 2;
+export const WEAPON_COUNT = 3;
+
+// The weapon's state machine: what the weapon is doing until weaponTimeMs runs out.
+/** Ready: fires, reloads or starts a switch as soon as asked. */
+export const WEAPON_IDLE = 0;
+/** A shot went off; the next may follow when weaponTimeMs runs out (the refire time). */
+export const WEAPON_FIRING = 1;
+/** Reloading; the clip is filled from the reserve when weaponTimeMs runs out. */
+export const WEAPON_RELOADING = 2;
+/** Bringing out the active weapon. */
+export const WEAPON_DEPLOYING = 3;
+/** Putting away the active weapon; pendingWeapon becomes active when weaponTimeMs runs out. */
+export const WEAPON_HOLSTERING = 4;
+export const WEAPON_STATE_COUNT = 5;
+
+/** Health of a freshly spawned player. A player with health 0 is dead and does nothing. */
+export const SPAWN_HEALTH = 100;
 
 // Movement tuning (units are game units, 1 unit ~ 1 inch; speeds in units/s).
 /** Downward acceleration, units/s^2. */
@@ -65,3 +115,11 @@ export const VELOCITY_LIMIT = 2048;
 export const VELOCITY_PRECISION = 1 / 8;
 export const ANGLE_BITS = 16;
 export const STEP_DISTANCE_PRECISION = 1 / 32;
+/** Health lies in [0, HEALTH_LIMIT] (whole points). */
+export const HEALTH_LIMIT = 255;
+/** weaponTimeMs lies in [0, WEAPON_TIME_LIMIT] (whole milliseconds; every weapon duration fits). */
+export const WEAPON_TIME_LIMIT = 4095;
+/** Rounds in a clip lie in [0, CLIP_LIMIT]. */
+export const CLIP_LIMIT = 63;
+/** Reserve rounds of a weapon lie in [0, RESERVE_LIMIT]. */
+export const RESERVE_LIMIT = 255;

@@ -1,18 +1,28 @@
-// The arena's replicated entity types: what other clients see of a player, as field tables
-// ordered by how often each field changes.
+// The arena's replicated entity types (what other clients see of a player, as a field table
+// ordered by how often each field changes), and how a player entity becomes a hit target.
 
 import { defineEntityType, defineGameSchema, type FieldTable } from '../../../src/protocol/schema.ts';
-import { ANGLE_BITS, ORIGIN_LIMIT, ORIGIN_PRECISION } from './constants.ts';
-import type { ArenaPlayerState } from './player.ts';
+import type { UserCommand } from '../../../src/protocol/usercmd.ts';
+import type { HitscanDefinition } from '../../../src/sim/game.ts';
+import { dcos, dsin, type Vec3 } from '../../../src/sim/math.ts';
+import { ANGLE_BITS, BUTTON_ATTACK, ORIGIN_LIMIT, ORIGIN_PRECISION, WEAPON_COUNT } from './constants.ts';
+import { HITBOX_COUNT, type HitTarget, hitboxBounds, viewHeight } from './hitboxes.ts';
+import type { ArenaPlayerState, ArenaWorld } from './player.ts';
+import { WEAPONS } from './weapons.ts';
 
-/** A player as other clients see it. */
+/**
+ * A player as other clients see it. `ducked` and `alive` are 0 or 1 and, like `weapon`, switch
+ * when the frame that changed them is reached (not blended).
+ */
 export interface PlayerEntity {
   x: number;
   y: number;
   yaw: number;
-  z: number;
   pitch: number;
-  ducked: boolean;
+  z: number;
+  ducked: number;
+  weapon: number;
+  alive: number;
 }
 
 const coordinate = {
@@ -23,13 +33,16 @@ const coordinate = {
   interp: 'linear',
 } as const;
 
+/** Every field a hit test depends on, at the owner's precision, most often changed first. */
 export const PLAYER_ENTITY = defineEntityType<PlayerEntity>('player', {
   x: coordinate,
   y: coordinate,
   yaw: { kind: 'angle', bits: ANGLE_BITS, interp: 'angle' },
-  z: coordinate,
   pitch: { kind: 'angle', bits: ANGLE_BITS, interp: 'angle' },
-  ducked: { kind: 'bool' },
+  z: coordinate,
+  ducked: { kind: 'int', min: 0, max: 1, interp: 'step' },
+  weapon: { kind: 'int', min: 0, max: WEAPON_COUNT - 1, interp: 'step' },
+  alive: { kind: 'int', min: 0, max: 1, interp: 'step' },
 } satisfies FieldTable<PlayerEntity>);
 
 export const ARENA_SCHEMA = defineGameSchema([PLAYER_ENTITY], { maxEntities: 1024 });
@@ -37,19 +50,108 @@ export const ARENA_SCHEMA = defineGameSchema([PLAYER_ENTITY], { maxEntities: 102
 /** Type id of players in ARENA_SCHEMA. */
 export const PLAYER_ENTITY_TYPE = 0;
 
-const X = PLAYER_ENTITY.fieldNames.indexOf('x');
-const Y = PLAYER_ENTITY.fieldNames.indexOf('y');
-const Z = PLAYER_ENTITY.fieldNames.indexOf('z');
-const YAW = PLAYER_ENTITY.fieldNames.indexOf('yaw');
-const PITCH = PLAYER_ENTITY.fieldNames.indexOf('pitch');
-const DUCKED = PLAYER_ENTITY.fieldNames.indexOf('ducked');
+const X = 0;
+const Y = 1;
+const YAW = 2;
+const PITCH = 3;
+const Z = 4;
+const DUCKED = 5;
+const WEAPON = 6;
+const ALIVE = 7;
 
 /** Writes the player entity's fields (decoded values, by field index) from a player's state. */
 export function writePlayerEntity(state: ArenaPlayerState, out: Float64Array): void {
   out[X] = state.originX;
   out[Y] = state.originY;
-  out[Z] = state.originZ;
   out[YAW] = state.yaw;
   out[PITCH] = state.pitch;
+  out[Z] = state.originZ;
   out[DUCKED] = state.ducked ? 1 : 0;
+  out[WEAPON] = state.activeWeapon;
+  out[ALIVE] = state.health > 0 ? 1 : 0;
 }
+
+/** The hit pose of player entity `entity` from its decoded values at `values[offset ..]`. */
+export function targetFromEntity(
+  values: Float64Array,
+  offset: number,
+  entity: number,
+  out: HitTarget,
+): HitTarget {
+  out.slot = entity;
+  out.originX = values[offset + X];
+  out.originY = values[offset + Y];
+  out.originZ = values[offset + Z];
+  out.yaw = values[offset + YAW];
+  out.pitch = values[offset + PITCH];
+  out.ducked = values[offset + DUCKED] !== 0;
+  out.alive = values[offset + ALIVE] !== 0;
+  return out;
+}
+
+const boxMins = { x: 0, y: 0, z: 0 };
+const boxMaxs = { x: 0, y: 0, z: 0 };
+
+/** Largest distance from a player's origin to any point of its hitboxes (standing or crouched). */
+function hitboxRadius(): number {
+  let r = 0;
+  for (const ducked of [false, true]) {
+    for (let box = 0; box < HITBOX_COUNT; box++) {
+      hitboxBounds(ducked, box, boxMins, boxMaxs);
+      const x = Math.max(-boxMins.x, boxMaxs.x);
+      const y = Math.max(-boxMins.y, boxMaxs.y);
+      const z = Math.max(-boxMins.z, boxMaxs.z);
+      r = Math.max(r, Math.sqrt(x * x + y * y + z * z));
+    }
+  }
+  return r;
+}
+
+let maxRange = 0;
+let maxSpread = 0;
+for (const w of WEAPONS) {
+  if (w.range > maxRange) maxRange = w.range;
+  if (w.spread > maxSpread) maxSpread = w.spread;
+}
+
+/** How the engine lets the arena's shared weapon code see the other players. */
+export const arenaHitscan: HitscanDefinition<ArenaPlayerState, ArenaWorld> = {
+  targetType: PLAYER_ENTITY_TYPE,
+  targetRadius: hitboxRadius(),
+  fires(state: ArenaPlayerState, cmd: UserCommand): boolean {
+    // Conservative: any command that holds attack while alive with a hit-scan weapon in hand or
+    // coming up may fire; the weapon code decides whether it really does.
+    if ((cmd.buttons & BUTTON_ATTACK) === 0 || state.health <= 0) return false;
+    return (
+      WEAPONS[state.activeWeapon].range > 0 || WEAPONS[state.pendingWeapon].range > 0 || cmd.impulse !== 0
+    );
+  },
+  shotSegment(state: ArenaPlayerState, cmd: UserCommand, start: Vec3, end: Vec3): number {
+    start.x = state.originX;
+    start.y = state.originY;
+    start.z = state.originZ + viewHeight(state.ducked);
+    const cp = dcos(cmd.pitch);
+    end.x = start.x + cp * dcos(cmd.yaw) * maxRange;
+    end.y = start.y + cp * dsin(cmd.yaw) * maxRange;
+    end.z = start.z - dsin(cmd.pitch) * maxRange;
+    // Spread widens the cone: at full range a pellet strays at most range * spread * sqrt(2)
+    // (plus the eye moving within the command).
+    return maxRange * maxSpread * 1.5 + 64;
+  },
+  setTargets(
+    world: ArenaWorld,
+    self: number,
+    count: number,
+    entities: ArrayLike<number>,
+    values: Float64Array,
+    stride: number,
+  ): void {
+    const n = Math.min(count, world.targets.length);
+    for (let i = 0; i < n; i++) {
+      const e = entities[i];
+      targetFromEntity(values, e * stride, e, world.targets[i]);
+    }
+    world.targetCount = n;
+    world.ownerSlot = self;
+  },
+};

@@ -1,7 +1,7 @@
-// The arena as the engine sees it: its player definition, the world it plays in, and where players spawn.
+// The arena as the engine sees it: its player definition, the world it plays in, where players spawn, and what others see of a player.
 
 import type { GameDefinition } from '../../../src/sim/game.ts';
-import { ARENA_SCHEMA, PLAYER_ENTITY_TYPE, writePlayerEntity } from './entities.ts';
+import { ARENA_SCHEMA, arenaHitscan, PLAYER_ENTITY_TYPE, writePlayerEntity } from './entities.ts';
 import { ARENA_LEVEL } from './level.ts';
 import {
   type ArenaPlayerState,
@@ -11,6 +11,7 @@ import {
   spawnArenaPlayer,
 } from './player.ts';
 
+export type { HitTarget } from './hitboxes.ts';
 export type { ArenaPlayerState, ArenaWorld } from './player.ts';
 
 /** The reference game: the arena player in ARENA_LEVEL; player slot i spawns at spawn point i modulo their count. */
@@ -26,5 +27,6 @@ export const arenaGame: GameDefinition<ArenaPlayerState, ArenaWorld> = {
     spawnArenaPlayer(state, world, ((slot % count) + count) % count);
   },
   entities: ARENA_SCHEMA,
+  hitscan: arenaHitscan,
   playerEntity: { typeId: PLAYER_ENTITY_TYPE, write: writePlayerEntity },
 };

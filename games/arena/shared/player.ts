@@ -1,7 +1,7 @@
 // The arena player: its replicated state, the state's wire form, spawning, and the engine's PlayerDefinition.
 //
-// The owner's full state on the wire (168 bits), written by `serializeArenaPlayerState` with the
-// same quantization `movePlayer` ends with:
+// The owner's full state on the wire (237 bits), written by `serializeArenaPlayerState` with the
+// same quantization `moveArenaPlayer` ends with:
 //
 //   +----------------------+--------+----------------------------------------+
 //   | originX, Y, Z        | 3 x 19 | [-4096, 4096] in steps of 1/32 unit    |
@@ -11,22 +11,52 @@
 //   | ducked               | 1      |                                        |
 //   | jumpHeld             | 1      |                                        |
 //   | stepDistance         | 12     | [0, 96] in steps of 1/32 unit          |
+//   | health               | 8      | int 0..255 (0: dead)                   |
+//   | activeWeapon         | 2      | int 0..2 (WEAPON_RIFLE ...)            |
+//   | pendingWeapon        | 2      | int 0..2                               |
+//   | weaponState          | 3      | int 0..4 (WEAPON_IDLE ...)             |
+//   | weaponTimeMs         | 12     | int 0..4095 ms                         |
+//   | rifleClip/Reserve    | 6 + 8  | int 0..63, int 0..255                  |
+//   | shotgunClip/Reserve  | 6 + 8  | int 0..63, int 0..255                  |
+//   | launcherClip/Reserve | 6 + 8  | int 0..63, int 0..255                  |
 //   +----------------------+--------+----------------------------------------+
+//
+// What other clients need to see of a player, for the arena's "player" entity type
+// (ARENA_PLAYER_ENTITY_FIELDS, 93 bits of values):
+//
+//   +----------------------+--------+----------------------------------------+
+//   | x, y                 | 2 x 19 | [-4096, 4096] in steps of 1/32, linear |
+//   | yaw                  | 16     | 16-bit angle, short arc                |
+//   | pitch                | 16     | 16-bit angle, short arc                |
+//   | z                    | 19     | [-4096, 4096] in steps of 1/32, linear |
+//   | ducked               | 1      | int 0..1, step                         |
+//   | weapon               | 2      | int 0..2, step                         |
+//   | alive                | 1      | int 0..1, step                         |
+//   +----------------------+--------+----------------------------------------+
+// The fields a hit test depends on use the owner's precision and step (not 'none') interpolation,
+// so a client's drawn pose is the one the server's lag compensation rebuilds for the same view.
 
 import type { BitStream } from '../../../src/protocol/bitstream.ts';
-import type { PlayerDefinition, TraceResult, TraceWorld } from '../../../src/sim/game.ts';
+import type { UserCommand } from '../../../src/protocol/usercmd.ts';
+import type { GameEventSink, PlayerDefinition, TraceResult } from '../../../src/sim/game.ts';
 import type { Vec3 } from '../../../src/sim/math.ts';
 import {
   ANGLE_BITS,
+  CLIP_LIMIT,
   FOOTSTEP_DISTANCE,
+  HEALTH_LIMIT,
   ORIGIN_LIMIT,
   ORIGIN_PRECISION,
-  PLAYER_DUCK_EYE_HEIGHT,
-  PLAYER_STAND_EYE_HEIGHT,
+  RESERVE_LIMIT,
+  SPAWN_HEALTH,
   STEP_DISTANCE_PRECISION,
   VELOCITY_LIMIT,
   VELOCITY_PRECISION,
+  WEAPON_COUNT,
+  WEAPON_STATE_COUNT,
+  WEAPON_TIME_LIMIT,
 } from './constants.ts';
+import { createHitTargets, type HitTarget, MAX_HIT_TARGETS, viewHeight } from './hitboxes.ts';
 import type { Level } from './level.ts';
 import {
   type MovementState,
@@ -36,12 +66,16 @@ import {
   settlePlayer,
 } from './movement.ts';
 import { traceLevel } from './trace.ts';
+import { giveSpawnLoadout, runWeapons, type WeaponState, type WeaponWorld } from './weapons.ts';
 
 /**
  * The arena player's replicated state: a flat record of numbers and booleans (copied field by
- * field, never allocated per tick). Weapon fields join the movement fields here.
+ * field, never allocated per tick): movement, health and weapons.
  */
-export type ArenaPlayerState = MovementState;
+export interface ArenaPlayerState extends MovementState, WeaponState {
+  /** Server-authoritative (shared code never changes it; see damageArenaPlayer); 0 means dead. */
+  health: number;
+}
 
 /** Every field of the state, in wire order; `satisfies` makes a field missing here a compile error. */
 const FIELD_SET = {
@@ -58,29 +92,53 @@ const FIELD_SET = {
   ducked: true,
   jumpHeld: true,
   stepDistance: true,
+  health: true,
+  activeWeapon: true,
+  pendingWeapon: true,
+  weaponState: true,
+  weaponTimeMs: true,
+  rifleClip: true,
+  rifleReserve: true,
+  shotgunClip: true,
+  shotgunReserve: true,
+  launcherClip: true,
+  launcherReserve: true,
 } satisfies Record<keyof ArenaPlayerState, true>;
 
 /** The names of every field of the state (for tests and for the snapshot field tables). */
 export const ARENA_PLAYER_FIELDS = Object.keys(FIELD_SET) as readonly (keyof ArenaPlayerState)[];
 
-/** The world the arena's shared code sees: the level, and a trace through it. */
-export interface ArenaWorld extends TraceWorld {
+/**
+ * The world the arena's shared code sees: the level, a trace through it, and the players shots
+ * can hit (see WeaponWorld: the side running a command fills `targets`, `targetCount` and
+ * `ownerSlot` first; movement never looks at them).
+ */
+export interface ArenaWorld extends WeaponWorld {
   readonly level: Level;
 }
 
-/** A world whose trace sweeps boxes through `level`'s brushes. */
+/**
+ * A world whose trace sweeps boxes through `level`'s brushes, with MAX_HIT_TARGETS preallocated
+ * hit targets, none in use, and no owner.
+ */
 export function createLevelWorld(level: Level): ArenaWorld {
   return {
     level,
+    targets: createHitTargets(MAX_HIT_TARGETS),
+    targetCount: 0,
+    ownerSlot: -1,
     trace(start: Vec3, end: Vec3, mins: Vec3, maxs: Vec3, out: TraceResult): void {
       traceLevel(level, start, end, mins, maxs, out);
     },
   };
 }
 
-/** A new state: every number zero, every flag false. */
+/**
+ * A new state: a live player (SPAWN_HEALTH) at the origin holding the spawn loadout (see
+ * giveSpawnLoadout); every movement number zero, every flag false.
+ */
 export function createArenaPlayerState(): ArenaPlayerState {
-  return {
+  const state: ArenaPlayerState = {
     originX: 0,
     originY: 0,
     originZ: 0,
@@ -94,7 +152,20 @@ export function createArenaPlayerState(): ArenaPlayerState {
     ducked: false,
     jumpHeld: false,
     stepDistance: 0,
+    health: SPAWN_HEALTH,
+    activeWeapon: 0,
+    pendingWeapon: 0,
+    weaponState: 0,
+    weaponTimeMs: 0,
+    rifleClip: 0,
+    rifleReserve: 0,
+    shotgunClip: 0,
+    shotgunReserve: 0,
+    launcherClip: 0,
+    launcherReserve: 0,
   };
+  giveSpawnLoadout(state);
+  return state;
 }
 
 /** Copies every field of `from` into `out`. */
@@ -112,6 +183,17 @@ export function copyArenaPlayerState(out: ArenaPlayerState, from: ArenaPlayerSta
   out.ducked = from.ducked;
   out.jumpHeld = from.jumpHeld;
   out.stepDistance = from.stepDistance;
+  out.health = from.health;
+  out.activeWeapon = from.activeWeapon;
+  out.pendingWeapon = from.pendingWeapon;
+  out.weaponState = from.weaponState;
+  out.weaponTimeMs = from.weaponTimeMs;
+  out.rifleClip = from.rifleClip;
+  out.rifleReserve = from.rifleReserve;
+  out.shotgunClip = from.shotgunClip;
+  out.shotgunReserve = from.shotgunReserve;
+  out.launcherClip = from.launcherClip;
+  out.launcherReserve = from.launcherReserve;
 }
 
 /** True when every replicated field of `a` equals the one of `b` exactly. */
@@ -129,7 +211,18 @@ export function arenaPlayerStatesEqual(a: ArenaPlayerState, b: ArenaPlayerState)
     a.onGround === b.onGround &&
     a.ducked === b.ducked &&
     a.jumpHeld === b.jumpHeld &&
-    a.stepDistance === b.stepDistance
+    a.stepDistance === b.stepDistance &&
+    a.health === b.health &&
+    a.activeWeapon === b.activeWeapon &&
+    a.pendingWeapon === b.pendingWeapon &&
+    a.weaponState === b.weaponState &&
+    a.weaponTimeMs === b.weaponTimeMs &&
+    a.rifleClip === b.rifleClip &&
+    a.rifleReserve === b.rifleReserve &&
+    a.shotgunClip === b.shotgunClip &&
+    a.shotgunReserve === b.shotgunReserve &&
+    a.launcherClip === b.launcherClip &&
+    a.launcherReserve === b.launcherReserve
   );
 }
 
@@ -152,19 +245,65 @@ export function serializeArenaPlayerState(s: BitStream, state: ArenaPlayerState)
   state.ducked = s.bool(state.ducked);
   state.jumpHeld = s.bool(state.jumpHeld);
   state.stepDistance = s.float(state.stepDistance, 0, FOOTSTEP_DISTANCE, STEP_DISTANCE_PRECISION);
+  state.health = s.int(state.health, 0, HEALTH_LIMIT);
+  state.activeWeapon = s.int(state.activeWeapon, 0, WEAPON_COUNT - 1);
+  state.pendingWeapon = s.int(state.pendingWeapon, 0, WEAPON_COUNT - 1);
+  state.weaponState = s.int(state.weaponState, 0, WEAPON_STATE_COUNT - 1);
+  state.weaponTimeMs = s.int(state.weaponTimeMs, 0, WEAPON_TIME_LIMIT);
+  state.rifleClip = s.int(state.rifleClip, 0, CLIP_LIMIT);
+  state.rifleReserve = s.int(state.rifleReserve, 0, RESERVE_LIMIT);
+  state.shotgunClip = s.int(state.shotgunClip, 0, CLIP_LIMIT);
+  state.shotgunReserve = s.int(state.shotgunReserve, 0, RESERVE_LIMIT);
+  state.launcherClip = s.int(state.launcherClip, 0, CLIP_LIMIT);
+  state.launcherReserve = s.int(state.launcherReserve, 0, RESERVE_LIMIT);
   return s.ok;
 }
 
 /** Height of the eyes above the origin (the feet). */
 export function eyeHeight(state: ArenaPlayerState): number {
-  return state.ducked ? PLAYER_DUCK_EYE_HEIGHT : PLAYER_STAND_EYE_HEIGHT;
+  return viewHeight(state.ducked);
+}
+
+/** True while the player is alive (health above 0); a dead player's commands do nothing. */
+export function isArenaPlayerAlive(state: ArenaPlayerState): boolean {
+  return state.health > 0;
+}
+
+/**
+ * Takes `amount` whole points of health (the server applying an EVENT_HIT, see hitDamage),
+ * never below 0 nor above HEALTH_LIMIT, so the state stays on the wire's grid. Returns true if
+ * this killed the player. Throws on an amount that is not a finite number.
+ */
+export function damageArenaPlayer(state: ArenaPlayerState, amount: number): boolean {
+  if (!Number.isFinite(amount)) throw new Error(`damageArenaPlayer: amount ${amount} is not finite`);
+  const wasAlive = state.health > 0;
+  state.health = Math.max(0, Math.min(HEALTH_LIMIT, Math.round(state.health - amount)));
+  return wasAlive && state.health === 0;
+}
+
+/**
+ * Runs one user command on the arena player: `(state, cmd, world) -> state`. A dead player
+ * (health 0) does nothing; a live one moves (movePlayer), then runs its weapons (runWeapons)
+ * from where the move left it. Effects go to `events`. Ends with every field quantized exactly as
+ * serializeArenaPlayerState writes it. Deterministic and allocation-free.
+ */
+export function moveArenaPlayer(
+  state: ArenaPlayerState,
+  cmd: UserCommand,
+  world: ArenaWorld,
+  events: GameEventSink,
+): void {
+  if (state.health <= 0) return;
+  movePlayer(state, cmd, world, events);
+  runWeapons(state, cmd, world, events);
 }
 
 /** Spawns are placed this far above the floor, then dropped onto it. */
 const SPAWN_LIFT = 1;
+const SPAWN_STATE = createArenaPlayerState();
 
 /**
- * Resets `state` and puts the player at spawn point `spawnIndex` of the world's level, standing
+ * Resets `state` (full health, the spawn loadout) and puts the player at spawn point `spawnIndex` of the world's level, standing
  * on the floor, facing the spawn's yaw. Throws if the index is not a spawn of the level or the
  * spawn point is inside solid (a broken level).
  */
@@ -174,7 +313,7 @@ export function spawnArenaPlayer(state: ArenaPlayerState, world: ArenaWorld, spa
     throw new Error(`spawnArenaPlayer: spawnIndex ${spawnIndex} is not in [0, ${spawns.length - 1}]`);
   }
   const spawn = spawns[spawnIndex];
-  copyArenaPlayerState(state, createArenaPlayerState());
+  copyArenaPlayerState(state, SPAWN_STATE);
   state.originX = quantizeOrigin(spawn.origin.x);
   state.originY = quantizeOrigin(spawn.origin.y);
   state.originZ = quantizeOrigin(spawn.origin.z + SPAWN_LIFT);
@@ -188,7 +327,7 @@ export function spawnArenaPlayer(state: ArenaPlayerState, world: ArenaWorld, spa
 export const arenaPlayer: PlayerDefinition<ArenaPlayerState, ArenaWorld> = {
   create: createArenaPlayerState,
   copy: copyArenaPlayerState,
-  move: movePlayer,
+  move: moveArenaPlayer,
   serialize: serializeArenaPlayerState,
   equals: arenaPlayerStatesEqual,
   copyClientOnly(): void {},
@@ -199,3 +338,16 @@ export const arenaPlayer: PlayerDefinition<ArenaPlayerState, ArenaWorld> = {
     return out;
   },
 };
+
+/** Fills `out` with the hit pose of the player in `state`, at `slot` (the server, for its history). */
+export function writeHitTarget(state: ArenaPlayerState, slot: number, out: HitTarget): HitTarget {
+  out.slot = slot;
+  out.originX = state.originX;
+  out.originY = state.originY;
+  out.originZ = state.originZ;
+  out.yaw = state.yaw;
+  out.pitch = state.pitch;
+  out.ducked = state.ducked;
+  out.alive = state.health > 0;
+  return out;
+}
