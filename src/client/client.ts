@@ -172,6 +172,8 @@ export class GameClient<P, W> {
   private readonly run = { count: 0 };
   private readonly flags: ClientFlags = { resetBaseline: false };
   private readonly adaptiveDelay: AdaptiveDelay | null;
+  /** Entities the next command's shots are tested against (the remote players drawn). */
+  private readonly targets: Int32Array;
   private readonly header: FrameHeader = { serverTick: 0, choked: 0, hasPlayer: false, ackedCommand: 0 };
   private readonly frameState: P;
   private readonly event = createWireEvent();
@@ -211,6 +213,7 @@ export class GameClient<P, W> {
     this.frameState = game.player.create();
     this.snapshots = new SnapshotReader(game.entities);
     this.view = new RemoteView(game.entities, this.snapshots, this.config.view);
+    this.targets = new Int32Array(game.entities.maxEntities);
     this.adaptiveDelay =
       this.config.interpolationDelayMs === 'adaptive'
         ? new AdaptiveDelay({ updateRateHz: this.config.updateRate })
@@ -329,7 +332,21 @@ export class GameClient<P, W> {
     c.viewTickB = this.view.tickB;
     c.viewFraction = this.view.fraction;
     quantizeUserCommand(c);
-    this.predictor.addCommand(c, this.localEvents);
+    // Its first prediction is the client's verdict on any shot: against the players as drawn.
+    const hitscan = this.game.hitscan;
+    if (hitscan !== undefined) {
+      const view = this.view;
+      let count = 0;
+      for (let k = 0; k < view.count; k++) {
+        const e = view.list[k];
+        if (view.types[e] === hitscan.targetType) this.targets[count++] = e;
+      }
+      hitscan.setTargets(this.world, -1, count, this.targets, view.values, view.stride);
+      this.predictor.addCommand(c, this.localEvents);
+      hitscan.setTargets(this.world, -1, 0, this.targets, view.values, view.stride);
+    } else {
+      this.predictor.addCommand(c, this.localEvents);
+    }
   }
 
   private sendCommands(nowMs: number): void {

@@ -8,7 +8,7 @@
 
 import type { GameSchema } from '../protocol/schema.ts';
 import { quantizeViewFraction } from '../protocol/usercmd.ts';
-import { blendEntity } from '../sim/blend.ts';
+import { blendEntity, DEFAULT_TELEPORT_DISTANCE } from '../sim/blend.ts';
 import type { DecodedFrame, SnapshotReader } from './snapshot-reader.ts';
 
 export const VIEW_EMPTY = 0;
@@ -55,6 +55,8 @@ export class RemoteView {
   /** Entities drawn: `list[0 .. count)`; each one's values at `values[e * stride ..]`. */
   readonly list: Uint16Array;
   count = 0;
+  /** Each drawn entity's type id, by entity index. */
+  readonly types: Uint8Array;
   readonly values: Float64Array;
   readonly stride: number;
 
@@ -77,6 +79,7 @@ export class RemoteView {
     this.reader = reader;
     this.stride = schema.stride;
     this.list = new Uint16Array(schema.maxEntities);
+    this.types = new Uint8Array(schema.maxEntities);
     this.values = new Float64Array(schema.maxEntities * schema.stride);
     this.mark = new Uint8Array(schema.maxEntities);
   }
@@ -191,7 +194,8 @@ export class RemoteView {
       );
       this.list[count++] = e;
     }
-    if (frameA !== frameB) {
+    // An entity B no longer holds is drawn at A's values only while the view is before B.
+    if (frameA !== frameB && f < 1) {
       for (let k = 0; k < frameA.viewCount; k++) {
         const e = frameA.view[k];
         if (mark[e] !== 0) continue;
@@ -215,12 +219,17 @@ export class RemoteView {
     this.count = count;
   }
 
-  /** Frames the reader no longer holds leave the history. */
+  /**
+   * Frames the reader no longer holds leave the history, wherever they are in it: a newer frame
+   * can take the reader's ring slot of one while an older frame, whose slot no later frame
+   * reached, is still held.
+   */
   private dropForgottenFrames(): void {
-    let drop = 0;
-    while (drop < this.tickCount && this.reader.frameAt(this.ticks[drop]) === undefined) drop++;
-    if (drop === 0) return;
-    this.ticks.copyWithin(0, drop, this.tickCount);
-    this.tickCount -= drop;
+    const t = this.ticks;
+    let kept = 0;
+    for (let i = 0; i < this.tickCount; i++) {
+      if (this.reader.frameAt(t[i]) !== undefined) t[kept++] = t[i];
+    }
+    this.tickCount = kept;
   }
 }

@@ -50,3 +50,48 @@ export class EventLog implements GameEventSink {
     return this.predicted[i] === 1 && this.events[i].source === slot;
   }
 }
+
+/**
+ * Collects the events one command emits (to judge a shot), optionally passing each on to the
+ * log as well. Holds at most `capacity` events; the rest are counted in `overflow`.
+ */
+export class EventCapture implements GameEventSink {
+  count = 0;
+  overflow = 0;
+  /** Where events also go (the server's log for the run that counts); null for none. */
+  forward: GameEventSink | null = null;
+  readonly type: Int32Array;
+  readonly p0: Float64Array;
+  readonly p1: Float64Array;
+  readonly p2: Float64Array;
+  readonly p3: Float64Array;
+
+  constructor(capacity = 256) {
+    this.type = new Int32Array(capacity);
+    this.p0 = new Float64Array(capacity);
+    this.p1 = new Float64Array(capacity);
+    this.p2 = new Float64Array(capacity);
+    this.p3 = new Float64Array(capacity);
+  }
+
+  reset(forward: GameEventSink | null): void {
+    this.count = 0;
+    this.overflow = 0;
+    this.forward = forward;
+  }
+
+  emit(type: number, p0: number, p1: number, p2: number, p3: number): void {
+    this.forward?.emit(type, p0, p1, p2, p3);
+    const i = this.count;
+    if (i === this.type.length) {
+      this.overflow++;
+      return;
+    }
+    this.type[i] = type;
+    this.p0[i] = p0;
+    this.p1[i] = p1;
+    this.p2[i] = p2;
+    this.p3[i] = p3;
+    this.count = i + 1;
+  }
+}

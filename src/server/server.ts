@@ -40,7 +40,13 @@ import { SequenceBuffer } from '../sim/ring.ts';
 import { CommandQueue, type CommandStats } from './commands.ts';
 import { CookieJar } from './cookie.ts';
 import { EntityStore } from './entities.ts';
-import { EventLog } from './events.ts';
+import { EventCapture, EventLog } from './events.ts';
+import {
+  LAG_COMPENSATION_MODES,
+  type LagCompensationConfig,
+  type LagCompensationMode,
+  LagCompensator,
+} from './lag-compensation.ts';
 import { SnapshotWriter, type SnapshotWriterConfig } from './snapshot-writer.ts';
 
 export interface ServerConfig {
@@ -71,6 +77,13 @@ export interface ServerConfig {
   entityHistoryTicks: number;
   /** Interest and priority of each client's snapshots. */
   snapshots: Partial<SnapshotWriterConfig>;
+  /** How hit-scan shots are judged (mode, maxUnlagMs, view tolerance). */
+  lagCompensation: Partial<LagCompensationConfig>;
+  /**
+   * Also judge every shot in the other two lag compensation modes (on a copy of the shooter, so
+   * nothing changes): `onShot` reports all three, and the figures compare on the same shots.
+   */
+  judgeAllModes: boolean;
 }
 
 export const DEFAULT_SERVER_CONFIG: ServerConfig = {
@@ -85,8 +98,10 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   connectAttemptsPerSecond: 4,
   defaultUpdateRate: 32,
   defaultRateBytesPerSecond: 80_000,
-  entityHistoryTicks: 128,
+  entityHistoryTicks: 256,
   snapshots: {},
+  lagCompensation: {},
+  judgeAllModes: false,
 };
 
 /** Server-side game code: server-controlled objects and reactions to clients coming and going. */
@@ -95,6 +110,19 @@ export interface ServerHooks<P, W> {
   onTick?(server: GameServer<P, W>, tick: number): void;
   /** After a client's command ran (its state is the result). */
   onCommand?(server: GameServer<P, W>, client: ServerClient<P>, cmd: UserCommand): void;
+  /**
+   * A command that may fire a hit-scan weapon was judged in `mode` against the world as the
+   * shooter saw it; `events` holds what the shared code emitted (its hits). `decisive` is true
+   * for the configured mode, whose run changed the game (the others ran on a copy).
+   */
+  onShot?(
+    server: GameServer<P, W>,
+    client: ServerClient<P>,
+    cmd: UserCommand,
+    mode: LagCompensationMode,
+    events: EventCapture,
+    decisive: boolean,
+  ): void;
   onConnect?(server: GameServer<P, W>, client: ServerClient<P>): void;
   onDisconnect?(server: GameServer<P, W>, client: ServerClient<P>, reason: number): void;
 }
@@ -188,6 +216,8 @@ export class GameServer<P, W> {
   readonly events = new EventLog();
   /** Every replicated entity, players included, with its history. */
   readonly entities: EntityStore;
+  /** Lag compensation for hit-scan shots (null when the game has none). */
+  readonly lagCompensation: LagCompensator<P, W> | null;
   readonly clients: (ServerClient<P> | null)[];
   readonly stats: ServerStats = { ticks: 0, ticksSkipped: 0, rejected: {}, connects: 0, disconnects: 0 };
   readonly tickIntervalMs: number;
@@ -205,6 +235,8 @@ export class GameServer<P, W> {
   private readonly flags: ClientFlags = { resetBaseline: false };
   private readonly entityScratch: Float64Array;
   private readonly viewer = { x: 0, y: 0, z: 0 };
+  private readonly shotEvents = new EventCapture();
+  private readonly shadowState: P;
   private readonly header: FrameHeader = { serverTick: 0, choked: 0, hasPlayer: false, ackedCommand: 0 };
   /** Connection attempts per hashed address bucket: bounded state, whatever the source addresses. */
   private readonly attempts = new Float64Array(ATTEMPT_BUCKETS);
@@ -230,6 +262,11 @@ export class GameServer<P, W> {
     this.cookies = new CookieJar(this.config.cookieSecret);
     this.entities = new EntityStore(game.entities, { historyTicks: this.config.entityHistoryTicks });
     this.entityScratch = new Float64Array(game.entities.stride);
+    this.lagCompensation =
+      game.hitscan === undefined
+        ? null
+        : new LagCompensator(this.entities, game.hitscan, this.tickIntervalMs, this.config.lagCompensation);
+    this.shadowState = game.player.create();
     for (let i = 0; i < MAX_COMMANDS_PER_PACKET; i++) this.cmds.push(createUserCommand());
   }
 
@@ -291,7 +328,8 @@ export class GameServer<P, W> {
       client.commands.addRealTime(this.tickIntervalMs);
       events.source = client.slot;
       for (let cmd = client.commands.next(); cmd !== undefined; cmd = client.commands.next()) {
-        player.move(client.state, cmd, this.world, events);
+        if (this.lagCompensation !== null && this.game.hitscan?.fires(client.state, cmd)) this.runShot(client, cmd);
+        else player.move(client.state, cmd, this.world, events);
         this.hooks.onCommand?.(this, client, cmd);
       }
     }
@@ -339,6 +377,35 @@ export class GameServer<P, W> {
     const interval = 1000 / client.updateRate;
     client.nextUpdateMs = Math.max(client.nextUpdateMs + interval, now);
     client.rateFreeMs = now + (bytes * 1000) / client.rateBytesPerSecond;
+  }
+
+  /**
+   * Runs a command that may fire a hit-scan weapon: the other players as the shooter saw them
+   * (lag compensation), then the present as it was. With judgeAllModes, the other two modes
+   * judge the same shot on a copy of the shooter first.
+   */
+  private runShot(client: ServerClient<P>, cmd: UserCommand): void {
+    const lag = this.lagCompensation as LagCompensator<P, W>;
+    const { player } = this.game;
+    const decisive = lag.config.mode;
+    const rtt = client.channel.stats.rttMs;
+    const capture = this.shotEvents;
+    if (this.config.judgeAllModes) {
+      for (const mode of LAG_COMPENSATION_MODES) {
+        if (mode === decisive) continue;
+        player.copy(this.shadowState, client.state);
+        lag.rewind(mode, this.world, this.shadowState, cmd, client.entity, client.snapshots, rtt, this.tick - 1);
+        capture.reset(null);
+        player.move(this.shadowState, cmd, this.world, capture);
+        lag.finish(this.world, client.entity);
+        this.hooks.onShot?.(this, client, cmd, mode, capture, false);
+      }
+    }
+    lag.rewind(decisive, this.world, client.state, cmd, client.entity, client.snapshots, rtt, this.tick - 1);
+    capture.reset(this.events);
+    player.move(client.state, cmd, this.world, capture);
+    lag.finish(this.world, client.entity);
+    this.hooks.onShot?.(this, client, cmd, decisive, capture, true);
   }
 
   private updatePlayerEntities(): void {

@@ -160,8 +160,13 @@ export class SnapshotWriter {
     this.firstValidTick = this.lastWrittenTick + 1;
   }
 
+  /** True while the writer remembers the frame it built at `frameTick`. */
+  hasFrame(frameTick: number): boolean {
+    return this.frames[frameTick & this.frameMask].tick === frameTick;
+  }
+
   /**
-   * The tick whose values of entity `index` the client holds once it has frame `frameTick`, or
+   * The tick whose values the client holds for entity `index` once it has frame `frameTick`;
    * -1 when the entity is not in that frame's view or the frame is not remembered.
    */
   heldTick(frameTick: number, index: number): number {

@@ -135,8 +135,8 @@ export const arenaHitscan: HitscanDefinition<ArenaPlayerState, ArenaWorld> = {
     end.y = start.y + cp * dsin(cmd.yaw) * maxRange;
     end.z = start.z - dsin(cmd.pitch) * maxRange;
     // Spread widens the cone: at full range a pellet strays at most range * spread * sqrt(2)
-    // (plus the eye moving within the command).
-    return maxRange * maxSpread * 1.5 + 64;
+    // (plus the eye moving within the command: at most 2000 u/s for 250 ms).
+    return maxRange * maxSpread * 1.5 + 600;
   },
   setTargets(
     world: ArenaWorld,

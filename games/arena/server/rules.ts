@@ -1,0 +1,92 @@
+// The arena's server-side rules: damage from the hits the shared weapon code reports in the run
+// that counts (lag compensated), deaths, and respawning after a delay.
+
+import type { EventCapture } from '../../../src/server/events.ts';
+import type { GameServer, ServerClient, ServerHooks } from '../../../src/server/server.ts';
+import { EVENT_HIT, EVENT_WEAPON_FIRE } from '../shared/constants.ts';
+import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../shared/game.ts';
+import { damageArenaPlayer } from '../shared/player.ts';
+import { hitDamage } from '../shared/weapons.ts';
+
+export interface ArenaRulesConfig {
+  /** A dead player comes back this long after dying. */
+  respawnMs: number;
+}
+
+export interface ArenaRules extends ServerHooks<ArenaPlayerState, ArenaWorld> {
+  readonly kills: number;
+  readonly damageDealt: number;
+}
+
+type Server = GameServer<ArenaPlayerState, ArenaWorld>;
+type Client = ServerClient<ArenaPlayerState>;
+
+/** The arena's rules as server hooks (combine them with others via `combineHooks`). */
+export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
+  const respawnMs = config.respawnMs ?? 2000;
+  const diedAtMs = new Map<number, number>();
+  const byEntity = (server: Server, entity: number): Client | null => {
+    for (const c of server.clients) if (c !== null && c.entity === entity) return c;
+    return null;
+  };
+  const rules = {
+    kills: 0,
+    damageDealt: 0,
+    onShot(server: Server, _shooter: Client, _cmd: unknown, _mode: unknown, events: EventCapture, decisive: boolean) {
+      if (!decisive) return;
+      let weapon = 0;
+      for (let i = 0; i < events.count; i++) {
+        const type = events.type[i];
+        if (type === EVENT_WEAPON_FIRE) weapon = events.p0[i];
+        if (type !== EVENT_HIT) continue;
+        const target = byEntity(server, events.p0[i]);
+        if (target === null || target.state.health <= 0) continue;
+        const amount = hitDamage(weapon, events.p1[i]);
+        rules.damageDealt += Math.min(amount, target.state.health);
+        if (damageArenaPlayer(target.state, amount)) {
+          rules.kills++;
+          diedAtMs.set(target.slot, server.timeMs);
+        }
+      }
+    },
+    onTick(server: Server) {
+      for (const [slot, at] of diedAtMs) {
+        const c = server.clients[slot];
+        if (c === null) {
+          diedAtMs.delete(slot);
+        } else if (server.timeMs - at >= respawnMs) {
+          diedAtMs.delete(slot);
+          const fresh = arenaGame.player.create();
+          arenaGame.spawn(fresh, server.world, slot);
+          arenaGame.player.copy(c.state, fresh);
+          server.entities.teleport(c.entity);
+        }
+      }
+    },
+    onDisconnect(_server: Server, client: Client) {
+      diedAtMs.delete(client.slot);
+    },
+  };
+  return rules;
+}
+
+/** One set of hooks that calls each given set in turn. */
+export function combineHooks<P, W>(...all: ServerHooks<P, W>[]): ServerHooks<P, W> {
+  return {
+    onTick: (s, t) => {
+      for (const h of all) h.onTick?.(s, t);
+    },
+    onCommand: (s, c, cmd) => {
+      for (const h of all) h.onCommand?.(s, c, cmd);
+    },
+    onShot: (s, c, cmd, mode, events, decisive) => {
+      for (const h of all) h.onShot?.(s, c, cmd, mode, events, decisive);
+    },
+    onConnect: (s, c) => {
+      for (const h of all) h.onConnect?.(s, c);
+    },
+    onDisconnect: (s, c, r) => {
+      for (const h of all) h.onDisconnect?.(s, c, r);
+    },
+  };
+}

@@ -1,0 +1,286 @@
+// Lag compensation (the paper's algorithm): before a command that fires a hit-scan weapon runs,
+// the other players are put back exactly where the shooter saw them, and afterwards the present
+// is left as it was.
+//
+// The server never moves the live players: it builds the shooter's view into a table of target
+// poses the shared weapon code tests rays against, from the entity history. In the default
+// 'exact' mode that view is the one the command names: the two snapshot frames the client was
+// interpolating between and the fraction, blended from the very values the client held for each
+// player in those frames (with blendEntity, the function the client drew with), so the server
+// tests the same boxes the client saw. The named view is checked against the measured latency
+// plus the client's interpolation delay; one that disagrees beyond the tolerance, or that names
+// frames the server did not send, falls back to the estimate. Nothing older than maxUnlagMs is
+// ever used. 'estimate' always uses the paper's estimate (now - latency - lerp, from the server's
+// own history); 'off' tests against the present.
+
+import type { UserCommand } from '../protocol/usercmd.ts';
+import { blendEntity, DEFAULT_TELEPORT_DISTANCE } from '../sim/blend.ts';
+import type { HitscanDefinition } from '../sim/game.ts';
+import { vec3 } from '../sim/math.ts';
+import type { EntityStore, HistorySlot } from './entities.ts';
+import type { SnapshotWriter } from './snapshot-writer.ts';
+
+export type LagCompensationMode = 'exact' | 'estimate' | 'off';
+export const LAG_COMPENSATION_MODES: readonly LagCompensationMode[] = ['exact', 'estimate', 'off'];
+
+export interface LagCompensationConfig {
+  /** How shots are judged: the view the command names, the paper's estimate, or none. */
+  mode: LagCompensationMode;
+  /** No shot is judged against a world older than this. */
+  maxUnlagMs: number;
+  /** How far a named view may lie from latency + interpolation delay before it is not trusted. */
+  viewToleranceMs: number;
+  /** Must equal the clients' view teleportDistance: never blend across a jump longer than this. */
+  teleportDistance: number;
+}
+
+export const DEFAULT_LAG_COMPENSATION_CONFIG: LagCompensationConfig = {
+  mode: 'exact',
+  maxUnlagMs: 1000,
+  viewToleranceMs: 200,
+  teleportDistance: DEFAULT_TELEPORT_DISTANCE,
+};
+
+export interface LagCompensationStats {
+  /** Commands that were judged against a rewound world, by mode. */
+  rewinds: number;
+  /** Named views honoured exactly. */
+  exactViews: number;
+  /** Named views refused: outside the tolerance, or naming frames the server did not send. */
+  viewsRefused: number;
+  /** Views clamped to maxUnlagMs. */
+  tooOld: number;
+  /** Commands that named no view (nothing drawn yet). */
+  noView: number;
+  /** Targets considered, and those the broad phase kept. */
+  targetsConsidered: number;
+  targetsRewound: number;
+}
+
+/** What the last rewind used: for an overlay of the boxes tested (sv_showlagcompensation). */
+export interface RewindReport {
+  mode: LagCompensationMode;
+  /** The server tick the targets were taken from (fractional). */
+  viewTick: number;
+  /** Whether the command's named view was honoured exactly. */
+  exact: boolean;
+  count: number;
+  /** Entity indices of the targets, and their values at `values[index * stride]`. */
+  readonly entities: Int32Array;
+  readonly values: Float64Array;
+}
+
+/** One server's lag compensation: shared by all clients (it keeps no per-client state). */
+export class LagCompensator<P, W> {
+  readonly config: LagCompensationConfig;
+  readonly stats: LagCompensationStats = {
+    rewinds: 0,
+    exactViews: 0,
+    viewsRefused: 0,
+    tooOld: 0,
+    noView: 0,
+    targetsConsidered: 0,
+    targetsRewound: 0,
+  };
+  readonly report: RewindReport;
+
+  private readonly store: EntityStore;
+  private readonly hitscan: HitscanDefinition<P, W>;
+  private readonly tickIntervalMs: number;
+  private readonly stride: number;
+  private readonly start = vec3();
+  private readonly end = vec3();
+
+  constructor(
+    store: EntityStore,
+    hitscan: HitscanDefinition<P, W>,
+    tickIntervalMs: number,
+    config: Partial<LagCompensationConfig> = {},
+  ) {
+    this.config = { ...DEFAULT_LAG_COMPENSATION_CONFIG, ...config };
+    validate(this.config);
+    this.store = store;
+    this.hitscan = hitscan;
+    this.tickIntervalMs = tickIntervalMs;
+    this.stride = store.schema.stride;
+    this.report = {
+      mode: 'off',
+      viewTick: 0,
+      exact: false,
+      count: 0,
+      entities: new Int32Array(store.maxEntities),
+      values: new Float64Array(store.maxEntities * this.stride),
+    };
+  }
+
+  /**
+   * Puts into `world` the targets `cmd` is judged against in `mode`, as seen by the shooter whose
+   * player is entity `self`, whose snapshots `writer` wrote, with round trip `rttMs`, at server
+   * tick `tick` (the newest committed). Call `finish(world)` after the command ran.
+   */
+  rewind(
+    mode: LagCompensationMode,
+    world: W,
+    state: P,
+    cmd: UserCommand,
+    self: number,
+    writer: SnapshotWriter,
+    rttMs: number,
+    tick: number,
+  ): void {
+    const r = this.report;
+    const tickMs = this.tickIntervalMs;
+    const oldest = Math.max(0, tick - Math.floor(this.config.maxUnlagMs / tickMs));
+    r.mode = mode;
+    r.exact = false;
+    r.count = 0;
+    this.stats.rewinds++;
+    // The paper's estimate: the shooter saw the world one round trip plus its interpolation
+    // delay ago.
+    const estimate = tick - (rttMs + cmd.lerpMsec) / tickMs;
+    let viewTick = tick;
+    if (mode !== 'off') {
+      viewTick = estimate;
+      if (mode === 'exact') {
+        if (cmd.viewTickB === 0) {
+          this.stats.noView++;
+        } else {
+          const named = cmd.viewTickA + (cmd.viewTickB - cmd.viewTickA) * cmd.viewFraction;
+          const toleranceTicks = this.config.viewToleranceMs / tickMs;
+          const sent = cmd.viewTickB <= tick && writer.hasFrame(cmd.viewTickA) && writer.hasFrame(cmd.viewTickB);
+          if (sent && Math.abs(named - estimate) <= toleranceTicks && cmd.viewTickA >= oldest) {
+            r.exact = true;
+            viewTick = named;
+          } else {
+            this.stats.viewsRefused++;
+          }
+        }
+      }
+      if (viewTick < oldest) {
+        viewTick = oldest;
+        this.stats.tooOld++;
+      }
+      if (viewTick > tick) viewTick = tick;
+    }
+    r.viewTick = viewTick;
+    if (r.exact) {
+      this.stats.exactViews++;
+      this.fromFrames(writer, cmd, self, state);
+    } else {
+      this.fromHistory(viewTick, self, state, cmd);
+    }
+    this.hitscan.setTargets(world, self, r.count, r.entities, r.values, this.stride);
+  }
+
+  /** Clears the targets after the command ran: the present was never touched. */
+  finish(world: W, self: number): void {
+    this.hitscan.setTargets(world, self, 0, this.report.entities, this.report.values, this.stride);
+  }
+
+  /** The named view: each player blended from the values the client held in frames A and B. */
+  private fromFrames(writer: SnapshotWriter, cmd: UserCommand, self: number, state: P): void {
+    const store = this.store;
+    const stride = this.stride;
+    const r = this.report;
+    const type = store.schema.types[this.hitscan.targetType];
+    const reach = this.hitscan.shotSegment(state, cmd, this.start, this.end) + this.hitscan.targetRadius;
+    for (let e = 0; e < store.maxEntities; e++) {
+      if (e === self) continue;
+      const heldA = writer.heldTick(cmd.viewTickA, e);
+      const heldB = writer.heldTick(cmd.viewTickB, e);
+      const a = heldA < 0 ? undefined : store.history(heldA);
+      const b = heldB < 0 ? undefined : store.history(heldB);
+      const inA = a !== undefined && a.alive[e] !== 0 && a.type[e] === this.hitscan.targetType;
+      const inB = b !== undefined && b.alive[e] !== 0 && b.type[e] === this.hitscan.targetType;
+      if (!inA && !inB) continue;
+      this.stats.targetsConsidered++;
+      blendEntity(
+        type,
+        inA ? (a as HistorySlot).values : null,
+        e * stride,
+        inA ? (a as HistorySlot).parity[e] : 0,
+        inB ? (b as HistorySlot).values : null,
+        e * stride,
+        inB ? (b as HistorySlot).parity[e] : 0,
+        cmd.viewFraction,
+        this.config.teleportDistance,
+        r.values,
+        e * stride,
+      );
+      if (this.reaches(type.positionFields, e, reach)) r.entities[r.count++] = e;
+    }
+  }
+
+  /** The world at fractional tick `viewTick` from the server's own history. */
+  private fromHistory(viewTick: number, self: number, state: P, cmd: UserCommand): void {
+    const store = this.store;
+    const stride = this.stride;
+    const r = this.report;
+    const type = store.schema.types[this.hitscan.targetType];
+    const reach = this.hitscan.shotSegment(state, cmd, this.start, this.end) + this.hitscan.targetRadius;
+    const tickA = Math.floor(viewTick);
+    const tickB = tickA === viewTick ? tickA : tickA + 1;
+    const f = viewTick - tickA;
+    const a = store.history(tickA);
+    const b = store.history(tickB);
+    if (a === undefined || b === undefined) return;
+    for (let e = 0; e < store.maxEntities; e++) {
+      if (e === self) continue;
+      const inA = a.alive[e] !== 0 && a.type[e] === this.hitscan.targetType;
+      const inB = b.alive[e] !== 0 && b.type[e] === this.hitscan.targetType;
+      if (!inA && !inB) continue;
+      this.stats.targetsConsidered++;
+      blendEntity(
+        type,
+        inA ? a.values : null,
+        e * stride,
+        a.parity[e],
+        inB ? b.values : null,
+        e * stride,
+        b.parity[e],
+        f,
+        this.config.teleportDistance,
+        r.values,
+        e * stride,
+      );
+      if (this.reaches(type.positionFields, e, reach)) r.entities[r.count++] = e;
+    }
+  }
+
+  /** Broad phase: is target `e` (its blended position) within `reach` of the shot's segment? */
+  private reaches(position: readonly [number, number, number], e: number, reach: number): boolean {
+    const v = this.report.values;
+    const o = e * this.stride;
+    const px = v[o + position[0]] - this.start.x;
+    const py = (position[1] < 0 ? 0 : v[o + position[1]]) - this.start.y;
+    const pz = (position[2] < 0 ? 0 : v[o + position[2]]) - this.start.z;
+    const dx = this.end.x - this.start.x;
+    const dy = this.end.y - this.start.y;
+    const dz = this.end.z - this.start.z;
+    const len2 = dx * dx + dy * dy + dz * dz;
+    let t = len2 > 0 ? (px * dx + py * dy + pz * dz) / len2 : 0;
+    if (t < 0) t = 0;
+    else if (t > 1) t = 1;
+    const cx = px - dx * t;
+    const cy = py - dy * t;
+    const cz = pz - dz * t;
+    const hit = cx * cx + cy * cy + cz * cz <= reach * reach;
+    if (hit) this.stats.targetsRewound++;
+    return hit;
+  }
+}
+
+function validate(c: LagCompensationConfig): void {
+  if (!LAG_COMPENSATION_MODES.includes(c.mode)) {
+    throw new RangeError(`lagCompensation.mode must be one of ${LAG_COMPENSATION_MODES.join(', ')}, got ${String(c.mode)}`);
+  }
+  if (!(c.maxUnlagMs >= 0 && Number.isFinite(c.maxUnlagMs))) {
+    throw new RangeError(`lagCompensation.maxUnlagMs must be a finite number >= 0, got ${c.maxUnlagMs}`);
+  }
+  if (!(c.viewToleranceMs >= 0)) {
+    throw new RangeError(`lagCompensation.viewToleranceMs must be >= 0, got ${c.viewToleranceMs}`);
+  }
+  if (!(c.teleportDistance > 0)) {
+    throw new RangeError(`lagCompensation.teleportDistance must be > 0, got ${c.teleportDistance}`);
+  }
+}
