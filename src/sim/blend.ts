@@ -4,7 +4,13 @@
 import type { EntityTypeSchema } from '../protocol/schema.ts';
 import { lerpAngle } from './math.ts';
 
-/** The numeric value of stored integer `q` of field `i` (booleans as 0 and 1). */
+/** A move longer than this between two frames is a teleport (client view and server rewind alike). */
+export const DEFAULT_TELEPORT_DISTANCE = 256;
+
+/**
+ * The numeric value of stored integer `q` of field `i` (booleans as 0 and 1); a fractional `q`
+ * (between two steps) gives the value that far between them.
+ */
 export function decodeNumber(type: EntityTypeSchema, i: number, q: number): number {
   const f = type.fields[i];
   switch (f.kind) {
@@ -57,17 +63,18 @@ export function blendEntity(
   }
   const fields = type.fields;
   for (let i = 0; i < n; i++) {
-    const va = decodeNumber(type, i, a[aOffset + i]);
-    const vb = decodeNumber(type, i, b[bOffset + i]);
+    const qa = a[aOffset + i];
+    const qb = b[bOffset + i];
     switch (fields[i].interp) {
       case 'linear':
-        out[outOffset + i] = va + (vb - va) * f;
+        // In stored steps (integers), so that f = 0 and f = 1 give A's and B's values exactly.
+        out[outOffset + i] = decodeNumber(type, i, qa + (qb - qa) * f);
         break;
       case 'angle':
-        out[outOffset + i] = lerpAngle(va, vb, f);
+        out[outOffset + i] = lerpAngle(decodeNumber(type, i, qa), decodeNumber(type, i, qb), f);
         break;
       default:
-        out[outOffset + i] = f >= 1 ? vb : va;
+        out[outOffset + i] = decodeNumber(type, i, f >= 1 ? qb : qa);
     }
   }
   return true;
