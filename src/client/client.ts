@@ -111,6 +111,8 @@ export type ClientState =
 export interface ClientHooks {
   /** An effect event: from the local player's first prediction of a command, or from the server. */
   onEvent?(event: WireEvent, predicted: boolean): void;
+  /** A new command was predicted for the first time; `state` is the prediction after it. */
+  onPredicted?(cmd: UserCommand, state: unknown): void;
   /** A snapshot was decoded: `client.snapshots` describes the frame of server tick `tick`. */
   onSnapshot?(tick: number): void;
   /** The connection ended; `reason` is a lifecycle reason code, 0 when it timed out. */
@@ -347,6 +349,7 @@ export class GameClient<P, W> {
     } else {
       this.predictor.addCommand(c, this.localEvents);
     }
+    this.hooks.onPredicted?.(c, this.predictor.current);
   }
 
   private sendCommands(nowMs: number): void {

@@ -48,7 +48,10 @@ export class RemoteView {
   readonly stats: RemoteViewStats = { interpolated: 0, extrapolated: 0, held: 0, empty: 0 };
   /** How the last `update` drew: interpolated, extrapolated, held or empty. */
   mode: ViewMode = VIEW_EMPTY;
-  /** The two frames the last view was drawn between and the fraction (for the user command). */
+  /**
+   * The two frames the last view was drawn from and the fraction (for the user command): past 1
+   * when extrapolating beyond B, so the server can rebuild an extrapolated view exactly too.
+   */
   tickA = 0;
   tickB = 0;
   fraction = 0;
@@ -143,7 +146,7 @@ export class RemoteView {
         b = newest;
         const cap = newest + this.config.maxExtrapolationMs / tickIntervalMs;
         mode = renderTick > cap ? VIEW_HELD : VIEW_EXTRAPOLATED;
-        f = (Math.min(renderTick, cap) - a) / (b - a);
+        f = quantizeViewFraction((Math.min(renderTick, cap) - a) / (b - a));
       }
     } else if (renderTick <= t[0]) {
       a = b = t[0];
@@ -159,7 +162,7 @@ export class RemoteView {
     }
     this.tickA = a;
     this.tickB = b;
-    this.fraction = Math.min(f, 1);
+    this.fraction = f;
     this.draw(a, b, f);
     if (mode === VIEW_INTERPOLATED) this.stats.interpolated++;
     else if (mode === VIEW_EXTRAPOLATED) this.stats.extrapolated++;

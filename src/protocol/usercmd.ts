@@ -19,7 +19,8 @@
 //   | lerpMsec 1+10    | interpolation delay the client used, 0..1000 ms            |
 //   | viewTickA 1+var  | server tick of the older snapshot the client drew from     |
 //   | viewDelta 1+8    | viewTickB - viewTickA, 0..255                              |
-//   | viewFrac 1+13    | fraction between the two, 0..4096 in steps of 1/4096       |
+//   | viewFrac 1+15    | fraction from A to B, 0..4 in steps of 1/4096 (>1: the     |
+//   |                  | client was extrapolating past B)                           |
 //   +------------------+-----------------------------------------------------------+
 // The view tick is written absolute (32 bits) when the base's view tick is 0 (the first command),
 // else as the difference from the base's, wrapped to a signed 32-bit integer (zigzag varuint,
@@ -34,6 +35,11 @@ export const CMD_MOVE_MAX = 127;
 export const CMD_ANGLE_BITS = 16;
 export const CMD_LERP_MSEC_MAX = 1000;
 export const CMD_VIEW_FRACTION_STEPS = 4096;
+/**
+ * Largest view fraction: past 1 the client was extrapolating beyond frame B (capped in time by
+ * its view; at most three intervals A..B past B on the wire).
+ */
+export const CMD_VIEW_FRACTION_MAX = 4;
 export const CMD_VIEW_DELTA_MAX = 255;
 
 export interface UserCommand {
@@ -60,7 +66,7 @@ export interface UserCommand {
   /** The view the client drew: remote entities interpolated between these server ticks. */
   viewTickA: number;
   viewTickB: number;
-  /** Fraction from viewTickA to viewTickB, a multiple of 1/4096 in [0, 1]. */
+  /** Fraction from viewTickA to viewTickB, a multiple of 1/4096 in [0, 4] (past 1: extrapolated). */
   viewFraction: number;
 }
 
@@ -105,9 +111,10 @@ export function copyUserCommand(out: UserCommand, c: UserCommand): UserCommand {
 
 /** Quantizes a view fraction to the wire's 1/4096 steps. */
 export function quantizeViewFraction(f: number): number {
+  const max = CMD_VIEW_FRACTION_MAX * CMD_VIEW_FRACTION_STEPS;
   let q = Math.round(f * CMD_VIEW_FRACTION_STEPS);
   if (!(q > 0)) q = 0;
-  if (q > CMD_VIEW_FRACTION_STEPS) q = CMD_VIEW_FRACTION_STEPS;
+  if (q > max) q = max;
   return q / CMD_VIEW_FRACTION_STEPS;
 }
 
@@ -190,7 +197,8 @@ export function serializeUserCommand(s: BitStream, c: UserCommand, base: UserCom
     : baseDelta;
   c.viewTickB = c.viewTickA + delta;
   c.viewFraction = s.bool(c.viewFraction !== base.viewFraction)
-    ? s.int(c.viewFraction * CMD_VIEW_FRACTION_STEPS, 0, CMD_VIEW_FRACTION_STEPS) / CMD_VIEW_FRACTION_STEPS
+    ? s.int(c.viewFraction * CMD_VIEW_FRACTION_STEPS, 0, CMD_VIEW_FRACTION_MAX * CMD_VIEW_FRACTION_STEPS) /
+      CMD_VIEW_FRACTION_STEPS
     : base.viewFraction;
   return s.ok;
 }

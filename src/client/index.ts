@@ -1,0 +1,43 @@
+// The client entry point (browser-safe): the game client and its parts (prediction, server clock, snapshot reader, remote view, interpolation delay).
+
+export {
+  type ClientConfig,
+  type ClientHooks,
+  type ClientState,
+  type ClientStats,
+  createInputSample,
+  DEFAULT_CLIENT_CONFIG,
+  GameClient,
+  type InputSample,
+} from './client.ts';
+export { DEFAULT_SERVER_CLOCK_CONFIG, ServerClock, type ServerClockConfig } from './clock.ts';
+export {
+  AdaptiveDelay,
+  type AdaptiveDelayConfig,
+  DEFAULT_ADAPTIVE_DELAY_CONFIG,
+  defaultInterpolationDelayMs,
+} from './delay.ts';
+export {
+  DEFAULT_PREDICTION_CONFIG,
+  type PredictionConfig,
+  type PredictionStats,
+  Predictor,
+} from './prediction.ts';
+export {
+  DEFAULT_SNAPSHOT_READER_CONFIG,
+  type DecodedFrame,
+  SnapshotReader,
+  type SnapshotReaderConfig,
+  type SnapshotReaderStats,
+} from './snapshot-reader.ts';
+export {
+  DEFAULT_REMOTE_VIEW_CONFIG,
+  RemoteView,
+  type RemoteViewConfig,
+  type RemoteViewStats,
+  VIEW_EMPTY,
+  VIEW_EXTRAPOLATED,
+  VIEW_HELD,
+  VIEW_INTERPOLATED,
+  type ViewMode,
+} from './view.ts';

@@ -1,0 +1,121 @@
+// Lag compensation end to end: bots that aim at the players they see, over bad networks, on
+// simulated time. A shot that hits on the shooter's screen hits on the server.
+
+import { describe, expect, it } from 'vitest';
+import { arenaRules, combineHooks } from '../../games/arena/server/rules.ts';
+import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import type { GameClient } from '../../src/client/client.ts';
+import { parseProfile } from '../../src/net/profile.ts';
+import type { LagCompensationMode } from '../../src/server/lag-compensation.ts';
+import { Match } from '../../tools/harness/match.ts';
+import { aimBot, ShotLedger } from '../../tools/harness/shots.ts';
+
+type Client = GameClient<ArenaPlayerState, ArenaWorld>;
+
+function fight(
+  seed: number,
+  rttMs: number,
+  aimErrorUnits: number,
+  seconds: number,
+  mode: LagCompensationMode = 'exact',
+) {
+  const ledger = new ShotLedger();
+  const rules = arenaRules({ respawnMs: 1500 });
+  const match = new Match(
+    arenaGame,
+    seed,
+    { judgeAllModes: true, lagCompensation: { mode } },
+    combineHooks(rules, ledger.serverHooks()),
+  );
+  const oneWay = rttMs / 2;
+  const profile = parseProfile({
+    name: `rtt${rttMs}`,
+    latencyMs: oneWay,
+    jitterMs: oneWay * 0.2,
+    loss: 0.1,
+    duplicate: 0.1,
+  });
+  const clients: Client[] = [];
+  for (let i = 0; i < 8; i++) {
+    let client: Client | null = null;
+    const entry = match.addClient({
+      profile,
+      drive: aimBot(seed * 31 + i, { aimErrorUnits }),
+      hooks: ledger.clientHooks(() => client as Client),
+      frameJitterMs: 3,
+    });
+    client = entry.client;
+    clients.push(client);
+  }
+  match.run(seconds * 1000);
+  return { match, ledger, rules, clients };
+}
+
+describe('lag compensation: hit agreement', () => {
+  for (const rtt of [50, 150, 300, 500]) {
+    it(`exact mode agrees with every client verdict at ${rtt} ms round trip, 10% loss and duplicates`, () => {
+      const seed = 500 + rtt;
+      const msg = `seed ${seed}`;
+      const { match, ledger, rules } = fight(seed, rtt, 14, 60);
+      const exact = ledger.agreement('exact');
+      const estimate = ledger.agreement('estimate');
+      const off = ledger.agreement('off');
+      console.log(
+        `rtt ${rtt} ms: ${exact.compared} rays, ${ledger.clientHits()} client hits; agreement exact ${(exact.share * 100).toFixed(2)}%, estimate ${(estimate.share * 100).toFixed(2)}%, off ${(off.share * 100).toFixed(2)}%; kills ${rules.kills}; around a corner ${ledger.aroundCorner}/${ledger.decisiveHits}`,
+      );
+      expect(exact.compared, msg).toBeGreaterThan(1500);
+      expect(ledger.clientHits(), msg).toBeGreaterThan(500);
+      expect(exact.agreed, msg).toBe(exact.compared);
+      // The other modes judged the same rays.
+      expect(estimate.compared, msg).toBe(exact.compared);
+      expect(off.compared, msg).toBe(exact.compared);
+      expect(match.server.lagCompensation?.stats.exactViews, msg).toBeGreaterThan(0);
+      if (rtt >= 150) expect(off.share, msg).toBeLessThan(exact.share);
+      // Favour the shooter: at high latency some hits land on players who, by the time the
+      // command ran, had already moved behind cover.
+      if (rtt >= 300) expect(ledger.aroundCorner, msg).toBeGreaterThan(0);
+      match.close();
+    });
+  }
+
+  it('never honours a view older than maxUnlagMs', () => {
+    const seed = 77;
+    const msg = `seed ${seed}`;
+    const maxUnlagMs = 400;
+    const ledger = new ShotLedger();
+    let oldest = Infinity;
+    let shots = 0;
+    const match = new Match(
+      arenaGame,
+      seed,
+      { lagCompensation: { maxUnlagMs } },
+      combineHooks(ledger.serverHooks(), {
+        onShot: (server, _c, _cmd, _mode, _events, decisive) => {
+          if (!decisive) return;
+          shots++;
+          const report = server.lagCompensation!.report;
+          oldest = Math.min(oldest, report.viewTick - (server.tick - 1));
+        },
+      }),
+    );
+    // 600 ms round trip plus interpolation: every view is older than 400 ms.
+    const profile = parseProfile({ name: 'far', latencyMs: 300, jitterMs: 20 });
+    for (let i = 0; i < 4; i++) {
+      let client: Client | null = null;
+      client = match.addClient({
+        profile,
+        drive: aimBot(seed + i, { aimErrorUnits: 8 }),
+        hooks: ledger.clientHooks(() => client as Client),
+      }).client;
+    }
+    match.run(20_000);
+    const stats = match.server.lagCompensation!.stats;
+    expect(shots, msg).toBeGreaterThan(200);
+    expect(stats.tooOld, msg).toBeGreaterThan(100);
+    expect(stats.exactViews, msg).toBe(0);
+    expect(oldest * match.server.tickIntervalMs, msg).toBeGreaterThanOrEqual(-maxUnlagMs);
+    // Judged against a world newer than the one they saw, these shooters lose hits.
+    expect(ledger.agreement('exact').share, msg).toBeLessThan(0.99);
+    match.close();
+  });
+});
