@@ -147,7 +147,8 @@ export class LagCompensator<P, W> {
         } else {
           const named = cmd.viewTickA + (cmd.viewTickB - cmd.viewTickA) * cmd.viewFraction;
           const toleranceTicks = this.config.viewToleranceMs / tickMs;
-          const sent = cmd.viewTickB <= tick && writer.hasFrame(cmd.viewTickA) && writer.hasFrame(cmd.viewTickB);
+          const sent =
+            cmd.viewTickB <= tick && writer.hasFrame(cmd.viewTickA) && writer.hasFrame(cmd.viewTickB);
           if (sent && Math.abs(named - estimate) <= toleranceTicks && cmd.viewTickA >= oldest) {
             r.exact = true;
             viewTick = named;
@@ -272,7 +273,9 @@ export class LagCompensator<P, W> {
 
 function validate(c: LagCompensationConfig): void {
   if (!LAG_COMPENSATION_MODES.includes(c.mode)) {
-    throw new RangeError(`lagCompensation.mode must be one of ${LAG_COMPENSATION_MODES.join(', ')}, got ${String(c.mode)}`);
+    throw new RangeError(
+      `lagCompensation.mode must be one of ${LAG_COMPENSATION_MODES.join(', ')}, got ${String(c.mode)}`,
+    );
   }
   if (!(c.maxUnlagMs >= 0 && Number.isFinite(c.maxUnlagMs))) {
     throw new RangeError(`lagCompensation.maxUnlagMs must be a finite number >= 0, got ${c.maxUnlagMs}`);

@@ -328,7 +328,8 @@ export class GameServer<P, W> {
       client.commands.addRealTime(this.tickIntervalMs);
       events.source = client.slot;
       for (let cmd = client.commands.next(); cmd !== undefined; cmd = client.commands.next()) {
-        if (this.lagCompensation !== null && this.game.hitscan?.fires(client.state, cmd)) this.runShot(client, cmd);
+        if (this.lagCompensation !== null && this.game.hitscan?.fires(client.state, cmd))
+          this.runShot(client, cmd);
         else player.move(client.state, cmd, this.world, events);
         this.hooks.onCommand?.(this, client, cmd);
       }
@@ -394,7 +395,16 @@ export class GameServer<P, W> {
       for (const mode of LAG_COMPENSATION_MODES) {
         if (mode === decisive) continue;
         player.copy(this.shadowState, client.state);
-        lag.rewind(mode, this.world, this.shadowState, cmd, client.entity, client.snapshots, rtt, this.tick - 1);
+        lag.rewind(
+          mode,
+          this.world,
+          this.shadowState,
+          cmd,
+          client.entity,
+          client.snapshots,
+          rtt,
+          this.tick - 1,
+        );
         capture.reset(null);
         player.move(this.shadowState, cmd, this.world, capture);
         lag.finish(this.world, client.entity);

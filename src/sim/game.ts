@@ -118,5 +118,12 @@ export interface HitscanDefinition<P, W> {
    * indices in `entities[0 .. count)`, each one's decoded field values at `values[index * stride]`.
    * `self` is the shooter's own entity (-1 for none). Count 0 clears them.
    */
-  setTargets(world: W, self: number, count: number, entities: ArrayLike<number>, values: Float64Array, stride: number): void;
+  setTargets(
+    world: W,
+    self: number,
+    count: number,
+    entities: ArrayLike<number>,
+    values: Float64Array,
+    stride: number,
+  ): void;
 }

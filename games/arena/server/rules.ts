@@ -32,7 +32,14 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
   const rules = {
     kills: 0,
     damageDealt: 0,
-    onShot(server: Server, _shooter: Client, _cmd: unknown, _mode: unknown, events: EventCapture, decisive: boolean) {
+    onShot(
+      server: Server,
+      _shooter: Client,
+      _cmd: unknown,
+      _mode: unknown,
+      events: EventCapture,
+      decisive: boolean,
+    ) {
       if (!decisive) return;
       let weapon = 0;
       for (let i = 0; i < events.count; i++) {
