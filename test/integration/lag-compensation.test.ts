@@ -3,6 +3,12 @@
 
 import { describe, expect, it } from 'vitest';
 import { arenaRules, combineHooks } from '../../games/arena/server/rules.ts';
+import {
+  EVENT_DEPLOY,
+  EVENT_HOLSTER,
+  EVENT_RELOAD,
+  EVENT_WEAPON_FIRE,
+} from '../../games/arena/shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import type { GameClient } from '../../src/client/client.ts';
 import { parseProfile } from '../../src/net/profile.ts';
@@ -116,6 +122,64 @@ describe('lag compensation: hit agreement', () => {
     expect(oldest * match.server.tickIntervalMs, msg).toBeGreaterThanOrEqual(-maxUnlagMs);
     // Judged against a world newer than the one they saw, these shooters lose hits.
     expect(ledger.agreement('exact').share, msg).toBeLessThan(0.99);
+    match.close();
+  });
+});
+
+describe('weapon prediction', () => {
+  it('ammo, reloads, switches and attack timing predict exactly in a scripted fight at 250 ms', () => {
+    const seed = 2501;
+    const msg = `seed ${seed}`;
+    const predicted = new Map<string, ArenaPlayerState>();
+    const executed = new Map<string, ArenaPlayerState>();
+    const copyOf = (s: ArenaPlayerState) => {
+      const c = arenaGame.player.create();
+      arenaGame.player.copy(c, s);
+      return c;
+    };
+    const counts = new Map<number, number>();
+    // No damage rules: nobody dies, so nothing the client cannot know touches the shooters.
+    const match = new Match(
+      arenaGame,
+      seed,
+      {},
+      {
+        onCommand: (_s, client, cmd) => executed.set(`${client.slot}:${cmd.sequence}`, copyOf(client.state)),
+      },
+    );
+    const profile = parseProfile({ name: 'rtt250', latencyMs: 125, jitterMs: 25, loss: 0.05 });
+    const clients: Client[] = [];
+    for (let i = 0; i < 2; i++) {
+      let client: Client | null = null;
+      client = match.addClient({
+        profile,
+        drive: aimBot(seed + i, { aimErrorUnits: 20, switchPerSecond: 0.5, move: true }),
+        hooks: {
+          onPredicted: (cmd, state) => {
+            predicted.set(`${(client as Client).slot}:${cmd.sequence}`, copyOf(state as ArenaPlayerState));
+          },
+          onEvent: (e, wasPredicted) => {
+            if (wasPredicted) counts.set(e.type, (counts.get(e.type) ?? 0) + 1);
+          },
+        },
+      }).client;
+      clients.push(client);
+    }
+    match.run(60_000);
+    let compared = 0;
+    for (const [key, server] of executed) {
+      const mine = predicted.get(key);
+      expect(mine, `${msg}: ${key} never predicted`).toBeDefined();
+      expect(arenaGame.player.equals(mine as ArenaPlayerState, server), `${msg}: ${key}`).toBe(true);
+      compared++;
+    }
+    expect(compared, msg).toBeGreaterThan(5000);
+    for (const c of clients) expect(c.predictor.stats.corrections, msg).toBe(0);
+    // The fight exercised every part of the weapon code.
+    expect(counts.get(EVENT_WEAPON_FIRE) ?? 0, msg).toBeGreaterThan(150);
+    expect(counts.get(EVENT_RELOAD) ?? 0, msg).toBeGreaterThan(10);
+    expect(counts.get(EVENT_HOLSTER) ?? 0, msg).toBeGreaterThan(10);
+    expect(counts.get(EVENT_DEPLOY) ?? 0, msg).toBeGreaterThan(10);
     match.close();
   });
 });
