@@ -1,5 +1,5 @@
 // The arena's server-side rules: damage from the hits the shared weapon code reports in the run
-// that counts (lag compensated), deaths, and respawning after a delay.
+// that counts (lag compensated), the launcher's projectiles, deaths, and respawning after a delay.
 
 import type { EventCapture } from '../../../src/server/events.ts';
 import type { GameServer, ServerClient, ServerHooks } from '../../../src/server/server.ts';
@@ -7,15 +7,19 @@ import { EVENT_HIT, EVENT_WEAPON_FIRE } from '../shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../shared/game.ts';
 import { damageArenaPlayer } from '../shared/player.ts';
 import { hitDamage } from '../shared/weapons.ts';
+import { type ProjectileConfig, Projectiles } from './projectiles.ts';
 
 export interface ArenaRulesConfig {
   /** A dead player comes back this long after dying. */
   respawnMs: number;
+  projectiles: Partial<ProjectileConfig>;
 }
 
 export interface ArenaRules extends ServerHooks<ArenaPlayerState, ArenaWorld> {
+  /** Kills by hit-scan weapons (projectile kills are counted in `projectiles`). */
   readonly kills: number;
   readonly damageDealt: number;
+  readonly projectiles: Projectiles;
 }
 
 type Server = GameServer<ArenaPlayerState, ArenaWorld>;
@@ -25,6 +29,9 @@ type Client = ServerClient<ArenaPlayerState>;
 export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
   const respawnMs = config.respawnMs ?? 2000;
   const diedAtMs = new Map<number, number>();
+  const projectiles = new Projectiles(config.projectiles ?? {}, (server, victim) =>
+    diedAtMs.set(victim.slot, server.timeMs),
+  );
   const byEntity = (server: Server, entity: number): Client | null => {
     for (const c of server.clients) if (c !== null && c.entity === entity) return c;
     return null;
@@ -32,6 +39,7 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
   const rules = {
     kills: 0,
     damageDealt: 0,
+    projectiles,
     onShot(
       server: Server,
       _shooter: Client,
@@ -57,6 +65,7 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
       }
     },
     onTick(server: Server) {
+      projectiles.tick(server);
       for (const [slot, at] of diedAtMs) {
         const c = server.clients[slot];
         if (c === null) {

@@ -45,10 +45,24 @@ export const PLAYER_ENTITY = defineEntityType<PlayerEntity>('player', {
   alive: { kind: 'int', min: 0, max: 1, interp: 'step' },
 } satisfies FieldTable<PlayerEntity>);
 
-export const ARENA_SCHEMA = defineGameSchema([PLAYER_ENTITY], { maxEntities: 1024 });
+/** A launcher projectile in flight (a server-controlled object). */
+export interface ProjectileEntity {
+  x: number;
+  y: number;
+  z: number;
+}
 
-/** Type id of players in ARENA_SCHEMA. */
+export const PROJECTILE_ENTITY = defineEntityType<ProjectileEntity>('projectile', {
+  x: coordinate,
+  y: coordinate,
+  z: coordinate,
+} satisfies FieldTable<ProjectileEntity>);
+
+export const ARENA_SCHEMA = defineGameSchema([PLAYER_ENTITY, PROJECTILE_ENTITY], { maxEntities: 1024 });
+
+/** Type ids in ARENA_SCHEMA. */
 export const PLAYER_ENTITY_TYPE = 0;
+export const PROJECTILE_ENTITY_TYPE = 1;
 
 const X = 0;
 const Y = 1;

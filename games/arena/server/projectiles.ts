@@ -1,0 +1,186 @@
+// The launcher's projectiles: server-controlled objects that fly, explode on the level or a
+// player, and damage everyone within the blast. Not lag compensated (the paper's footnote 9):
+// they live in the server's present. Optionally a new projectile is advanced by part of its
+// shooter's latency, so it starts closer to where the shooter's screen put it.
+
+import type { GameServer, ServerClient } from '../../../src/server/server.ts';
+import { vec3 } from '../../../src/sim/math.ts';
+import { EVENT_PROJECTILE_FIRED, WEAPON_LAUNCHER } from '../shared/constants.ts';
+import { PROJECTILE_ENTITY_TYPE } from '../shared/entities.ts';
+import type { ArenaPlayerState, ArenaWorld } from '../shared/game.ts';
+import { createHitTargets, createRayHit, rayVsTargets } from '../shared/hitboxes.ts';
+import { damageArenaPlayer, writeHitTarget } from '../shared/player.ts';
+import { createTraceResult } from '../shared/trace.ts';
+import { unpackUnitVector, WEAPONS } from '../shared/weapons.ts';
+
+type Server = GameServer<ArenaPlayerState, ArenaWorld>;
+type Client = ServerClient<ArenaPlayerState>;
+
+export interface ProjectileConfig {
+  /** Blast radius (units) and damage at its centre, falling off linearly to 0 at the edge. */
+  blastRadius: number;
+  blastDamage: number;
+  /** A projectile that hits nothing is removed after this long. */
+  lifetimeMs: number;
+  /** Advance a new projectile by this share of its shooter's round trip / 2 (0: none). */
+  latencyAdvance: number;
+  /** ... but by no more than this. */
+  maxAdvanceMs: number;
+}
+
+export const DEFAULT_PROJECTILE_CONFIG: ProjectileConfig = {
+  blastRadius: 120,
+  blastDamage: 100,
+  lifetimeMs: 5000,
+  latencyAdvance: 0,
+  maxAdvanceMs: 100,
+};
+
+interface Projectile {
+  entity: number;
+  owner: number;
+  x: number;
+  y: number;
+  z: number;
+  vx: number;
+  vy: number;
+  vz: number;
+  bornMs: number;
+}
+
+const X = 0;
+const Y = 1;
+const Z = 2;
+const POINT = vec3();
+
+/** All live projectiles of one server. */
+export class Projectiles {
+  readonly config: ProjectileConfig;
+  /** Projectiles fired, exploded (on anything), and players damaged by blasts. */
+  fired = 0;
+  exploded = 0;
+  blastHits = 0;
+  kills = 0;
+  private readonly live: Projectile[] = [];
+  private eventCursor = 0;
+  private readonly trace = createTraceResult();
+  private readonly start = vec3();
+  private readonly end = vec3();
+  private readonly dir = vec3();
+  private readonly targets = createHitTargets(64);
+  private readonly hit = createRayHit();
+  private readonly onDeath: (server: Server, victim: Client) => void;
+
+  constructor(config: Partial<ProjectileConfig>, onDeath: (server: Server, victim: Client) => void) {
+    this.config = { ...DEFAULT_PROJECTILE_CONFIG, ...config };
+    this.onDeath = onDeath;
+  }
+
+  /** Spawns projectiles for the launcher shots fired since the last call, then moves them all. */
+  tick(server: Server): void {
+    const log = server.events;
+    if (this.eventCursor < log.tail) this.eventCursor = log.tail;
+    for (; this.eventCursor < log.head; this.eventCursor++) {
+      const e = log.at(this.eventCursor);
+      if (e.type === EVENT_PROJECTILE_FIRED) this.spawn(server, e.source, e.p0, e.p1, e.p2, e.p3);
+    }
+    const dt = server.tickIntervalMs / 1000;
+    for (let i = this.live.length - 1; i >= 0; i--) {
+      const p = this.live[i];
+      if (this.step(server, p, dt) || server.timeMs - p.bornMs > this.config.lifetimeMs) {
+        server.entities.remove(p.entity);
+        this.live.splice(i, 1);
+      }
+    }
+  }
+
+  private spawn(server: Server, slot: number, x: number, y: number, z: number, packed: number): void {
+    const owner = server.clients[slot];
+    if (owner === null) return;
+    const entity = server.entities.create(PROJECTILE_ENTITY_TYPE);
+    if (entity < 0) return;
+    unpackUnitVector(packed, 12, this.dir);
+    const speed = WEAPONS[WEAPON_LAUNCHER].projectileSpeed;
+    const p: Projectile = {
+      entity,
+      owner: owner.entity,
+      x,
+      y,
+      z,
+      vx: this.dir.x * speed,
+      vy: this.dir.y * speed,
+      vz: this.dir.z * speed,
+      bornMs: server.timeMs,
+    };
+    this.fired++;
+    const advanceMs = Math.min(
+      this.config.maxAdvanceMs,
+      (this.config.latencyAdvance * owner.channel.stats.rttMs) / 2,
+    );
+    if (advanceMs > 0 && this.step(server, p, advanceMs / 1000)) {
+      server.entities.remove(entity);
+      return;
+    }
+    this.place(server, p);
+    this.live.push(p);
+  }
+
+  /** Moves `p` for `dt` seconds; returns true when it exploded. */
+  private step(server: Server, p: Projectile, dt: number): boolean {
+    const s = this.start;
+    const e = this.end;
+    s.x = p.x;
+    s.y = p.y;
+    s.z = p.z;
+    e.x = p.x + p.vx * dt;
+    e.y = p.y + p.vy * dt;
+    e.z = p.z + p.vz * dt;
+    server.world.trace(s, e, POINT, POINT, this.trace);
+    const length = Math.hypot(e.x - s.x, e.y - s.y, e.z - s.z);
+    const reach = this.trace.fraction * length;
+    // Players in the present (projectiles are not lag compensated).
+    let count = 0;
+    for (const c of server.clients) {
+      if (c === null || c.entity === p.owner || count === this.targets.length) continue;
+      writeHitTarget(c.state, c.entity, this.targets[count++]);
+    }
+    this.dir.x = (e.x - s.x) / (length || 1);
+    this.dir.y = (e.y - s.y) / (length || 1);
+    this.dir.z = (e.z - s.z) / (length || 1);
+    if (length > 0 && rayVsTargets(s, this.dir, reach, this.targets, count, -1, this.hit)) {
+      this.explode(server, this.hit.point.x, this.hit.point.y, this.hit.point.z);
+      return true;
+    }
+    if (this.trace.fraction < 1) {
+      this.explode(server, this.trace.endPos.x, this.trace.endPos.y, this.trace.endPos.z);
+      return true;
+    }
+    p.x = e.x;
+    p.y = e.y;
+    p.z = e.z;
+    this.place(server, p);
+    return false;
+  }
+
+  private place(server: Server, p: Projectile): void {
+    server.entities.setField(p.entity, X, p.x);
+    server.entities.setField(p.entity, Y, p.y);
+    server.entities.setField(p.entity, Z, p.z);
+  }
+
+  private explode(server: Server, x: number, y: number, z: number): void {
+    this.exploded++;
+    const { blastRadius, blastDamage } = this.config;
+    for (const c of server.clients) {
+      if (c === null || c.state.health <= 0) continue;
+      // Distance to the player's middle.
+      const d = Math.hypot(c.state.originX - x, c.state.originY - y, c.state.originZ + 36 - z);
+      if (d >= blastRadius) continue;
+      this.blastHits++;
+      if (damageArenaPlayer(c.state, blastDamage * (1 - d / blastRadius))) {
+        this.kills++;
+        this.onDeath(server, c);
+      }
+    }
+  }
+}
