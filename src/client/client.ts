@@ -448,7 +448,8 @@ export class GameClient<P, W> {
     const channel = this.channel;
     if (channel === null) return;
     const s = channel.receive(this.nowMs, data);
-    if (s === null) return;
+    // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
+    if (s === null || s.bitsRemaining < 8) return;
     const h = this.header;
     if (!serializeFrameHeader(s, h) || !h.hasPlayer || !this.game.player.serialize(s, this.frameState)) {
       this.stats.framesBad++;

@@ -30,7 +30,7 @@ export interface RemoteViewConfig {
 
 export const DEFAULT_REMOTE_VIEW_CONFIG: RemoteViewConfig = {
   maxExtrapolationMs: 100,
-  teleportDistance: 256,
+  teleportDistance: DEFAULT_TELEPORT_DISTANCE,
 };
 
 export interface RemoteViewStats {

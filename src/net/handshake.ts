@@ -7,7 +7,7 @@
 //   | checksum    | 32   | as in every packet: see channel.ts                           |
 //   | body        | var  | per type, below                                              |
 //   +-------------+------+--------------------------------------------------------------+
-// connect request (1):    version 32 | clientNonce 32 | zero padding to REQUEST_BYTES
+// connect request (1):    clientNonce 32 | version 32 | zero padding to REQUEST_BYTES
 // challenge (2):          clientNonce 32 | issuedAt 32 | cookie 64
 // challenge response (3): clientNonce 32 | issuedAt 32 | cookie 64 | updateRate 8 | rate 32
 //                         | zero padding to REQUEST_BYTES

@@ -43,7 +43,7 @@ export interface IntField {
   /** Inclusive range of 32-bit signed integers. */
   min: number;
   max: number;
-  /** Default 'none' (the newest value shows at once); 'step' switches at the snapshot's tick. */
+  /** 'linear' blends; 'step' and 'none' (the default) keep the older frame's value until the newer frame's tick. */
   interp?: 'linear' | 'step' | 'none';
 }
 

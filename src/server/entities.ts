@@ -131,7 +131,8 @@ export class EntityStore {
     }
     this.alive[i] = 1;
     this.type[i] = typeId;
-    this.parity[i] = 0;
+    // A new entity in a reused slot flips the teleport parity: never blended with the old one.
+    this.parity[i] ^= 1;
     this.generation[i] = (this.generation[i] + 1) >>> 0;
     const o = i * this.stride;
     for (let f = 0; f < type.fieldCount; f++) this.live[o + f] = zero[f];

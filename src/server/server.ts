@@ -207,6 +207,9 @@ export class ServerClient<P> {
 
 const ATTEMPT_BUCKETS = 4096;
 
+/** The source of events emitted by server-side code (not by any client's commands). */
+export const WORLD_EVENT_SOURCE = 0xffff;
+
 /** The authoritative game server. */
 export class GameServer<P, W> {
   readonly config: ServerConfig;
@@ -335,7 +338,7 @@ export class GameServer<P, W> {
       }
     }
     events.predictedBySource = false;
-    events.source = 0;
+    events.source = WORLD_EVENT_SOURCE;
     this.hooks.onTick?.(this, this.tick);
     this.updatePlayerEntities();
     this.entities.commit(this.tick);
@@ -607,7 +610,8 @@ export class GameServer<P, W> {
 
   private receiveData(client: ServerClient<P>, data: Uint8Array): void {
     const s = client.channel.receive(this.nowMs, data);
-    if (s === null) return;
+    // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
+    if (s === null || s.bitsRemaining < 8) return;
     const run = this.run;
     if (!serializeClientFlags(s, this.flags) || !serializeCommandRun(s, this.cmds, run)) {
       client.badPayloads++;

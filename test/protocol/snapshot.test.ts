@@ -497,9 +497,10 @@ describe('entity lifecycle on the wire', () => {
     const b = link.store.create(1);
     link.step();
     expect([link.reader.createdCount, link.reader.removedCount], `seed ${SEED}`).toEqual([2, 0]);
+    const parity = link.reader.parityOf(a);
     link.store.teleport(a);
     link.step();
-    expect(link.reader.parityOf(a), `seed ${SEED}`).toBe(1);
+    expect(link.reader.parityOf(a), `seed ${SEED}`).toBe(parity ^ 1);
     expect(link.reader.changedThisFrame(a), `seed ${SEED}`).toBe(true);
     link.store.remove(b);
     expect(link.store.create(2), `seed ${SEED}`).toBe(b);
@@ -511,6 +512,8 @@ describe('entity lifecycle on the wire', () => {
       b,
     ]);
     expect(link.reader.typeOf(b), `seed ${SEED}`).toBe(2);
+    // A new entity in a reused index flips the parity too: never blended with the old one.
+    expect(link.reader.parityOf(b), `seed ${SEED}`).toBe(0);
     link.store.remove(b);
     link.step();
     expect(link.reader.inView(b), `seed ${SEED}`).toBe(false);

@@ -6,6 +6,7 @@ import {
   CMD_MOVE_MAX,
   CMD_MSEC_MAX,
   CMD_MSEC_MIN,
+  CMD_VIEW_FRACTION_MAX,
   copyUserCommand,
   createUserCommand,
   quantizeUserCommand,
@@ -123,7 +124,7 @@ describe('quantizeUserCommand', () => {
     c.lerpMsec = 5000;
     c.viewTickA = 100;
     c.viewTickB = 50;
-    c.viewFraction = 1.7;
+    c.viewFraction = 7.5;
     quantizeUserCommand(c);
     expect(c.msec).toBe(CMD_MSEC_MIN);
     expect(c.forwardMove).toBe(CMD_MOVE_MAX);
@@ -133,7 +134,7 @@ describe('quantizeUserCommand', () => {
     expect(c.impulse).toBe(255);
     expect(c.lerpMsec).toBe(1000);
     expect(c.viewTickB, 'viewTickB < viewTickA becomes viewTickA').toBe(100);
-    expect(c.viewFraction, 'fraction > 1 becomes 1').toBe(1);
+    expect(c.viewFraction, 'fraction over CMD_VIEW_FRACTION_MAX becomes the max').toBe(CMD_VIEW_FRACTION_MAX);
 
     c.msec = 300;
     c.viewTickB = 1000;
@@ -187,14 +188,17 @@ describe('quantizeUserCommand', () => {
     expect(Object.is(c.pitch, 0)).toBe(true);
   });
 
-  it('is idempotent, and quantizeViewFraction lands on 1/4096 steps in [0, 1]', () => {
+  it('is idempotent, and quantizeViewFraction lands on 1/4096 steps in [0, CMD_VIEW_FRACTION_MAX]', () => {
     fc.assert(
       fc.property(commandArb, fc.double(), (c, f) => {
         const again = copyUserCommand(createUserCommand(), c);
         quantizeUserCommand(again);
         expect(again, at).toEqual(c);
         const q = quantizeViewFraction(f);
-        expect(q >= 0 && q <= 1 && Number.isInteger(q * 4096), `${at} ${f} -> ${q}`).toBe(true);
+        expect(q >= 0 && q <= CMD_VIEW_FRACTION_MAX && Number.isInteger(q * 4096), `${at} ${f} -> ${q}`).toBe(
+          true,
+        );
+        expect(quantizeViewFraction(q), `${at} ${f}`).toBe(q);
       }),
       { seed: SEED, numRuns: 1000 },
     );
@@ -283,8 +287,8 @@ describe('serializeUserCommand', () => {
     c.viewTickB = 5002;
     c.viewFraction = 0.25;
     quantizeUserCommand(c);
-    // msec 8 + 13 changed bits + yaw 16 + seed 32 + view tick varuint 8 + fraction 13 = 90.
-    expect(roundTrip([c], base, 'typical')).toBe(90);
+    // msec 8 + 13 changed bits + yaw 16 + seed 32 + view tick varuint 8 + fraction 15 = 92.
+    expect(roundTrip([c], base, 'typical')).toBe(92);
   });
 
   it('view ticks across the whole 32-bit range round-trip as wrapped differences', () => {

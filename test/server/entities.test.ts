@@ -96,8 +96,9 @@ describe('EntityStore commit and history', () => {
     expect([store.createdTick[a], store.changedTick[a], store.changedTick[b]], at).toEqual([1, 2, 1]);
     store.teleport(b);
     store.commit(4);
+    // Creation flipped the fresh slot's parity to 1; the teleport flips it back.
     expect([store.changedTick[b], store.history(4)!.parity[b], store.history(3)!.parity[b]], at).toEqual([
-      4, 1, 0,
+      4, 0, 1,
     ]);
     store.setField(a, 3, 60);
     store.setField(a, 3, 50);
@@ -106,7 +107,8 @@ describe('EntityStore commit and history', () => {
     store.remove(b);
     expect(store.create(1), at).toBe(b);
     store.commit(6);
-    expect([store.createdTick[b], store.changedTick[b], store.history(6)!.parity[b]], at).toEqual([6, 6, 0]);
+    // The new entity in the reused slot flips the parity again.
+    expect([store.createdTick[b], store.changedTick[b], store.history(6)!.parity[b]], at).toEqual([6, 6, 1]);
     store.remove(a);
     store.commit(7);
     expect(store.history(7)!.alive[a], at).toBe(0);
