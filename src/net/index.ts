@@ -1,0 +1,64 @@
+// The net entry point (browser-safe): the packet channel, the connection lifecycle's codes, the datagram transport interface, the in-process memory network and its conditioner profiles. Node transports are in src/node.ts.
+
+export {
+  type ChannelStats,
+  DEFAULT_CHANNEL_CONFIG,
+  DROP_REASONS as CHANNEL_DROP_REASONS,
+  type DropReason as ChannelDropReason,
+  MIN_PACKET_BYTES,
+  PACKET_HEADER_BYTES,
+  PacketChannel,
+  type PacketChannelConfig,
+  PacketType,
+  type PacketTypeValue,
+  RELIABLE_MESSAGE_BYTES_LIMIT,
+} from './channel.ts';
+export {
+  type DropReason as LinkDropReason,
+  LinkConditioner,
+  type LinkConditionerOptions,
+  type LinkStats,
+  type LinkVerdict,
+  WIRE_OVERHEAD_BYTES,
+} from './conditioner.ts';
+export {
+  DISCONNECT_CLIENT_LEFT,
+  DISCONNECT_KICKED,
+  DISCONNECT_SERVER_SHUTDOWN,
+  DISCONNECT_TIMED_OUT,
+  PACKET_ACCEPTED,
+  PACKET_CHALLENGE,
+  PACKET_CHALLENGE_RESPONSE,
+  PACKET_CONNECT_REQUEST,
+  PACKET_DISCONNECT,
+  PACKET_REFUSED,
+  REASON_NAMES,
+  REFUSE_BANNED,
+  REFUSE_SERVER_FULL,
+  REFUSE_TOO_MANY_ATTEMPTS,
+  REFUSE_WRONG_VERSION,
+  REQUEST_BYTES,
+} from './handshake.ts';
+export {
+  type BurstLoss,
+  type ConditionOverrides,
+  conditionsAt,
+  createLinkConditions,
+  DEFAULT_CONDITIONS,
+  type Direction,
+  type LinkConditions,
+  NAMED_PROFILES,
+  type NetworkProfile,
+  type ProfileEvent,
+  parseProfile,
+  profileByName,
+  type ResolvedConditions,
+} from './profile.ts';
+export { RELIABLE_MAX_PER_PACKET, RELIABLE_WINDOW } from './reliable.ts';
+export { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from './transport.ts';
+export {
+  type MemoryEndpoint,
+  type MemoryEndpointStats,
+  MemoryNetwork,
+  type MemoryNetworkOptions,
+} from './transports/memory.ts';

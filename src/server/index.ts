@@ -1,0 +1,34 @@
+// The server entry point (Node): the game server and its parts (entity store with history, per-client snapshot writer, command queue with time budget, interest grid).
+
+export { type CommandBudgetConfig, CommandQueue, type CommandStats } from './commands.ts';
+export {
+  DEFAULT_ENTITY_STORE_CONFIG,
+  EntityStore,
+  type EntityStoreConfig,
+  type HistorySlot,
+} from './entities.ts';
+export type { EventCapture, EventLog } from './events.ts';
+export { DEFAULT_INTEREST_CONFIG, type InterestConfig, type InterestGrid } from './interest.ts';
+export {
+  DEFAULT_LAG_COMPENSATION_CONFIG,
+  LAG_COMPENSATION_MODES,
+  type LagCompensationConfig,
+  type LagCompensationMode,
+  type LagCompensationStats,
+  type LagCompensator,
+  type RewindReport,
+} from './lag-compensation.ts';
+export {
+  DEFAULT_SERVER_CONFIG,
+  GameServer,
+  type ServerClient,
+  type ServerConfig,
+  type ServerHooks,
+  type ServerStats,
+} from './server.ts';
+export {
+  DEFAULT_SNAPSHOT_WRITER_CONFIG,
+  SnapshotWriter,
+  type SnapshotWriterConfig,
+  type SnapshotWriterStats,
+} from './snapshot-writer.ts';
