@@ -116,7 +116,8 @@ export class LagCompensator<P, W> {
   /**
    * Puts into `world` the targets `cmd` is judged against in `mode`, as seen by the shooter whose
    * player is entity `self`, whose snapshots `writer` wrote, with round trip `rttMs`, at server
-   * tick `tick` (the newest committed). Call `finish(world)` after the command ran.
+   * tick `tick` (the newest committed). The targets are chosen among `players[0 .. playerCount)`
+   * (entity indices). Call `finish(world)` after the command ran.
    */
   rewind(
     mode: LagCompensationMode,
@@ -127,6 +128,8 @@ export class LagCompensator<P, W> {
     writer: SnapshotWriter,
     rttMs: number,
     tick: number,
+    players: Int32Array,
+    playerCount: number,
   ): void {
     const r = this.report;
     const tickMs = this.tickIntervalMs;
@@ -166,9 +169,9 @@ export class LagCompensator<P, W> {
     r.viewTick = viewTick;
     if (r.exact) {
       this.stats.exactViews++;
-      this.fromFrames(writer, cmd, self, state);
+      this.fromFrames(writer, cmd, self, state, players, playerCount);
     } else {
-      this.fromHistory(viewTick, self, state, cmd);
+      this.fromHistory(viewTick, self, state, cmd, players, playerCount);
     }
     this.hitscan.setTargets(world, self, r.count, r.entities, r.values, this.stride);
   }
@@ -179,13 +182,21 @@ export class LagCompensator<P, W> {
   }
 
   /** The named view: each player blended from the values the client held in frames A and B. */
-  private fromFrames(writer: SnapshotWriter, cmd: UserCommand, self: number, state: P): void {
+  private fromFrames(
+    writer: SnapshotWriter,
+    cmd: UserCommand,
+    self: number,
+    state: P,
+    players: Int32Array,
+    playerCount: number,
+  ): void {
     const store = this.store;
     const stride = this.stride;
     const r = this.report;
     const type = store.schema.types[this.hitscan.targetType];
     const reach = this.hitscan.shotSegment(state, cmd, this.start, this.end) + this.hitscan.targetRadius;
-    for (let e = 0; e < store.maxEntities; e++) {
+    for (let i = 0; i < playerCount; i++) {
+      const e = players[i];
       if (e === self) continue;
       const heldA = writer.heldTick(cmd.viewTickA, e);
       const heldB = writer.heldTick(cmd.viewTickB, e);
@@ -213,7 +224,14 @@ export class LagCompensator<P, W> {
   }
 
   /** The world at fractional tick `viewTick` from the server's own history. */
-  private fromHistory(viewTick: number, self: number, state: P, cmd: UserCommand): void {
+  private fromHistory(
+    viewTick: number,
+    self: number,
+    state: P,
+    cmd: UserCommand,
+    players: Int32Array,
+    playerCount: number,
+  ): void {
     const store = this.store;
     const stride = this.stride;
     const r = this.report;
@@ -225,7 +243,8 @@ export class LagCompensator<P, W> {
     const a = store.history(tickA);
     const b = store.history(tickB);
     if (a === undefined || b === undefined) return;
-    for (let e = 0; e < store.maxEntities; e++) {
+    for (let i = 0; i < playerCount; i++) {
+      const e = players[i];
       if (e === self) continue;
       const inA = a.alive[e] !== 0 && a.type[e] === this.hitscan.targetType;
       const inB = b.alive[e] !== 0 && b.type[e] === this.hitscan.targetType;

@@ -239,6 +239,9 @@ export class GameServer<P, W> {
   private readonly entityScratch: Float64Array;
   private readonly viewer = { x: 0, y: 0, z: 0 };
   private readonly shotEvents = new EventCapture();
+  /** Entity indices of the connected players: the targets a shot can hit. */
+  private readonly playerEntities: Int32Array;
+  private playerCount = 0;
   private readonly shadowState: P;
   private readonly header: FrameHeader = { serverTick: 0, choked: 0, hasPlayer: false, ackedCommand: 0 };
   /** Connection attempts per hashed address bucket: bounded state, whatever the source addresses. */
@@ -270,6 +273,7 @@ export class GameServer<P, W> {
         ? null
         : new LagCompensator(this.entities, game.hitscan, this.tickIntervalMs, this.config.lagCompensation);
     this.shadowState = game.player.create();
+    this.playerEntities = new Int32Array(this.config.maxClients);
     for (let i = 0; i < MAX_COMMANDS_PER_PACKET; i++) this.cmds.push(createUserCommand());
   }
 
@@ -316,6 +320,7 @@ export class GameServer<P, W> {
     this.clients[client.slot] = null;
     this.byAddress.delete(client.address);
     if (client.entity >= 0) this.entities.remove(client.entity);
+    this.listPlayers();
     this.stats.disconnects++;
     this.hooks.onDisconnect?.(this, client, reason);
   }
@@ -407,6 +412,8 @@ export class GameServer<P, W> {
           client.snapshots,
           rtt,
           this.tick - 1,
+          this.playerEntities,
+          this.playerCount,
         );
         capture.reset(null);
         player.move(this.shadowState, cmd, this.world, capture);
@@ -414,11 +421,28 @@ export class GameServer<P, W> {
         this.hooks.onShot?.(this, client, cmd, mode, capture, false);
       }
     }
-    lag.rewind(decisive, this.world, client.state, cmd, client.entity, client.snapshots, rtt, this.tick - 1);
+    lag.rewind(
+      decisive,
+      this.world,
+      client.state,
+      cmd,
+      client.entity,
+      client.snapshots,
+      rtt,
+      this.tick - 1,
+      this.playerEntities,
+      this.playerCount,
+    );
     capture.reset(this.events);
     player.move(client.state, cmd, this.world, capture);
     lag.finish(this.world, client.entity);
     this.hooks.onShot?.(this, client, cmd, decisive, capture, true);
+  }
+
+  private listPlayers(): void {
+    let n = 0;
+    for (const c of this.clients) if (c !== null && c.entity >= 0) this.playerEntities[n++] = c.entity;
+    this.playerCount = n;
   }
 
   private updatePlayerEntities(): void {
@@ -585,6 +609,7 @@ export class GameServer<P, W> {
     client.nextUpdateMs = this.nowMs;
     this.clients[slot] = client;
     this.byAddress.set(from, client);
+    this.listPlayers();
     this.stats.connects++;
     this.sendAccepted(client);
     this.hooks.onConnect?.(this, client);
