@@ -31,7 +31,12 @@ import {
   serializeWireEvent,
   type WireEvent,
 } from '../protocol/frames.ts';
-import { createUserCommand, quantizeUserCommand, type UserCommand } from '../protocol/usercmd.ts';
+import {
+  createUserCommand,
+  nextRandomSeed,
+  quantizeUserCommand,
+  type UserCommand,
+} from '../protocol/usercmd.ts';
 import type { GameDefinition, GameEventSink } from '../sim/game.ts';
 import { Random } from '../sim/random.ts';
 import { SequenceBuffer } from '../sim/ring.ts';
@@ -213,6 +218,7 @@ export class GameClient<P, W> {
     this.random = new Random(this.config.seed);
     this.nonce = this.random.nextU32();
     this.frameState = game.player.create();
+    this.cmd.randomSeed = this.random.nextU32();
     this.snapshots = new SnapshotReader(game.entities);
     this.view = new RemoteView(game.entities, this.snapshots, this.config.view);
     this.targets = new Int32Array(game.entities.maxEntities);
@@ -327,7 +333,7 @@ export class GameClient<P, W> {
     c.upMove = input.upMove;
     c.buttons = input.buttons;
     c.impulse = input.impulse;
-    c.randomSeed = this.random.nextU32();
+    c.randomSeed = nextRandomSeed(c.randomSeed);
     // The view the player was looking at when they made this command: last frame's.
     c.lerpMsec = Math.round(this.interpolationDelayMs(this.nowMs));
     c.viewTickA = this.view.tickA;

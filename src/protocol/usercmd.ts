@@ -15,7 +15,8 @@
 //   | up        1+8    | int -127..127                                              |
 //   | buttons  1+16    | bit field                                                  |
 //   | impulse   1+8    | 0 none, else weapon select or other one-shot action        |
-//   | seed     1+32    | shared random seed for spread                              |
+//   | seed   1+1(+32)  | shared random seed for spread: 1 = the base's successor    |
+//   |                  | (nextRandomSeed), 0 = 32 explicit bits follow              |
 //   | lerpMsec 1+10    | interpolation delay the client used, 0..1000 ms            |
 //   | viewTickA 1+var  | server tick of the older snapshot the client drew from     |
 //   | viewDelta 1+8    | viewTickB - viewTickA, 0..255                              |
@@ -152,6 +153,17 @@ export function quantizeUserCommand(c: UserCommand): void {
   c.viewFraction = quantizeViewFraction(c.viewFraction);
 }
 
+/**
+ * The seed that follows `seed` (an integer hash). A client that takes each command's seed from the
+ * previous one this way sends two bits per seed instead of 32.
+ */
+export function nextRandomSeed(seed: number): number {
+  let h = (seed + 0x9e3779b9) >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
 function zigzag(n: number): number {
   return n >= 0 ? n * 2 : -n * 2 - 1;
 }
@@ -179,7 +191,12 @@ export function serializeUserCommand(s: BitStream, c: UserCommand, base: UserCom
   c.upMove = s.bool(c.upMove !== base.upMove) ? s.int(c.upMove, -CMD_MOVE_MAX, CMD_MOVE_MAX) : base.upMove;
   c.buttons = s.bool(c.buttons !== base.buttons) ? s.uint(c.buttons, 16) : base.buttons;
   c.impulse = s.bool(c.impulse !== base.impulse) ? s.uint(c.impulse, 8) : base.impulse;
-  c.randomSeed = s.bool(c.randomSeed !== base.randomSeed) ? s.uint(c.randomSeed, 32) : base.randomSeed;
+  if (s.bool(c.randomSeed !== base.randomSeed)) {
+    const next = nextRandomSeed(base.randomSeed);
+    c.randomSeed = s.bool(c.randomSeed === next) ? next : s.uint(c.randomSeed, 32);
+  } else {
+    c.randomSeed = base.randomSeed;
+  }
   c.lerpMsec = s.bool(c.lerpMsec !== base.lerpMsec) ? s.int(c.lerpMsec, 0, CMD_LERP_MSEC_MAX) : base.lerpMsec;
   if (s.bool(c.viewTickA !== base.viewTickA)) {
     if (base.viewTickA === 0) {

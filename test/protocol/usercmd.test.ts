@@ -9,6 +9,7 @@ import {
   CMD_VIEW_FRACTION_MAX,
   copyUserCommand,
   createUserCommand,
+  nextRandomSeed,
   quantizeUserCommand,
   quantizeViewFraction,
   serializeUserCommand,
@@ -270,7 +271,7 @@ describe('serializeUserCommand', () => {
     );
   });
 
-  it('a typical command (new seed, view tick +1, new fraction, turning) costs under 100 bits', () => {
+  it('a typical command (next seed, view tick +1, new fraction, turning) costs 61 bits', () => {
     const base = createUserCommand();
     base.msec = 16;
     base.yaw = 90;
@@ -282,13 +283,16 @@ describe('serializeUserCommand', () => {
     quantizeUserCommand(base);
     const c = copyUserCommand(createUserCommand(), base);
     c.yaw = 91.5;
-    c.randomSeed = 0xdeadbeef;
+    c.randomSeed = nextRandomSeed(base.randomSeed);
     c.viewTickA = 5001;
     c.viewTickB = 5002;
     c.viewFraction = 0.25;
     quantizeUserCommand(c);
-    // msec 8 + 13 changed bits + yaw 16 + seed 32 + view tick varuint 8 + fraction 15 = 92.
-    expect(roundTrip([c], base, 'typical')).toBe(92);
+    // msec 8 + 13 changed bits + yaw 16 + seed successor 1 + view tick varuint 8 + fraction 15 = 61.
+    expect(roundTrip([c], base, 'typical')).toBe(61);
+    // A seed that is not the successor is written whole: 1 + 32 bits instead of 1.
+    c.randomSeed = 0xdeadbeef;
+    expect(roundTrip([c], base, 'explicit seed')).toBe(93);
   });
 
   it('view ticks across the whole 32-bit range round-trip as wrapped differences', () => {
