@@ -1,0 +1,193 @@
+// The bandwidth scene: N runner bots all in each other's view, a 64 Hz server sending each client
+// 32 snapshots a second over a clean simulated link; counts every byte each side sends and records
+// the player entity values the server commits at the update rate (the input of the Colyseus run).
+
+import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { type NetworkProfile, parseProfile } from '../../src/net/profile.ts';
+import { BitStream } from '../../src/protocol/bitstream.ts';
+import { createWireEvent, serializeWireEvent } from '../../src/protocol/frames.ts';
+import { decodeField } from '../../src/protocol/schema.ts';
+import { runnerBot } from '../harness/bots.ts';
+import { Match } from '../harness/match.ts';
+
+/** The fields recorded per player per frame, in this order. */
+export const RECORDED_FIELDS = ['x', 'y', 'z', 'yaw', 'pitch', 'ducked'] as const;
+
+/** A clean internet link: 20 ms each way, no jitter, no loss. */
+export const CLEAN_20MS: NetworkProfile = parseProfile({
+  name: 'clean-20ms',
+  description: '20 ms one way, no jitter, no loss, no bandwidth limit',
+  latencyMs: 20,
+});
+
+export interface SceneOptions {
+  players: number;
+  seed: number;
+  tickRate: number;
+  updateRate: number;
+  warmupMs: number;
+  measureMs: number;
+  profile: NetworkProfile;
+}
+
+/** Player entity values committed at the update rate: frame f, player p, field k at (f * players + p) * 6 + k. */
+export interface PlayerRecording {
+  players: number;
+  frames: number;
+  values: Float64Array;
+}
+
+/** Totals over the measured window, summed over every client. */
+export interface SceneResult {
+  players: number;
+  seconds: number;
+  /** Channel bytes (packet headers included) the server sent to / received from clients. */
+  downBytes: number;
+  upBytes: number;
+  downPackets: number;
+  upPackets: number;
+  /** Snapshot section bits (SnapshotWriter.stats.totalBits) and frames. */
+  snapshotBits: number;
+  snapshotFrames: number;
+  framesWithoutBaseline: number;
+  /** Per frame sums: entities in view after it, entries written (create + update), entries deferred. */
+  inView: number;
+  entries: number;
+  deferred: number;
+  choked: number;
+  /** Effect events delivered to clients, and the bits each costs on the wire. */
+  events: number;
+  eventBits: number;
+  recording: PlayerRecording;
+}
+
+function eventWireBits(): number {
+  const s = new BitStream(0).beginMeasure();
+  serializeWireEvent(s, createWireEvent());
+  return s.bitsProcessed;
+}
+
+/**
+ * Runs the scene: warm-up, then `measureMs` of simulated time during which the server's
+ * per-client channel and snapshot statistics are differenced and the committed player entities
+ * recorded every tickRate / updateRate ticks. Throws if a client is not connected by the end of
+ * the warm-up (the figures would be meaningless).
+ */
+export function runScene(o: SceneOptions): SceneResult {
+  const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, o.seed, {
+    tickRate: o.tickRate,
+    maxClients: o.players,
+    defaultUpdateRate: o.updateRate,
+  });
+  for (let i = 0; i < o.players; i++) {
+    match.addClient({
+      profile: o.profile,
+      drive: runnerBot(o.seed * 7919 + i),
+      frameJitterMs: 2,
+      config: { updateRate: o.updateRate, rateBytesPerSecond: 200_000 },
+    });
+  }
+  match.run(o.warmupMs);
+  const server = match.server;
+  const connected = server.clients.filter((c) => c !== null);
+  if (connected.length !== o.players) {
+    throw new Error(`bandwidth scene: ${connected.length} of ${o.players} clients connected after warm-up`);
+  }
+
+  const store = server.entities;
+  const type = store.schema.types[arenaGame.playerEntity.typeId];
+  const fieldIndex = RECORDED_FIELDS.map((name) => {
+    const f = type.fields.findIndex((field) => field.name === name);
+    if (f < 0) throw new Error(`bandwidth scene: the player entity has no field '${name}'`);
+    return f;
+  });
+  const every = Math.round(o.tickRate / o.updateRate);
+  const maxFrames = Math.ceil((o.measureMs * o.updateRate) / 1000) + 2;
+  const width = RECORDED_FIELDS.length;
+  const recording: PlayerRecording = {
+    players: o.players,
+    frames: 0,
+    values: new Float64Array(maxFrames * o.players * width),
+  };
+
+  const before = connected.map((c) => ({
+    down: c.channel.stats.bytesSent,
+    up: c.channel.stats.bytesReceived,
+    downPackets: c.channel.stats.packetsSent,
+    upPackets: c.channel.stats.packetsReceived,
+    bits: c.snapshots.stats.totalBits,
+    frames: c.snapshots.stats.frames,
+    withoutBaseline: c.snapshots.stats.framesWithoutBaseline,
+    choked: c.choked,
+  }));
+  const eventsBefore = match.clients.map((c) => c.client.stats.eventsReceived);
+  const framesSeen = connected.map((c) => c.snapshots.stats.frames);
+  const result: SceneResult = {
+    players: o.players,
+    seconds: o.measureMs / 1000,
+    downBytes: 0,
+    upBytes: 0,
+    downPackets: 0,
+    upPackets: 0,
+    snapshotBits: 0,
+    snapshotFrames: 0,
+    framesWithoutBaseline: 0,
+    inView: 0,
+    entries: 0,
+    deferred: 0,
+    choked: 0,
+    events: 0,
+    eventBits: eventWireBits(),
+    recording,
+  };
+
+  const update = server.update.bind(server);
+  let lastTick = server.tick;
+  server.update = (nowMs: number) => {
+    update(nowMs);
+    for (let i = 0; i < connected.length; i++) {
+      const st = connected[i].snapshots.stats;
+      if (st.frames === framesSeen[i]) continue;
+      framesSeen[i] = st.frames;
+      result.inView += st.lastInView;
+      result.entries += st.lastCreated + st.lastUpdated;
+      result.deferred += st.lastDeferred;
+    }
+    if (server.tick === lastTick) return;
+    lastTick = server.tick;
+    if (server.tick % every !== 0 || recording.frames === maxFrames) return;
+    const slot = store.history(server.tick);
+    if (slot === undefined) return;
+    let at = recording.frames * o.players * width;
+    for (const c of connected) {
+      const base = c.entity * store.stride;
+      for (let k = 0; k < width; k++) {
+        const f = fieldIndex[k];
+        const v = decodeField(type, f, slot.values[base + f]);
+        recording.values[at++] = typeof v === 'boolean' ? (v ? 1 : 0) : v;
+      }
+    }
+    recording.frames++;
+  };
+  match.run(o.measureMs);
+  server.update = update;
+
+  for (let i = 0; i < connected.length; i++) {
+    const c = connected[i];
+    const b = before[i];
+    if (server.clients[c.slot] !== c) throw new Error(`bandwidth scene: client ${c.slot} dropped out`);
+    result.downBytes += c.channel.stats.bytesSent - b.down;
+    result.upBytes += c.channel.stats.bytesReceived - b.up;
+    result.downPackets += c.channel.stats.packetsSent - b.downPackets;
+    result.upPackets += c.channel.stats.packetsReceived - b.upPackets;
+    result.snapshotBits += c.snapshots.stats.totalBits - b.bits;
+    result.snapshotFrames += c.snapshots.stats.frames - b.frames;
+    result.framesWithoutBaseline += c.snapshots.stats.framesWithoutBaseline - b.withoutBaseline;
+    result.choked += c.choked - b.choked;
+  }
+  for (let i = 0; i < match.clients.length; i++) {
+    result.events += match.clients[i].client.stats.eventsReceived - eventsBefore[i];
+  }
+  match.close();
+  return result;
+}
