@@ -32,6 +32,7 @@ import {
   type WireEvent,
 } from '../protocol/frames.ts';
 import {
+  copyUserCommand,
   createUserCommand,
   nextRandomSeed,
   quantizeUserCommand,
@@ -377,22 +378,7 @@ export class GameClient<P, W> {
     for (let seq = first; seq <= newest; seq++) {
       const c = this.predictor.command(seq);
       if (c === undefined) break;
-      const out = this.sendCmds[count++];
-      out.sequence = c.sequence;
-      out.msec = c.msec;
-      out.pitch = c.pitch;
-      out.yaw = c.yaw;
-      out.roll = c.roll;
-      out.forwardMove = c.forwardMove;
-      out.sideMove = c.sideMove;
-      out.upMove = c.upMove;
-      out.buttons = c.buttons;
-      out.impulse = c.impulse;
-      out.randomSeed = c.randomSeed;
-      out.lerpMsec = c.lerpMsec;
-      out.viewTickA = c.viewTickA;
-      out.viewTickB = c.viewTickB;
-      out.viewFraction = c.viewFraction;
+      copyUserCommand(this.sendCmds[count++], c);
     }
     this.run.count = count;
     this.flags.resetBaseline = this.snapshots.needsFullUpdate;

@@ -70,6 +70,9 @@ export function createWireEvent(): WireEvent {
   return { type: 0, source: 0, p0: 0, p1: 0, p2: 0, p3: 0 };
 }
 
+/** Bits of one event on the wire. */
+export const WIRE_EVENT_BITS = 8 + 16 + 4 * 32;
+
 export function serializeWireEvent(s: BitStream, e: WireEvent): boolean {
   e.type = s.uint(e.type, 8);
   e.source = s.uint(e.source, 16);

@@ -33,6 +33,7 @@ import {
   serializeCommandRun,
   serializeFrameHeader,
   serializeWireEvent,
+  WIRE_EVENT_BITS,
 } from '../protocol/frames.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import type { GameDefinition } from '../sim/game.ts';
@@ -77,6 +78,10 @@ export interface ServerConfig {
   entityHistoryTicks: number;
   /** Interest and priority of each client's snapshots. */
   snapshots: Partial<SnapshotWriterConfig>;
+  /** Effect events reach only clients within this distance of the player who caused them. */
+  eventRadius: number;
+  /** Share of a frame's room that effect events may take; the snapshot gets the rest. */
+  eventBudgetShare: number;
   /** How hit-scan shots are judged (mode, maxUnlagMs, view tolerance). */
   lagCompensation: Partial<LagCompensationConfig>;
   /**
@@ -100,6 +105,8 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   defaultRateBytesPerSecond: 80_000,
   entityHistoryTicks: 256,
   snapshots: {},
+  eventRadius: 2000,
+  eventBudgetShare: 0.25,
   lagCompensation: {},
   judgeAllModes: false,
 };
@@ -163,6 +170,8 @@ export class ServerClient<P> {
   eventCursor = 0;
   /** Frames that failed to decode on this client's connection (commands). */
   badPayloads = 0;
+  /** Effect events within hearing that did not fit the frame's event budget (effects only: not resent). */
+  eventsDropped = 0;
   /** This client's player as an entity other clients see. */
   entity = -1;
   /** Its snapshots: delta-encoded against the newest frame it acknowledged. */
@@ -238,6 +247,8 @@ export class GameServer<P, W> {
   private readonly flags: ClientFlags = { resetBaseline: false };
   private readonly entityScratch: Float64Array;
   private readonly viewer = { x: 0, y: 0, z: 0 };
+  private readonly eventOrigin = { x: 0, y: 0, z: 0 };
+  private readonly eventPick = new Int32Array(MAX_EVENTS_PER_FRAME);
   private readonly shotEvents = new EventCapture();
   /** Entity indices of the connected players: the targets a shot can hit. */
   private readonly playerEntities: Int32Array;
@@ -469,22 +480,53 @@ export class GameServer<P, W> {
     client.snapshots.write(s, this.tick, v.x, v.y, v.z, s.bitsRemaining, client.entity);
   }
 
+  /**
+   * Writes the effect events this client has not been sent: only those of players within
+   * eventRadius (and the world's), never its own predicted ones, within the frame's event budget.
+   * Events past the budget are dropped and counted: effects are not worth a late delivery.
+   */
   private writeEvents(client: ServerClient<P>, s: BitStream): void {
     const log = this.events;
     if (client.eventCursor < log.tail) client.eventCursor = log.tail;
+    const budget = Math.min(
+      MAX_EVENTS_PER_FRAME,
+      Math.floor((s.bitsRemaining * this.config.eventBudgetShare) / WIRE_EVENT_BITS),
+    );
+    const here = this.game.player.origin(client.state, this.viewer);
+    const hx = here.x;
+    const hy = here.y;
+    const hz = here.z;
+    const r2 = this.config.eventRadius * this.config.eventRadius;
     let count = 0;
-    for (let p = client.eventCursor; p < log.head && count < MAX_EVENTS_PER_FRAME; p++) {
-      if (!log.isOwnPrediction(p, client.slot)) count++;
+    for (let p = client.eventCursor; p < log.head; p++) {
+      if (!this.hears(client, p, hx, hy, hz, r2)) continue;
+      if (count < budget) this.eventPick[count++] = p;
+      else client.eventsDropped++;
     }
     s.int(count, 0, MAX_EVENTS_PER_FRAME);
-    let written = 0;
-    let p = client.eventCursor;
-    for (; p < log.head && written < count; p++) {
-      if (log.isOwnPrediction(p, client.slot)) continue;
-      serializeWireEvent(s, log.at(p));
-      written++;
-    }
-    client.eventCursor = p;
+    for (let i = 0; i < count; i++) serializeWireEvent(s, log.at(this.eventPick[i]));
+    client.eventCursor = log.head;
+  }
+
+  /** Whether `client` should be sent event `position`: not its own prediction, and within hearing. */
+  private hears(
+    client: ServerClient<P>,
+    position: number,
+    hx: number,
+    hy: number,
+    hz: number,
+    r2: number,
+  ): boolean {
+    const log = this.events;
+    if (log.isOwnPrediction(position, client.slot)) return false;
+    const source = log.at(position).source;
+    const from = source < this.clients.length ? this.clients[source] : null;
+    if (from === null || from === undefined) return true;
+    const o = this.game.player.origin(from.state, this.eventOrigin);
+    const dx = o.x - hx;
+    const dy = o.y - hy;
+    const dz = o.z - hz;
+    return dx * dx + dy * dy + dz * dz <= r2;
   }
 
   private receive(from: string, data: Uint8Array): void {

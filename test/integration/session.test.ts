@@ -62,6 +62,31 @@ describe('a session', () => {
     match.close();
   });
 
+  it('sends effect events only to clients within hearing of their source', () => {
+    const seed = 15;
+    let heard = 0;
+    const match = new Match(arenaGame, seed, { eventRadius: 1 });
+    match.addClient({
+      profile,
+      drive: runner,
+      hooks: {
+        onEvent: (e, predicted) => {
+          if (!predicted && e.type === EVENT_FOOTSTEP) heard++;
+        },
+      },
+    });
+    match.addClient({ profile, drive: runner });
+    match.run(10_000);
+    let steps = 0;
+    for (let p = match.server.events.tail; p < match.server.events.head; p++) {
+      if (match.server.events.at(p).type === EVENT_FOOTSTEP) steps++;
+    }
+    expect(steps, `seed ${seed}`).toBeGreaterThan(20);
+    // Two players never stand within one unit of each other: nothing of the other is heard.
+    expect(heard, `seed ${seed}`).toBe(0);
+    match.close();
+  });
+
   it('follows the server clock within a few milliseconds of one-way latency, never backwards', () => {
     const seed = 6;
     const match = new Match(arenaGame, seed);
