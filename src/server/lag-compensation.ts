@@ -190,36 +190,19 @@ export class LagCompensator<P, W> {
     players: Int32Array,
     playerCount: number,
   ): void {
-    const store = this.store;
-    const stride = this.stride;
-    const r = this.report;
-    const type = store.schema.types[this.hitscan.targetType];
     const reach = this.hitscan.shotSegment(state, cmd, this.start, this.end) + this.hitscan.targetRadius;
     for (let i = 0; i < playerCount; i++) {
       const e = players[i];
       if (e === self) continue;
       const heldA = writer.heldTick(cmd.viewTickA, e);
       const heldB = writer.heldTick(cmd.viewTickB, e);
-      const a = heldA < 0 ? undefined : store.history(heldA);
-      const b = heldB < 0 ? undefined : store.history(heldB);
-      const inA = a !== undefined && a.alive[e] !== 0 && a.type[e] === this.hitscan.targetType;
-      const inB = b !== undefined && b.alive[e] !== 0 && b.type[e] === this.hitscan.targetType;
-      if (!inA && !inB) continue;
-      this.stats.targetsConsidered++;
-      blendEntity(
-        type,
-        inA ? (a as HistorySlot).values : null,
-        e * stride,
-        inA ? (a as HistorySlot).parity[e] : 0,
-        inB ? (b as HistorySlot).values : null,
-        e * stride,
-        inB ? (b as HistorySlot).parity[e] : 0,
+      this.addTarget(
+        e,
+        heldA < 0 ? undefined : this.store.history(heldA),
+        heldB < 0 ? undefined : this.store.history(heldB),
         cmd.viewFraction,
-        this.config.teleportDistance,
-        r.values,
-        e * stride,
+        reach,
       );
-      if (this.reaches(type.positionFields, e, reach)) r.entities[r.count++] = e;
     }
   }
 
@@ -232,43 +215,53 @@ export class LagCompensator<P, W> {
     players: Int32Array,
     playerCount: number,
   ): void {
-    const store = this.store;
-    const stride = this.stride;
-    const r = this.report;
-    const type = store.schema.types[this.hitscan.targetType];
     const reach = this.hitscan.shotSegment(state, cmd, this.start, this.end) + this.hitscan.targetRadius;
     const tickA = Math.floor(viewTick);
-    const tickB = tickA === viewTick ? tickA : tickA + 1;
-    const f = viewTick - tickA;
-    const a = store.history(tickA);
-    const b = store.history(tickB);
+    const a = this.store.history(tickA);
+    const b = this.store.history(tickA === viewTick ? tickA : tickA + 1);
     if (a === undefined || b === undefined) return;
     for (let i = 0; i < playerCount; i++) {
       const e = players[i];
-      if (e === self) continue;
-      const inA = a.alive[e] !== 0 && a.type[e] === this.hitscan.targetType;
-      const inB = b.alive[e] !== 0 && b.type[e] === this.hitscan.targetType;
-      if (!inA && !inB) continue;
-      this.stats.targetsConsidered++;
-      blendEntity(
-        type,
-        inA ? a.values : null,
-        e * stride,
-        a.parity[e],
-        inB ? b.values : null,
-        e * stride,
-        b.parity[e],
-        f,
-        this.config.teleportDistance,
-        r.values,
-        e * stride,
-      );
-      if (this.reaches(type.positionFields, e, reach)) r.entities[r.count++] = e;
+      if (e !== self) this.addTarget(e, a, b, viewTick - tickA, reach);
     }
   }
 
+  /**
+   * Blends player `e` between history slots `a` and `b` (either may lack it) at fraction `f`, as
+   * the client's view does, and keeps it as a target when the broad phase says the shot can reach.
+   */
+  private addTarget(
+    e: number,
+    a: HistorySlot | undefined,
+    b: HistorySlot | undefined,
+    f: number,
+    reach: number,
+  ): void {
+    const target = this.hitscan.targetType;
+    const inA = a !== undefined && a.alive[e] !== 0 && a.type[e] === target;
+    const inB = b !== undefined && b.alive[e] !== 0 && b.type[e] === target;
+    if (!inA && !inB) return;
+    this.stats.targetsConsidered++;
+    const stride = this.stride;
+    blendEntity(
+      this.store.schema.types[target],
+      inA ? (a as HistorySlot).values : null,
+      e * stride,
+      inA ? (a as HistorySlot).parity[e] : 0,
+      inB ? (b as HistorySlot).values : null,
+      e * stride,
+      inB ? (b as HistorySlot).parity[e] : 0,
+      f,
+      this.config.teleportDistance,
+      this.report.values,
+      e * stride,
+    );
+    if (this.reaches(e, reach)) this.report.entities[this.report.count++] = e;
+  }
+
   /** Broad phase: is target `e` (its blended position) within `reach` of the shot's segment? */
-  private reaches(position: readonly [number, number, number], e: number, reach: number): boolean {
+  private reaches(e: number, reach: number): boolean {
+    const position = this.store.schema.types[this.hitscan.targetType].positionFields;
     const v = this.report.values;
     const o = e * this.stride;
     const px = v[o + position[0]] - this.start.x;

@@ -405,37 +405,32 @@ export class GameServer<P, W> {
    * judge the same shot on a copy of the shooter first.
    */
   private runShot(client: ServerClient<P>, cmd: UserCommand): void {
-    const lag = this.lagCompensation as LagCompensator<P, W>;
-    const { player } = this.game;
-    const decisive = lag.config.mode;
-    const rtt = client.channel.stats.rttMs;
-    const capture = this.shotEvents;
+    const decisive = (this.lagCompensation as LagCompensator<P, W>).config.mode;
     if (this.config.judgeAllModes) {
       for (const mode of LAG_COMPENSATION_MODES) {
         if (mode === decisive) continue;
-        player.copy(this.shadowState, client.state);
-        lag.rewind(
-          mode,
-          this.world,
-          this.shadowState,
-          cmd,
-          client.entity,
-          client.snapshots,
-          rtt,
-          this.tick - 1,
-          this.playerEntities,
-          this.playerCount,
-        );
-        capture.reset(null);
-        player.move(this.shadowState, cmd, this.world, capture);
-        lag.finish(this.world, client.entity);
-        this.hooks.onShot?.(this, client, cmd, mode, capture, false);
+        this.game.player.copy(this.shadowState, client.state);
+        this.judge(client, this.shadowState, cmd, mode, false);
       }
     }
+    this.judge(client, client.state, cmd, decisive, true);
+  }
+
+  /** Runs `cmd` on `state` against the world as `mode` rebuilds the shooter's view, then reports it. */
+  private judge(
+    client: ServerClient<P>,
+    state: P,
+    cmd: UserCommand,
+    mode: LagCompensationMode,
+    decisive: boolean,
+  ): void {
+    const lag = this.lagCompensation as LagCompensator<P, W>;
+    const capture = this.shotEvents;
+    const rtt = client.channel.stats.rttMs;
     lag.rewind(
-      decisive,
+      mode,
       this.world,
-      client.state,
+      state,
       cmd,
       client.entity,
       client.snapshots,
@@ -444,10 +439,10 @@ export class GameServer<P, W> {
       this.playerEntities,
       this.playerCount,
     );
-    capture.reset(this.events);
-    player.move(client.state, cmd, this.world, capture);
+    capture.reset(decisive ? this.events : null);
+    this.game.player.move(state, cmd, this.world, capture);
     lag.finish(this.world, client.entity);
-    this.hooks.onShot?.(this, client, cmd, decisive, capture, true);
+    this.hooks.onShot?.(this, client, cmd, mode, capture, decisive);
   }
 
   private listPlayers(): void {
