@@ -7,6 +7,7 @@ import {
   createHandshakePacket,
   createHandshakeStream,
   DISCONNECT_CLIENT_LEFT,
+  DISCONNECT_KICKED,
   DISCONNECT_SERVER_SHUTDOWN,
   DISCONNECT_TIMED_OUT,
   PACKET_ACCEPTED,
@@ -16,6 +17,7 @@ import {
   PACKET_DISCONNECT,
   PACKET_REFUSED,
   peekPacketType,
+  REFUSE_BANNED,
   REFUSE_SERVER_FULL,
   REFUSE_TOO_MANY_ATTEMPTS,
   REFUSE_WRONG_VERSION,
@@ -235,6 +237,11 @@ export class GameServer<P, W> {
   readonly tickIntervalMs: number;
   /** The newest tick simulated. Server time is tick * tickIntervalMs. */
   tick = 0;
+  /**
+   * Refused with REFUSE_BANNED: exact addresses, or an address without its port
+   * ("udp:203.0.113.9" bans every port of that host).
+   */
+  readonly banned = new Set<string>();
 
   private readonly endpoint: DatagramEndpoint;
   private readonly byAddress = new Map<string, ServerClient<P>>();
@@ -322,6 +329,20 @@ export class GameServer<P, W> {
   close(): void {
     for (const c of this.clients) if (c) this.disconnect(c, DISCONNECT_SERVER_SHUTDOWN);
     this.endpoint.close();
+  }
+
+  /** Bans an address (or a host: an address without its port) and disconnects whoever matches. */
+  ban(address: string): void {
+    this.banned.add(address);
+    for (const c of this.clients)
+      if (c !== null && this.isBanned(c.address)) this.disconnect(c, DISCONNECT_KICKED);
+  }
+
+  isBanned(address: string): boolean {
+    if (this.banned.size === 0) return false;
+    if (this.banned.has(address)) return true;
+    const port = address.lastIndexOf(':');
+    return port > 0 && this.banned.has(address.slice(0, port));
   }
 
   /** Removes a client, telling it why (three copies, since packets may be lost). */
@@ -578,6 +599,10 @@ export class GameServer<P, W> {
       this.reject('too many attempts');
       return;
     }
+    if (this.isBanned(from)) {
+      this.sendHandshake(from, PACKET_REFUSED, p.clientNonce, REFUSE_BANNED);
+      return;
+    }
     if (p.version !== this.config.protocolVersion) {
       this.sendHandshake(from, PACKET_REFUSED, p.clientNonce, REFUSE_WRONG_VERSION);
       return;
@@ -606,6 +631,10 @@ export class GameServer<P, W> {
     }
     if (!this.cookies.check(from, p.issuedAt, p.clientNonce, p.cookieHi, p.cookieLo)) {
       this.reject('bad cookie');
+      return;
+    }
+    if (this.isBanned(from)) {
+      this.sendHandshake(from, PACKET_REFUSED, p.clientNonce, REFUSE_BANNED);
       return;
     }
     const slot = this.clients.indexOf(null);

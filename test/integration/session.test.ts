@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { EVENT_FOOTSTEP } from '../../games/arena/shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import type { GameClient, InputSample } from '../../src/client/client.ts';
+import { DISCONNECT_KICKED, REFUSE_BANNED } from '../../src/net/handshake.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import type { BitStream } from '../../src/protocol/bitstream.ts';
 import { Random } from '../../src/sim/random.ts';
@@ -174,6 +175,25 @@ describe('a session', () => {
     match.run(500);
     expect(match.server.clientCount).toBe(0);
     expect(match.server.stats.disconnects).toBe(2);
+    match.close();
+  });
+
+  it('refuses a banned address with the reason, and kicks it when banned while playing', () => {
+    const seed = 10;
+    const match = new Match(arenaGame, seed);
+    const a = match.addClient({ profile, drive: runner });
+    match.run(1000);
+    expect(a.client.state).toBe('connected');
+    match.server.ban(a.endpoint.address);
+    match.run(1000);
+    expect(a.client.state, `seed ${seed}`).toBe('disconnected');
+    expect(a.client.endReason).toBe(DISCONNECT_KICKED);
+    match.server.ban('client1');
+    const b = match.addClient({ profile, drive: runner });
+    match.run(1000);
+    expect(b.client.state).toBe('refused');
+    expect(b.client.endReason).toBe(REFUSE_BANNED);
+    expect(match.server.clientCount).toBe(0);
     match.close();
   });
 
