@@ -22,8 +22,13 @@ export const DEFAULT_PREDICTION_CONFIG: PredictionConfig = {
 };
 
 export interface PredictionStats {
-  /** Acknowledged states that differed from what this client had predicted for that command. */
+  /**
+   * Acknowledged states that differed from what this client had predicted for that command, in
+   * any replicated field (health changed by someone else's shot counts too).
+   */
   corrections: number;
+  /** Replays that moved the drawn player (a correction the player could see). */
+  visibleCorrections: number;
   /** Sum of the position errors of those corrections (units). */
   correctionDistanceTotal: number;
   /** Largest position error seen. */
@@ -49,6 +54,7 @@ export class Predictor<P, W> {
   readonly config: PredictionConfig;
   readonly stats: PredictionStats = {
     corrections: 0,
+    visibleCorrections: 0,
     correctionDistanceTotal: 0,
     correctionDistanceMax: 0,
     visibleErrorMax: 0,
@@ -198,6 +204,7 @@ export class Predictor<P, W> {
     const ez = this.before.z - this.after.z;
     if (ex === 0 && ey === 0 && ez === 0) return;
     const visible = Math.sqrt(ex * ex + ey * ey + ez * ez);
+    this.stats.visibleCorrections++;
     if (visible > this.stats.visibleErrorMax) this.stats.visibleErrorMax = visible;
     if (visible > this.config.snapDistance) {
       this.stats.snaps++;

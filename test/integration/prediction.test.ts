@@ -90,6 +90,7 @@ describe('prediction over the conditioner', () => {
         }
         expect(compared, msg).toBeGreaterThan(3000);
         expect(c.client.predictor.stats.corrections, msg).toBe(0);
+        expect(c.client.predictor.stats.visibleCorrections, msg).toBe(0);
         expect(c.client.predictor.stats.replays, msg).toBeGreaterThan(100);
         const stats = match.server.clients[c.client.slot]!.commandStats;
         expect(stats.lost, msg).toBe(0);
@@ -157,6 +158,7 @@ describe('prediction over the conditioner', () => {
     expect(correctedAtMs - pushAtMs, msg).toBeLessThanOrEqual(rtt + 1000 / 32 + rtt * 0.2);
     expect(client.predictor.stats.snaps, msg).toBe(0);
     expect(client.predictor.stats.visibleErrorMax, msg).toBeGreaterThan(1);
+    expect(client.predictor.stats.visibleCorrections, msg).toBeGreaterThan(0);
     expect(maxExcess, msg).toBeLessThanOrEqual(0);
     // After the correction, prediction agrees again.
     const after = client.predictor.stats.corrections;
