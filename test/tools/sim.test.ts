@@ -1,0 +1,291 @@
+// The simulation harness: a memory run is reproducible from its seed (but for the real-clock
+// figures), another seed changes the figures, bad options, profiles and scenarios are refused
+// naming the problem before anything runs, scenarios resolve to the right bots, the conditioner
+// in front of a socket delays, drops and duplicates, a UDP run finishes and closes its sockets.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseProfile } from '../../src/net/profile.ts';
+import { MemoryNetwork } from '../../src/net/transports/memory.ts';
+import { renderChart } from '../../tools/sim/chart.ts';
+import { ConditionedEndpoint } from '../../tools/sim/conditioned-endpoint.ts';
+import { REAL_CLOCK_FIGURES, REAL_CLOCK_SERIES } from '../../tools/sim/metrics.ts';
+import { resolveSimPlan } from '../../tools/sim/options.ts';
+import { formatReport } from '../../tools/sim/report.ts';
+import { runSim, type SimResult } from '../../tools/sim/runner.ts';
+import { BUILT_IN_SCENARIOS } from '../../tools/sim/scenario.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'backstep-sim-'));
+
+function file(name: string, content: unknown): string {
+  const path = join(dir, name);
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+
+function reproducible(r: SimResult) {
+  const figures = { ...r.figures };
+  for (const name of REAL_CLOCK_FIGURES) delete figures[name];
+  const series: Record<string, unknown> = { ...r.series };
+  for (const name of REAL_CLOCK_SERIES) delete series[name];
+  return { options: r.options, figures, series };
+}
+
+const run = (argv: string[]) => runSim(resolveSimPlan([...argv, '--quiet'], dir));
+
+describe('sim: reproducible from the seed', () => {
+  it('gives the same figures twice for one seed, other figures for another', async () => {
+    const seed = 11;
+    const argv = ['--bots', '4', '--profile', 'mobile', '--seconds', '4', '--aim-error', '8'];
+    const a = await run([...argv, '--seed', String(seed)]);
+    const b = await run([...argv, '--seed', String(seed)]);
+    const c = await run([...argv, '--seed', String(seed + 1)]);
+    const msg = `seed ${seed}`;
+    expect(reproducible(b), msg).toEqual(reproducible(a));
+    expect(reproducible(c).figures, msg).not.toEqual(reproducible(a).figures);
+    // The run measured real fights: every mode judged the same rays.
+    const f = a.figures;
+    expect(f['hitAgreement.exact.compared'], msg).toBeGreaterThan(20);
+    expect(f['hitAgreement.estimate.compared'], msg).toBe(f['hitAgreement.exact.compared']);
+    expect(f['hitAgreement.off.compared'], msg).toBe(f['hitAgreement.exact.compared']);
+    expect(f['hitAgreement.exact'], msg).toBe(
+      (f['hitAgreement.exact.agreed'] as number) / (f['hitAgreement.exact.compared'] as number),
+    );
+    expect(f['bytesPerClientPerSecond.down'], msg).toBeGreaterThan(0);
+    expect(f['bytesPerClientPerSecond.up'], msg).toBeGreaterThan(0);
+    expect(f['clients.connectedAtEnd'], msg).toBe(4);
+    expect(f['serverTickMs.p99'], msg).toBeGreaterThanOrEqual(f['serverTickMs.p50'] as number);
+    for (const name of [
+      'shots.rays',
+      'shots.clientHits',
+      'shots.aroundCorner',
+      'shots.mispredictedCommands',
+      'prediction.correctionsPerMinute',
+      'prediction.meanCorrectionUnits',
+      'prediction.maxVisibleErrorUnits',
+      'choke.share',
+      'view.extrapolatedShare',
+      'view.heldShare',
+      'serverTickMs.max',
+      'commands.lost',
+      'commands.overBudget',
+      'kills',
+    ]) {
+      expect(Object.hasOwn(f, name), `${msg}: ${name}`).toBe(true);
+    }
+    // One value per second in every series.
+    for (const [name, values] of Object.entries(a.series)) expect(values.length, `${msg}: ${name}`).toBe(4);
+    expect(a.series.t, msg).toEqual([1, 2, 3, 4]);
+    // The report names every figure it shows; the chart is a complete SVG with numbers only.
+    expect(formatReport(a), msg).toContain('hitAgreement.exact');
+    const svg = renderChart(a);
+    expect(svg.startsWith('<svg'), msg).toBe(true);
+    expect(svg.trimEnd().endsWith('</svg>'), msg).toBe(true);
+    expect(svg, msg).not.toMatch(/NaN|undefined|Infinity/);
+    expect(svg.match(/<path /g)?.length, msg).toBeGreaterThanOrEqual(9);
+  });
+
+  it('runs every built-in scenario, the runners with no shots', async () => {
+    const seed = 3;
+    for (const name of Object.keys(BUILT_IN_SCENARIOS)) {
+      const msg = `scenario ${name}, seed ${seed}`;
+      const r = await run(['--scenario', name, '--seconds', '3', '--seed', String(seed)]);
+      expect(r.options.scenario, msg).toBe(name);
+      expect(r.figures['clients.connectedAtEnd'], msg).toBe(r.figures.bots);
+      if (name === 'runners') {
+        expect(r.figures['shots.rays'], msg).toBe(0);
+        expect(r.figures['hitAgreement.exact'], msg).toBe(null);
+      } else {
+        expect(r.figures['shots.rays'], msg).toBeGreaterThan(0);
+      }
+    }
+  });
+});
+
+describe('sim: bad input is refused before anything runs', () => {
+  const badProfile = file('bad-profile.json', { name: 'bad', latencyMs: -5 });
+  const lossy = file('lossy.json', { name: 'lossy', loss: 1.5 });
+  const broken = file('broken.json', '{ "latencyMs": 5,');
+  const scenarios = {
+    unknownField: file('s1.json', { botz: 3 }),
+    groupCount: file('s2.json', { groups: [{ count: 2 }, { count: 0 }] }),
+    inlineProfile: file('s3.json', { profiles: ['lan', { loss: 2 }] }),
+    mode: file('s4.json', { lagCompensation: 'fast' }),
+    both: file('s5.json', { profile: 'lan', groups: [{ count: 2 }] }),
+    groups: file('s6.json', { groups: [{ count: 3, profile: 'lan' }] }),
+    badFile: file('s7.json', { profile: 'bad-profile.json' }),
+    rates: file('s8.json', { tickRate: 20, updateRate: 30 }),
+    kind: file('s9.json', { groups: [{ count: 1, bot: 'sniper' }] }),
+  };
+  const cases: [string[], RegExp][] = [
+    [['--bost', '3'], /unknown option "--bost" \(did you mean --bots\?\)/],
+    [['extra'], /unexpected argument "extra"/],
+    [['--bots', '-3'], /--bots: must be an integer in \[1, 512\], got "-3"/],
+    [['--bots', '2.5'], /--bots: must be an integer/],
+    [['--seconds', 'abc'], /--seconds: must be a number in \(0, 86400\], got "abc"/],
+    [['--seconds', '0'], /--seconds: must be a number in \(0, 86400\]/],
+    [['--seed'], /--seed: needs a value/],
+    [['--seed', '--bots', '3'], /--seed: needs a value/],
+    [['--transport', 'tcp'], /--transport: must be one of memory, udp, got "tcp"/],
+    [['--lag-comp', 'maybe'], /--lag-comp: must be one of exact, estimate, off/],
+    [['--aim-error=-1'], /--aim-error: must be a number in \[0, 1000\], got "-1"/],
+    [['--runner-share', '1.5'], /--runner-share: must be a number in \[0, 1\]/],
+    [['--interp-delay', 'soon'], /--interp-delay: must be "adaptive" or a number/],
+    [['--quiet=yes'], /--quiet: takes no value/],
+    [
+      ['--update-rate', '128', '--tick-rate', '64'],
+      /--update-rate: 128 snapshots per second is more than the tick rate \(64\)/,
+    ],
+    [['--profile', 'nosuch'], /--profile nosuch: "nosuch" is not a named profile/],
+    [['--profile', 'missing.json'], /--profile missing.json: cannot read .*missing\.json/],
+    [['--profile', badProfile], /profile\.latencyMs: must be a number in \[0, 60000\], got -5/],
+    [['--profile', lossy], /profile\.loss: must be a number in \[0, 1\], got 1\.5/],
+    [['--profile', broken], /is not valid JSON/],
+    [
+      ['--scenario', 'nosuch'],
+      /--scenario nosuch: not a built-in scenario \(deathmatch, runners, duel, mixed\)/,
+    ],
+    [['--scenario', scenarios.unknownField], /scenario: unknown field "botz"/],
+    [
+      ['--scenario', scenarios.groupCount],
+      /scenario\.groups\[1\]\.count: must be an integer in \[1, 512\], got 0/,
+    ],
+    [
+      ['--scenario', scenarios.inlineProfile],
+      /scenario\.profiles\[1\]: profile\.loss: must be a number in \[0, 1\], got 2/,
+    ],
+    [
+      ['--scenario', scenarios.mode],
+      /scenario\.lagCompensation: must be one of exact, estimate, off, got "fast"/,
+    ],
+    [['--scenario', scenarios.both], /scenario: give only one of profile, profiles and groups/],
+    [['--scenario', scenarios.groups, '--bots', '4'], /--bots: scenario "custom" sets its bots in groups/],
+    [
+      ['--scenario', scenarios.badFile],
+      /scenario\.profile: .*profile\.latencyMs: must be a number in \[0, 60000\], got -5/,
+    ],
+    [
+      ['--scenario', scenarios.rates],
+      /scenario\.updateRate: 30 snapshots per second is more than the tick rate \(20\)/,
+    ],
+    [['--scenario', scenarios.kind], /scenario\.groups\[0\]\.bot: must be one of aim, runner, got "sniper"/],
+    [['--json', join(dir, 'no-such-dir', 'out.json')], /--json: the directory of .* does not exist/],
+    [['--chart', 'out.png'], /--chart: must name a \.svg file, got "out\.png"/],
+  ];
+  for (const [argv, message] of cases) {
+    it(`refuses ${argv.join(' ').replace(dir, '<dir>')}`, () => {
+      expect(() => resolveSimPlan(argv, dir)).toThrow(message);
+    });
+  }
+
+  it('exits with status 2 and the message from the command line, writing nothing', () => {
+    const out = join(dir, 'never.json');
+    const r = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', 'tools/sim.ts', '--bots', '4', '--profile', lossy, '--json', out],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^sim: --profile .*profile\.loss: must be a number in \[0, 1\], got 1\.5/);
+    expect(r.stdout).toBe('');
+    expect(existsSync(out)).toBe(false);
+  });
+});
+
+describe('sim: scenarios resolve to bots', () => {
+  it('assigns groups, round-robin profiles, runner shares and command-line overrides', () => {
+    const groups = resolveSimPlan(['--scenario', 'mixed'], dir);
+    expect(groups.bots.map((b) => `${b.profileName}:${b.kind}`)).toEqual([
+      ...Array(4).fill('lan:aim'),
+      ...Array(4).fill('dsl:aim'),
+      ...Array(4).fill('mobile:aim'),
+      ...Array(2).fill('terrible:aim'),
+      ...Array(2).fill('dsl:runner'),
+    ]);
+    const roundRobin = resolveSimPlan(
+      ['--scenario', file('rr.json', { profiles: ['lan', 'none'], bots: 5, runnerShare: 0.4 })],
+      dir,
+    );
+    expect(roundRobin.bots.map((b) => `${b.profileName}:${b.kind}`)).toEqual([
+      'lan:aim',
+      'none:aim',
+      'lan:aim',
+      'none:runner',
+      'lan:runner',
+    ]);
+    expect(roundRobin.bots[1].profile).toBe(null);
+    const override = resolveSimPlan(
+      ['--scenario', 'mixed', '--profile', 'congested', '--aim-error', '3'],
+      dir,
+    );
+    expect(new Set(override.bots.map((b) => `${b.profileName}:${b.aimErrorUnits}`))).toEqual(
+      new Set(['congested:3']),
+    );
+    const defaults = resolveSimPlan([], dir);
+    expect(defaults.bots.length).toBe(8);
+    expect(defaults.scenario.lagCompensation).toBe('exact');
+    expect(defaults.transport).toBe('memory');
+  });
+});
+
+describe('sim: the conditioner in front of a socket', () => {
+  function pair(profile: unknown, seed: number) {
+    const network = new MemoryNetwork({ seed });
+    const server = network.createEndpoint('server');
+    const inner = network.createEndpoint('client');
+    return { server, client: new ConditionedEndpoint(inner, parseProfile(profile), seed) };
+  }
+
+  it('holds sends for the latency, and arrivals too', () => {
+    const seed = 5;
+    const msg = `seed ${seed}`;
+    const { server, client } = pair({ latencyMs: 40 }, seed);
+    const got: number[] = [];
+    client.send('server', new Uint8Array([1, 2, 3]));
+    server.poll(39, () => got.push(-1));
+    client.pump(39);
+    server.poll(39, () => got.push(-1));
+    expect(got, msg).toEqual([]);
+    client.pump(40);
+    server.poll(40, (_from, data) => got.push(data.length));
+    expect(got, msg).toEqual([3]);
+    server.send('client', new Uint8Array([9]));
+    const back: string[] = [];
+    client.poll(41, (from) => back.push(from));
+    client.poll(80, (from) => back.push(from));
+    expect(back, msg).toEqual([]);
+    client.poll(81, (from, data) => back.push(`${from}:${data[0]}`));
+    expect(back, msg).toEqual(['server:9']);
+  });
+
+  it('drops everything at loss 1 and doubles everything at duplicate 1', () => {
+    const seed = 6;
+    const msg = `seed ${seed}`;
+    const lost = pair({ loss: 1 }, seed);
+    for (let i = 0; i < 10; i++) lost.client.send('server', new Uint8Array([i]));
+    let count = 0;
+    lost.client.pump(1);
+    lost.server.poll(1, () => count++);
+    expect(count, msg).toBe(0);
+    expect(lost.client.up.stats.droppedRandom, msg).toBe(10);
+    const doubled = pair({ duplicate: 1 }, seed);
+    for (let i = 0; i < 10; i++) doubled.client.send('server', new Uint8Array([i]));
+    doubled.client.pump(1);
+    doubled.server.poll(1, () => count++);
+    expect(count, msg).toBe(20);
+  });
+});
+
+describe('sim: real UDP on loopback', () => {
+  it('runs bots over conditioned sockets in real time, then closes every socket', async () => {
+    const r = await run(['--transport', 'udp', '--bots', '3', '--seconds', '2', '--profile', 'lan']);
+    expect(r.options.transport).toBe('udp');
+    expect(r.figures['clients.connectedAtEnd']).toBe(3);
+    expect(r.figures['snapshots.sent']).toBeGreaterThan(50);
+    expect(r.figures['bytesPerClientPerSecond.down']).toBeGreaterThan(0);
+    expect(r.series.t).toEqual([1, 2]);
+  });
+});

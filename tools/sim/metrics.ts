@@ -1,0 +1,323 @@
+// The sim's measurements: counters read from the server, the clients and the shot ledger at the end
+// of every time bucket (series for the chart) and at the end of the run (the figures, by plain name).
+
+import type { ArenaRules } from '../../games/arena/server/rules.ts';
+import type { ArenaPlayerState, ArenaWorld } from '../../games/arena/shared/game.ts';
+import type { GameClient } from '../../src/client/client.ts';
+import { LAG_COMPENSATION_MODES, type LagCompensationMode } from '../../src/server/lag-compensation.ts';
+import type { GameServer, ServerClient } from '../../src/server/server.ts';
+import type { ShotLedger } from '../harness/shots.ts';
+
+/** A figure: a number, or null when it has no meaning in this run (a share of nothing). */
+export type Figure = number | null;
+
+/**
+ * Figures measured on the real clock: they vary from run to run even on the memory transport.
+ * Every other figure of a memory run is a function of the options and the seed.
+ */
+export const REAL_CLOCK_FIGURES: readonly string[] = [
+  'serverTickMs.p50',
+  'serverTickMs.p99',
+  'serverTickMs.max',
+  'serverTickMs.mean',
+  'wallClockSeconds',
+];
+
+/** Series measured on the real clock (see REAL_CLOCK_FIGURES). */
+export const REAL_CLOCK_SERIES: readonly string[] = [
+  'serverTickMs.p50',
+  'serverTickMs.p99',
+  'serverTickMs.max',
+];
+
+/** The real duration of every server update (a tick and its sends), ms, in a growing preallocated buffer. */
+export class TickTimes {
+  private buffer: Float64Array;
+  count = 0;
+
+  constructor(expected: number) {
+    this.buffer = new Float64Array(Math.min(1 << 20, Math.max(64, Math.ceil(expected))));
+  }
+
+  record(ms: number): void {
+    if (this.count === this.buffer.length) {
+      const grown = new Float64Array(this.buffer.length * 2);
+      grown.set(this.buffer);
+      this.buffer = grown;
+    }
+    this.buffer[this.count++] = ms;
+  }
+
+  /** The durations recorded from index `from` on, sorted ascending (a copy). */
+  sortedFrom(from: number): Float64Array {
+    return this.buffer.slice(from, this.count).sort();
+  }
+}
+
+/** What the metrics read. `serverClients` holds every client the server accepted, even after it left. */
+export interface SimSources {
+  readonly server: GameServer<ArenaPlayerState, ArenaWorld>;
+  readonly serverClients: readonly ServerClient<ArenaPlayerState>[];
+  readonly clients: readonly GameClient<ArenaPlayerState, ArenaWorld>[];
+  readonly ledger: ShotLedger;
+  readonly rules: ArenaRules | null;
+  readonly tickTimes: TickTimes;
+}
+
+/** Cumulative counters at one moment. */
+interface Totals {
+  bytesDown: number;
+  bytesUp: number;
+  framesSent: number;
+  choked: number;
+  corrections: number;
+  correctionUnits: number;
+  interpolated: number;
+  extrapolated: number;
+  held: number;
+  compared: Record<LagCompensationMode, number>;
+  agreed: Record<LagCompensationMode, number>;
+  kills: number;
+  aroundCorner: number;
+}
+
+function createTotals(): Totals {
+  return {
+    bytesDown: 0,
+    bytesUp: 0,
+    framesSent: 0,
+    choked: 0,
+    corrections: 0,
+    correctionUnits: 0,
+    interpolated: 0,
+    extrapolated: 0,
+    held: 0,
+    compared: { exact: 0, estimate: 0, off: 0 },
+    agreed: { exact: 0, estimate: 0, off: 0 },
+    kills: 0,
+    aroundCorner: 0,
+  };
+}
+
+function share(part: number, whole: number): Figure {
+  return whole > 0 ? part / whole : null;
+}
+
+/** Nearest-rank percentile `p` (0..1) of `sorted` (ascending); null when empty. */
+export function percentile(sorted: ArrayLike<number>, p: number): Figure {
+  const n = sorted.length;
+  if (n === 0) return null;
+  return sorted[Math.min(n - 1, Math.max(0, Math.ceil(p * n) - 1))];
+}
+
+/** Names of the series, in the order the JSON lists them. */
+export const SERIES_NAMES = [
+  't',
+  'bytesPerClientPerSecond.down',
+  'bytesPerClientPerSecond.up',
+  'prediction.correctionsPerMinute',
+  'hitAgreement.exact',
+  'hitAgreement.estimate',
+  'hitAgreement.off',
+  'hitAgreement.exact.cumulative',
+  'hitAgreement.estimate.cumulative',
+  'hitAgreement.off.cumulative',
+  'view.extrapolatedShare',
+  'view.heldShare',
+  'choke.share',
+  'kills',
+  'shots.aroundCorner',
+  'serverTickMs.p50',
+  'serverTickMs.p99',
+  'serverTickMs.max',
+] as const;
+
+export type SeriesName = (typeof SERIES_NAMES)[number];
+
+/**
+ * Collects a run's measurements: call `sample` at the end of every bucket (simulated time, or
+ * real time over UDP), then `figures`.
+ */
+export class SimMetrics {
+  readonly series: Record<SeriesName, Figure[]>;
+  private readonly previous = createTotals();
+  private readonly current = createTotals();
+  private bucketFirstTick = 0;
+  private lastSampleMs = 0;
+
+  constructor(private readonly sources: SimSources) {
+    this.series = Object.fromEntries(SERIES_NAMES.map((name) => [name, []])) as unknown as Record<
+      SeriesName,
+      Figure[]
+    >;
+  }
+
+  /** Closes the bucket that ends at `nowMs` (ms since the start): appends one value to every series. */
+  sample(nowMs: number): void {
+    const cur = this.current;
+    const prev = this.previous;
+    this.read(cur);
+    const seconds = (nowMs - this.lastSampleMs) / 1000;
+    const n = Math.max(1, this.sources.clients.length);
+    const push = (name: SeriesName, value: Figure) => this.series[name].push(value);
+    push('t', nowMs / 1000);
+    push('bytesPerClientPerSecond.down', (cur.bytesDown - prev.bytesDown) / n / seconds);
+    push('bytesPerClientPerSecond.up', (cur.bytesUp - prev.bytesUp) / n / seconds);
+    push('prediction.correctionsPerMinute', (cur.corrections - prev.corrections) / n / (seconds / 60));
+    for (const mode of LAG_COMPENSATION_MODES) {
+      push(
+        `hitAgreement.${mode}`,
+        share(cur.agreed[mode] - prev.agreed[mode], cur.compared[mode] - prev.compared[mode]),
+      );
+      push(`hitAgreement.${mode}.cumulative`, share(cur.agreed[mode], cur.compared[mode]));
+    }
+    const drawn =
+      cur.interpolated + cur.extrapolated + cur.held - (prev.interpolated + prev.extrapolated + prev.held);
+    push('view.extrapolatedShare', share(cur.extrapolated - prev.extrapolated, drawn));
+    push('view.heldShare', share(cur.held - prev.held, drawn));
+    const choked = cur.choked - prev.choked;
+    push('choke.share', share(choked, choked + cur.framesSent - prev.framesSent));
+    push('kills', cur.kills - prev.kills);
+    push('shots.aroundCorner', cur.aroundCorner - prev.aroundCorner);
+    const bucket = this.sources.tickTimes.sortedFrom(this.bucketFirstTick);
+    push('serverTickMs.p50', percentile(bucket, 0.5));
+    push('serverTickMs.p99', percentile(bucket, 0.99));
+    push('serverTickMs.max', bucket.length > 0 ? bucket[bucket.length - 1] : null);
+    this.bucketFirstTick = this.sources.tickTimes.count;
+    this.lastSampleMs = nowMs;
+    copyTotals(prev, cur);
+  }
+
+  /**
+   * Every figure of the run by plain name, but wallClockSeconds (the caller's); `seconds` is how
+   * long it ran (simulated over memory).
+   */
+  figures(seconds: number): Record<string, Figure> {
+    const { server, serverClients, clients, ledger, rules } = this.sources;
+    const t = this.current;
+    this.read(t);
+    const n = clients.length;
+    let maxCorrection = 0;
+    let maxVisible = 0;
+    let snaps = 0;
+    let connected = 0;
+    for (const c of clients) {
+      const p = c.predictor.stats;
+      if (p.correctionDistanceMax > maxCorrection) maxCorrection = p.correctionDistanceMax;
+      if (p.visibleErrorMax > maxVisible) maxVisible = p.visibleErrorMax;
+      snaps += p.snaps;
+      if (c.state === 'connected') connected++;
+    }
+    let executed = 0;
+    let lost = 0;
+    let overBudget = 0;
+    for (const sc of serverClients) {
+      executed += sc.commandStats.executed;
+      lost += sc.commandStats.lost;
+      overBudget += sc.commandStats.overBudget;
+    }
+    const decisive = server.lagCompensation?.config.mode ?? 'exact';
+    const f: Record<string, Figure> = {
+      bots: n,
+      simulatedSeconds: seconds,
+    };
+    for (const mode of LAG_COMPENSATION_MODES) {
+      const a = ledger.agreement(mode);
+      f[`hitAgreement.${mode}`] = share(a.agreed, a.compared);
+      f[`hitAgreement.${mode}.compared`] = a.compared;
+      f[`hitAgreement.${mode}.agreed`] = a.agreed;
+    }
+    f['shots.rays'] = ledger.server[decisive].size;
+    f['shots.clientHits'] = ledger.clientHits();
+    f['shots.serverHits'] = ledger.decisiveHits;
+    f['shots.aroundCorner'] = ledger.aroundCorner;
+    f['shots.aroundCornerShare'] = share(ledger.aroundCorner, ledger.decisiveHits);
+    f['shots.mispredictedCommands'] = ledger.mispredicted.size;
+    f.kills = rules?.kills ?? 0;
+    f.damage = rules?.damageDealt ?? 0;
+    f['prediction.corrections'] = t.corrections;
+    f['prediction.correctionsPerMinute'] = n > 0 && seconds > 0 ? t.corrections / n / (seconds / 60) : null;
+    f['prediction.meanCorrectionUnits'] = share(t.correctionUnits, t.corrections);
+    f['prediction.maxCorrectionUnits'] = maxCorrection;
+    f['prediction.maxVisibleErrorUnits'] = maxVisible;
+    f['prediction.snaps'] = snaps;
+    f['bytesPerClientPerSecond.down'] = n > 0 && seconds > 0 ? t.bytesDown / n / seconds : null;
+    f['bytesPerClientPerSecond.up'] = n > 0 && seconds > 0 ? t.bytesUp / n / seconds : null;
+    f['choke.share'] = share(t.choked, t.choked + t.framesSent);
+    f['choke.frames'] = t.choked;
+    f['snapshots.sent'] = t.framesSent;
+    const drawn = t.interpolated + t.extrapolated + t.held;
+    f['view.interpolatedShare'] = share(t.interpolated, drawn);
+    f['view.extrapolatedShare'] = share(t.extrapolated, drawn);
+    f['view.heldShare'] = share(t.held, drawn);
+    f['commands.executed'] = executed;
+    f['commands.lost'] = lost;
+    f['commands.overBudget'] = overBudget;
+    const lag = server.lagCompensation?.stats;
+    f['lagCompensation.exactViews'] = lag?.exactViews ?? 0;
+    f['lagCompensation.viewsRefused'] = lag?.viewsRefused ?? 0;
+    f['lagCompensation.tooOld'] = lag?.tooOld ?? 0;
+    f['clients.connectedAtEnd'] = connected;
+    f['server.ticks'] = server.stats.ticks;
+    f['server.ticksSkipped'] = server.stats.ticksSkipped;
+    const sorted = this.sources.tickTimes.sortedFrom(0);
+    let sum = 0;
+    for (let i = 0; i < sorted.length; i++) sum += sorted[i];
+    f['serverTickMs.p50'] = percentile(sorted, 0.5);
+    f['serverTickMs.p99'] = percentile(sorted, 0.99);
+    f['serverTickMs.max'] = sorted.length > 0 ? sorted[sorted.length - 1] : null;
+    f['serverTickMs.mean'] = sorted.length > 0 ? sum / sorted.length : null;
+    return f;
+  }
+
+  private read(into: Totals): void {
+    const { serverClients, clients, ledger, rules } = this.sources;
+    into.bytesDown = 0;
+    into.bytesUp = 0;
+    into.framesSent = 0;
+    into.choked = 0;
+    for (const sc of serverClients) {
+      into.bytesDown += sc.channel.stats.bytesSent;
+      into.bytesUp += sc.channel.stats.bytesReceived;
+      into.framesSent += sc.framesSent;
+      into.choked += sc.choked;
+    }
+    into.corrections = 0;
+    into.correctionUnits = 0;
+    into.interpolated = 0;
+    into.extrapolated = 0;
+    into.held = 0;
+    for (const c of clients) {
+      into.corrections += c.predictor.stats.corrections;
+      into.correctionUnits += c.predictor.stats.correctionDistanceTotal;
+      into.interpolated += c.view.stats.interpolated;
+      into.extrapolated += c.view.stats.extrapolated;
+      into.held += c.view.stats.held;
+    }
+    for (const mode of LAG_COMPENSATION_MODES) {
+      const a = ledger.agreement(mode);
+      into.compared[mode] = a.compared;
+      into.agreed[mode] = a.agreed;
+    }
+    into.kills = rules?.kills ?? 0;
+    into.aroundCorner = ledger.aroundCorner;
+  }
+}
+
+function copyTotals(to: Totals, from: Totals): void {
+  to.bytesDown = from.bytesDown;
+  to.bytesUp = from.bytesUp;
+  to.framesSent = from.framesSent;
+  to.choked = from.choked;
+  to.corrections = from.corrections;
+  to.correctionUnits = from.correctionUnits;
+  to.interpolated = from.interpolated;
+  to.extrapolated = from.extrapolated;
+  to.held = from.held;
+  for (const mode of LAG_COMPENSATION_MODES) {
+    to.compared[mode] = from.compared[mode];
+    to.agreed[mode] = from.agreed[mode];
+  }
+  to.kills = from.kills;
+  to.aroundCorner = from.aroundCorner;
+}

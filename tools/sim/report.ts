@@ -1,0 +1,205 @@
+// The sim's printed report: a header line for the plan, and the figures as a grouped table with
+// each row's JSON name beside it.
+
+import { LAG_COMPENSATION_MODES } from '../../src/server/lag-compensation.ts';
+import type { Figure } from './metrics.ts';
+import type { SimOptionsSummary } from './options.ts';
+import type { SimResult } from './runner.ts';
+
+/** One line saying what runs: bots, profiles, duration, seed, transport, deciding mode. */
+export function describeRun(options: SimOptionsSummary): string {
+  const profiles = Object.entries(options.profiles)
+    .map(([name, count]) => `${count} ${name}`)
+    .join(', ');
+  const clock = options.transport === 'memory' ? 'simulated' : 'real';
+  return `Backstep sim: scenario ${options.scenario}, ${options.bots} bots (${options.aimBots} aiming, ${
+    options.runnerBots
+  } runners; profiles: ${profiles}), ${options.seconds} s ${clock}, seed ${options.seed}, ${
+    options.transport
+  } transport; lag compensation "${options.lagCompensation}" decides, all three judged`;
+}
+
+function fixed(x: Figure, digits: number, unit = ''): string {
+  return x === null ? '-' : `${x.toFixed(digits)}${unit}`;
+}
+
+function percent(x: Figure, digits = 2): string {
+  return x === null ? '-' : `${(x * 100).toFixed(digits)} %`;
+}
+
+function count(x: Figure): string {
+  return x === null ? '-' : Math.round(x).toLocaleString('en-US');
+}
+
+type Row = readonly [label: string, value: string, detail: string, name: string];
+
+/** The figures as a table: groups of rows (label, value, detail, JSON name). */
+export function formatReport(result: SimResult): string {
+  const f = result.figures;
+  const get = (name: string): Figure => (Object.hasOwn(f, name) ? f[name] : null);
+  const decisive = result.options.lagCompensation;
+  const groups: [string, Row[]][] = [];
+  groups.push([
+    "hit agreement: share of rays whose client verdict (hit or miss, which player, which box) equals the server's; all modes judge the same rays",
+    LAG_COMPENSATION_MODES.map(
+      (m): Row => [
+        `${m}${m === decisive ? ' (decides)' : ''}`,
+        percent(get(`hitAgreement.${m}`)),
+        `${count(get(`hitAgreement.${m}.agreed`))} of ${count(get(`hitAgreement.${m}.compared`))} rays`,
+        `hitAgreement.${m}`,
+      ],
+    ),
+  ]);
+  groups.push([
+    'shots',
+    [
+      ['rays the server judged', count(get('shots.rays')), '', 'shots.rays'],
+      ["hits on the shooters' screens", count(get('shots.clientHits')), '', 'shots.clientHits'],
+      ['hits on the server (deciding mode)', count(get('shots.serverHits')), '', 'shots.serverHits'],
+      [
+        'hits around a corner',
+        count(get('shots.aroundCorner')),
+        `${percent(get('shots.aroundCornerShare'))} of server hits: target behind cover by then`,
+        'shots.aroundCorner',
+      ],
+      [
+        'commands fired mispredicted',
+        count(get('shots.mispredictedCommands')),
+        "shooter's own state wrong: left out of agreement",
+        'shots.mispredictedCommands',
+      ],
+      ['kills', count(get('kills')), `${count(get('damage'))} damage`, 'kills'],
+    ],
+  ]);
+  groups.push([
+    'prediction (local player)',
+    [
+      [
+        'corrections per minute',
+        fixed(get('prediction.correctionsPerMinute'), 1),
+        `per client (${count(get('prediction.corrections'))} in all)`,
+        'prediction.correctionsPerMinute',
+      ],
+      [
+        'mean correction',
+        fixed(get('prediction.meanCorrectionUnits'), 2, ' u'),
+        'units',
+        'prediction.meanCorrectionUnits',
+      ],
+      [
+        'largest correction',
+        fixed(get('prediction.maxCorrectionUnits'), 2, ' u'),
+        '',
+        'prediction.maxCorrectionUnits',
+      ],
+      [
+        'largest visible error',
+        fixed(get('prediction.maxVisibleErrorUnits'), 2, ' u'),
+        `before smoothing; ${count(get('prediction.snaps'))} snapped`,
+        'prediction.maxVisibleErrorUnits',
+      ],
+    ],
+  ]);
+  groups.push([
+    'bandwidth and choke',
+    [
+      [
+        'down (server to client)',
+        count(get('bytesPerClientPerSecond.down')),
+        'bytes per second per client, packet headers included',
+        'bytesPerClientPerSecond.down',
+      ],
+      [
+        'up (client to server)',
+        count(get('bytesPerClientPerSecond.up')),
+        'bytes per second per client',
+        'bytesPerClientPerSecond.up',
+      ],
+      [
+        'choke',
+        percent(get('choke.share')),
+        `${count(get('choke.frames'))} frames held back by the rate, ${count(get('snapshots.sent'))} sent`,
+        'choke.share',
+      ],
+    ],
+  ]);
+  groups.push([
+    'view of remote players (share of client frames)',
+    [
+      ['interpolated', percent(get('view.interpolatedShare')), '', 'view.interpolatedShare'],
+      ['extrapolated', percent(get('view.extrapolatedShare')), 'history ran dry', 'view.extrapolatedShare'],
+      ['held', percent(get('view.heldShare')), 'past the extrapolation cap', 'view.heldShare'],
+    ],
+  ]);
+  groups.push([
+    'commands and lag compensation',
+    [
+      ['commands executed', count(get('commands.executed')), '', 'commands.executed'],
+      ['commands lost', count(get('commands.lost')), 'every packet carrying them lost', 'commands.lost'],
+      [
+        'commands over budget',
+        count(get('commands.overBudget')),
+        'dropped by the time budget',
+        'commands.overBudget',
+      ],
+      [
+        'views honoured exactly',
+        count(get('lagCompensation.exactViews')),
+        'per command that could fire',
+        'lagCompensation.exactViews',
+      ],
+      [
+        'views refused',
+        count(get('lagCompensation.viewsRefused')),
+        'outside tolerance: estimate used',
+        'lagCompensation.viewsRefused',
+      ],
+      [
+        'views older than maxUnlagMs',
+        count(get('lagCompensation.tooOld')),
+        'clamped',
+        'lagCompensation.tooOld',
+      ],
+      [
+        'clients connected at the end',
+        count(get('clients.connectedAtEnd')),
+        `of ${count(get('bots'))}`,
+        'clients.connectedAtEnd',
+      ],
+    ],
+  ]);
+  groups.push([
+    'server tick time (real clock: differs from run to run, even with the same seed)',
+    [
+      [
+        'p50',
+        fixed(get('serverTickMs.p50'), 3, ' ms'),
+        `${count(get('server.ticks'))} ticks`,
+        'serverTickMs.p50',
+      ],
+      ['p99', fixed(get('serverTickMs.p99'), 3, ' ms'), '', 'serverTickMs.p99'],
+      ['max', fixed(get('serverTickMs.max'), 3, ' ms'), '', 'serverTickMs.max'],
+      ['wall clock', fixed(get('wallClockSeconds'), 1, ' s'), 'whole run', 'wallClockSeconds'],
+    ],
+  ]);
+  let labelWidth = 0;
+  let valueWidth = 0;
+  let detailWidth = 0;
+  for (const [, rows] of groups) {
+    for (const [label, value, detail] of rows) {
+      labelWidth = Math.max(labelWidth, label.length);
+      valueWidth = Math.max(valueWidth, value.length);
+      detailWidth = Math.max(detailWidth, detail.length);
+    }
+  }
+  const lines: string[] = [];
+  for (const [title, rows] of groups) {
+    lines.push('', title);
+    for (const [label, value, detail, name] of rows) {
+      lines.push(
+        `  ${label.padEnd(labelWidth)}  ${value.padStart(valueWidth)}  ${detail.padEnd(detailWidth)}  ${name}`,
+      );
+    }
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,346 @@
+// Runs a planned sim: the arena server judging every shot in all three lag compensation modes,
+// and its bots, over the memory transport on simulated time or over UDP on 127.0.0.1 in real
+// time; samples the metrics every bucket, reports progress, and returns every figure.
+
+import { performance } from 'node:perf_hooks';
+import { type ArenaRules, arenaRules, combineHooks } from '../../games/arena/server/rules.ts';
+import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import {
+  type ClientConfig,
+  type ClientHooks,
+  createInputSample,
+  GameClient,
+  type InputSample,
+} from '../../src/client/client.ts';
+import { UdpEndpoint } from '../../src/net/transports/udp.ts';
+import { LAG_COMPENSATION_MODES } from '../../src/server/lag-compensation.ts';
+import {
+  GameServer,
+  type ServerClient,
+  type ServerConfig,
+  type ServerHooks,
+} from '../../src/server/server.ts';
+import { Random } from '../../src/sim/random.ts';
+import { runnerBot } from '../harness/bots.ts';
+import { type InputDriver, Match } from '../harness/match.ts';
+import { aimBot, ShotLedger } from '../harness/shots.ts';
+import { ConditionedEndpoint } from './conditioned-endpoint.ts';
+import {
+  type Figure,
+  REAL_CLOCK_FIGURES,
+  REAL_CLOCK_SERIES,
+  type SeriesName,
+  SimMetrics,
+  TickTimes,
+} from './metrics.ts';
+import { describePlan, type SimOptionsSummary, type SimPlan } from './options.ts';
+
+type Client = GameClient<ArenaPlayerState, ArenaWorld>;
+type Server = GameServer<ArenaPlayerState, ArenaWorld>;
+type Driver = InputDriver<ArenaPlayerState, ArenaWorld>;
+
+/** What a run produced: the JSON document `--json` writes. */
+export interface SimResult {
+  options: SimOptionsSummary;
+  /** Every figure by plain name (null: not meaningful in this run, e.g. a share of no rays). */
+  figures: Record<string, Figure>;
+  /** Names of the figures and series measured on the real clock (not reproducible from the seed). */
+  realClockFigures: readonly string[];
+  realClockSeries: readonly string[];
+  /** Length of one bucket of the series, seconds; `series.t` is each bucket's end. */
+  bucketSeconds: number;
+  series: Record<SeriesName, Figure[]>;
+}
+
+/** The server, the bots' hooks and drivers: the same for both transports. */
+interface Fight {
+  readonly ledger: ShotLedger;
+  readonly rules: ArenaRules | null;
+  /** Every client the server accepted, kept after it leaves (for its counters). */
+  readonly serverClients: ServerClient<ArenaPlayerState>[];
+  readonly serverConfig: Partial<ServerConfig>;
+  readonly serverHooks: ServerHooks<ArenaPlayerState, ArenaWorld>;
+  readonly clientConfig: Partial<ClientConfig>;
+  readonly drivers: Driver[];
+  readonly frameMs: number;
+}
+
+/** A running server and its bots on one transport. */
+interface Session {
+  readonly server: Server;
+  readonly clients: Client[];
+  /** Runs until `untilMs` (ms since the start: simulated over memory, real over UDP). */
+  advance(untilMs: number): Promise<void>;
+  /** Disconnects everyone and releases every socket. */
+  close(): Promise<void>;
+}
+
+function createFight(plan: SimPlan): Fight {
+  const s = plan.scenario;
+  const ledger = new ShotLedger();
+  const rules = s.damage ? arenaRules({ respawnMs: s.respawnMs }) : null;
+  const serverClients: ServerClient<ArenaPlayerState>[] = [];
+  const track: ServerHooks<ArenaPlayerState, ArenaWorld> = {
+    onConnect: (_server, client) => {
+      serverClients.push(client);
+    },
+  };
+  const hooks = rules === null ? [ledger.serverHooks(), track] : [rules, ledger.serverHooks(), track];
+  const seeds = new Random((plan.seed ^ 0x5eed5eed) >>> 0);
+  const drivers = plan.bots.map(
+    (b): Driver =>
+      b.kind === 'aim'
+        ? aimBot(seeds.nextU32(), { aimErrorUnits: b.aimErrorUnits, switchPerSecond: s.switchPerSecond })
+        : runnerBot(seeds.nextU32()),
+  );
+  return {
+    ledger,
+    rules,
+    serverClients,
+    serverConfig: {
+      tickRate: s.tickRate,
+      maxClients: plan.bots.length,
+      defaultUpdateRate: s.updateRate,
+      defaultRateBytesPerSecond: s.rateBytesPerSecond,
+      judgeAllModes: true,
+      lagCompensation: { mode: s.lagCompensation, maxUnlagMs: s.maxUnlagMs },
+    },
+    serverHooks: combineHooks(...hooks),
+    clientConfig: {
+      updateRate: s.updateRate,
+      rateBytesPerSecond: s.rateBytesPerSecond,
+      interpolationDelayMs: s.interpolationDelayMs,
+    },
+    drivers,
+    frameMs: 1000 / s.frameRate,
+  };
+}
+
+/** Simulated time: the harness's Match over the memory transport and its conditioner. */
+function startMemory(plan: SimPlan, fight: Fight, tickTimes: TickTimes): Session {
+  const match = new Match(arenaGame, plan.seed, fight.serverConfig, fight.serverHooks);
+  const clients: Client[] = [];
+  for (let i = 0; i < plan.bots.length; i++) {
+    const bot = plan.bots[i];
+    let client: Client | null = null;
+    const entry = match.addClient({
+      profile: bot.profile ?? undefined,
+      config: fight.clientConfig,
+      hooks: fight.ledger.clientHooks(() => client as Client),
+      drive: fight.drivers[i],
+      frameMs: fight.frameMs,
+      frameJitterMs: plan.scenario.frameJitterMs,
+    });
+    client = entry.client;
+    clients.push(client);
+  }
+  // Time every server update (a tick and its sends) on the real clock; nothing else reads it.
+  const server = match.server;
+  const update = server.update.bind(server);
+  server.update = (nowMs: number) => {
+    const t0 = performance.now();
+    update(nowMs);
+    tickTimes.record(performance.now() - t0);
+  };
+  return {
+    server,
+    clients,
+    advance: (untilMs) => {
+      match.runUntil(untilMs);
+      return Promise.resolve();
+    },
+    close: () => {
+      match.close();
+      return Promise.resolve();
+    },
+  };
+}
+
+interface UdpBot {
+  readonly client: Client;
+  readonly conditioned: ConditionedEndpoint | null;
+  readonly input: InputSample;
+  readonly drive: Driver;
+  nextFrameMs: number;
+}
+
+/**
+ * Real time: UDP sockets on 127.0.0.1, one per bot and one for the server, driven by a 1 ms timer
+ * loop (the server at its tick rate, each bot at its frame rate). A bot's profile conditions its
+ * socket (ConditionedEndpoint); "none" leaves the bare loopback.
+ */
+async function startUdp(plan: SimPlan, fight: Fight, tickTimes: TickTimes): Promise<Session> {
+  const sockets: UdpEndpoint[] = [];
+  const open = async () => {
+    const socket = await UdpEndpoint.open({ host: '127.0.0.1', port: 0 });
+    sockets.push(socket);
+    return socket;
+  };
+  try {
+    return await connectUdp(plan, fight, tickTimes, sockets, open);
+  } catch (e) {
+    await Promise.all(sockets.map((socket) => socket.close()));
+    throw e;
+  }
+}
+
+/** Opens every socket through `open` (which keeps them for closing) and builds the session. */
+async function connectUdp(
+  plan: SimPlan,
+  fight: Fight,
+  tickTimes: TickTimes,
+  sockets: UdpEndpoint[],
+  open: () => Promise<UdpEndpoint>,
+): Promise<Session> {
+  const random = new Random(plan.seed);
+  const serverSocket = await open();
+  const server = new GameServer(arenaGame, serverSocket, fight.serverConfig, fight.serverHooks);
+  const bots: UdpBot[] = [];
+  for (let i = 0; i < plan.bots.length; i++) {
+    const bot = plan.bots[i];
+    const socket = await open();
+    const conditioned =
+      bot.profile === null ? null : new ConditionedEndpoint(socket, bot.profile, random.nextU32());
+    let client: Client | null = null;
+    const hooks: ClientHooks = fight.ledger.clientHooks(() => client as Client);
+    client = new GameClient(
+      arenaGame,
+      conditioned ?? socket,
+      serverSocket.address,
+      { ...fight.clientConfig, seed: random.nextU32() },
+      hooks,
+    );
+    bots.push({ client, conditioned, input: createInputSample(), drive: fight.drivers[i], nextFrameMs: 0 });
+  }
+  const start = performance.now();
+  for (const b of bots) b.client.connect(0);
+  const tickMs = server.tickIntervalMs;
+  const jitterMs = plan.scenario.frameJitterMs;
+  let nextTickMs = 0;
+  const step = (now: number) => {
+    for (const b of bots) b.conditioned?.pump(now);
+    if (now >= nextTickMs) {
+      const t0 = performance.now();
+      server.update(now);
+      tickTimes.record(performance.now() - t0);
+      while (nextTickMs <= now) nextTickMs += tickMs;
+    }
+    for (const b of bots) {
+      if (now < b.nextFrameMs) continue;
+      b.drive(b.client, now, b.input);
+      b.client.update(now, b.input);
+      b.nextFrameMs = now + fight.frameMs + (jitterMs > 0 ? random.range(0, jitterMs) : 0);
+    }
+  };
+  return {
+    server,
+    clients: bots.map((b) => b.client),
+    advance: (untilMs) =>
+      new Promise<void>((resolve, reject) => {
+        const loop = () => {
+          const now = performance.now() - start;
+          if (now >= untilMs) {
+            resolve();
+            return;
+          }
+          try {
+            step(now);
+          } catch (e) {
+            reject(e);
+            return;
+          }
+          setTimeout(loop, 1);
+        };
+        loop();
+      }),
+    close: async () => {
+      for (const b of bots) b.client.disconnect();
+      server.close();
+      for (const b of bots) b.conditioned?.close();
+      await Promise.all(sockets.map((s) => s.close()));
+    },
+  };
+}
+
+function percent(x: Figure): string {
+  return x === null ? '  -   ' : `${(x * 100).toFixed(1).padStart(5)}%`;
+}
+
+/** One progress line: how far, the wall time, and the newest figures. */
+function progressLine(
+  plan: SimPlan,
+  metrics: SimMetrics,
+  fight: Fight,
+  done: number,
+  wallSeconds: number,
+): string {
+  const sr = metrics.series;
+  const last = sr.t.length - 1;
+  const agreement = LAG_COMPENSATION_MODES.map(
+    (m) => `${m} ${percent(sr[`hitAgreement.${m}.cumulative`][last])}`,
+  ).join('  ');
+  const clock = plan.transport === 'memory' ? 'simulated' : 'real';
+  const t = (sr.t[last] ?? 0).toFixed(0).padStart(5);
+  const down = Math.round(sr['bytesPerClientPerSecond.down'][last] ?? 0);
+  return `${(done * 100).toFixed(0).padStart(4)}%  ${t} s ${clock}  (wall ${wallSeconds.toFixed(1)} s)  hit agreement ${agreement}  kills ${fight.rules?.kills ?? 0}  down ${down} B/s per client`;
+}
+
+/**
+ * Runs the plan and returns its figures. `log` receives a progress line about every 5% of the
+ * run (none when `plan.progress` is false). With the memory transport every figure but those
+ * listed in `realClockFigures` is the same for the same plan and seed.
+ */
+export async function runSim(plan: SimPlan, log: (line: string) => void = () => {}): Promise<SimResult> {
+  const s = plan.scenario;
+  const totalMs = s.seconds * 1000;
+  const bucketMs = 1000 * Math.max(1, Math.ceil(s.seconds / 300));
+  const fight = createFight(plan);
+  const tickTimes = new TickTimes(s.seconds * s.tickRate * 1.1);
+  const wallStart = performance.now();
+  const session =
+    plan.transport === 'memory'
+      ? startMemory(plan, fight, tickTimes)
+      : await startUdp(plan, fight, tickTimes);
+  const metrics = new SimMetrics({
+    server: session.server,
+    serverClients: fight.serverClients,
+    clients: session.clients,
+    ledger: fight.ledger,
+    rules: fight.rules,
+    tickTimes,
+  });
+  let shownStep = 0;
+  let figures: Record<string, Figure>;
+  try {
+    for (let t = 0; t < totalMs; ) {
+      const end = Math.min(totalMs, t + bucketMs);
+      await session.advance(end);
+      metrics.sample(end);
+      t = end;
+      const step = Math.floor((t / totalMs) * 20);
+      if (plan.progress && step > shownStep) {
+        shownStep = step;
+        log(progressLine(plan, metrics, fight, t / totalMs, (performance.now() - wallStart) / 1000));
+      }
+    }
+    figures = metrics.figures(totalMs / 1000);
+  } finally {
+    await session.close();
+  }
+  figures.wallClockSeconds = (performance.now() - wallStart) / 1000;
+  let runners = 0;
+  for (const b of plan.bots) if (b.kind === 'runner') runners++;
+  return {
+    options: describePlan(plan),
+    figures: {
+      bots: plan.bots.length,
+      'bots.aim': plan.bots.length - runners,
+      'bots.runner': runners,
+      ...figures,
+    },
+    realClockFigures: REAL_CLOCK_FIGURES,
+    realClockSeries: REAL_CLOCK_SERIES,
+    bucketSeconds: bucketMs / 1000,
+    series: metrics.series,
+  };
+}
