@@ -33,7 +33,7 @@ export interface PredictionStats {
   correctionDistanceTotal: number;
   /** Largest position error seen. */
   correctionDistanceMax: number;
-  /** Largest visible correction: how far the drawn player would have jumped unsmoothed. */
+  /** Largest correction being blended out: how far the drawn player would have jumped unsmoothed. */
   visibleErrorMax: number;
   /** Corrections too large to blend. */
   snaps: number;
@@ -181,12 +181,12 @@ export class Predictor<P, W> {
   /** Replays from the acknowledged state now, whether or not anything new arrived. */
   replay(nowMs: number): void {
     this.dirty = false;
-    this.renderOrigin(nowMs, this.before);
     if (this.newestSequence - this.ackedSequence >= this.config.windowSize) {
       // The window cannot reach back to the acknowledged command: keep predicting from the
       // current state until acknowledgements catch up.
       return;
     }
+    this.player.origin(this.current, this.before);
     this.stats.replays++;
     this.player.copy(this.current, this.acked);
     for (let seq = this.ackedSequence + 1; seq <= this.newestSequence; seq++) {
@@ -199,14 +199,21 @@ export class Predictor<P, W> {
       this.player.copy(this.states.insert(seq), this.current);
     }
     this.player.origin(this.current, this.after);
-    const ex = this.before.x - this.after.x;
-    const ey = this.before.y - this.after.y;
-    const ez = this.before.z - this.after.z;
-    if (ex === 0 && ey === 0 && ez === 0) return;
-    const visible = Math.sqrt(ex * ex + ey * ey + ez * ez);
+    const dx = this.before.x - this.after.x;
+    const dy = this.before.y - this.after.y;
+    const dz = this.before.z - this.after.z;
+    // The replay confirmed the prediction: any blend in progress carries on undisturbed.
+    if (dx === 0 && dy === 0 && dz === 0) return;
     this.stats.visibleCorrections++;
-    if (visible > this.stats.visibleErrorMax) this.stats.visibleErrorMax = visible;
-    if (visible > this.config.snapDistance) {
+    // The drawn player stays where it was: the prediction moved by d, so the offset takes d on top
+    // of what was still being blended, and the whole of it blends out from now (or snaps).
+    const offset = this.renderOffset(nowMs, this.scratchB);
+    const ex = offset.x + dx;
+    const ey = offset.y + dy;
+    const ez = offset.z + dz;
+    const error = Math.sqrt(ex * ex + ey * ey + ez * ez);
+    if (error > this.stats.visibleErrorMax) this.stats.visibleErrorMax = error;
+    if (error > this.config.snapDistance) {
       this.stats.snaps++;
       this.errorStart.x = this.errorStart.y = this.errorStart.z = 0;
       return;

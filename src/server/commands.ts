@@ -23,6 +23,16 @@ export interface CommandBudgetConfig {
   commandSlackMs: number;
   /** Buttons the game defines; a command with any other bit set has those bits cleared. */
   validButtons: number;
+  /**
+   * After a stall (a latency spike, a loss burst) a client's commands arrive late and queue up;
+   * arriving at the pace of real time, that backlog would never drain. Real time the client did
+   * not use (it was behind) is owed back at this share of real time while a backlog waits, so the
+   * queue drains (0.1: a 100 ms backlog in about a second). Simulated time still never passes
+   * real time plus the slack.
+   */
+  catchUpRate: number;
+  /** The most unused real time kept owed (so idling cannot bank a long fast-forward). */
+  maxOwedMs: number;
 }
 
 export interface CommandStats {
@@ -65,6 +75,8 @@ export class CommandQueue {
   lastDone = 0;
   /** Milliseconds of simulation the client may still spend. */
   budgetMs: number;
+  /** Real time the client left unused (it was behind), which a backlog may catch up on. */
+  owedMs = 0;
 
   private readonly pending = new SequenceBuffer<UserCommand>(QUEUE_SIZE, createUserCommand);
   private lostBelow = 0;
@@ -74,6 +86,10 @@ export class CommandQueue {
     if (!(config.commandSlackMs >= 0)) {
       throw new RangeError(`commandSlackMs must be >= 0, got ${config.commandSlackMs}`);
     }
+    if (!(config.catchUpRate >= 0 && config.catchUpRate <= 1)) {
+      throw new RangeError(`catchUpRate must be in [0, 1], got ${config.catchUpRate}`);
+    }
+    if (!(config.maxOwedMs >= 0)) throw new RangeError(`maxOwedMs must be >= 0, got ${config.maxOwedMs}`);
     this.config = config;
     this.budgetMs = config.commandSlackMs;
   }
@@ -103,14 +119,24 @@ export class CommandQueue {
 
   /** Real time passed: the budget grows by it, up to the slack. */
   addRealTime(ms: number): void {
+    const { commandSlackMs, catchUpRate, maxOwedMs } = this.config;
     this.budgetMs += ms;
-    if (this.budgetMs > this.config.commandSlackMs) this.budgetMs = this.config.commandSlackMs;
+    if (this.budgetMs > commandSlackMs) {
+      this.owedMs = Math.min(maxOwedMs, this.owedMs + this.budgetMs - commandSlackMs);
+      this.budgetMs = commandSlackMs;
+    }
+    if (this.queuedMs > this.budgetMs && this.owedMs > 0) {
+      const back = Math.min(this.owedMs, ms * catchUpRate);
+      this.owedMs -= back;
+      this.budgetMs += back;
+    }
   }
 
   /**
    * The next command to execute, or undefined. A command that would overspend the budget waits
-   * while what is queued beyond the budget stays within the slack; past that it is dropped and
-   * counted (a client running faster than real time).
+   * while what is queued beyond the budget stays within the slack; past that it runs on time the
+   * client owes (left unused while stalled), or, with none owed, is dropped and counted (a client
+   * running faster than real time).
    */
   next(): UserCommand | undefined {
     for (;;) {
@@ -132,6 +158,13 @@ export class CommandQueue {
         return cmd;
       }
       if (this.queuedMs - this.budgetMs <= this.config.commandSlackMs) return undefined;
+      // More is queued than the slack: time the client left unused (it was stalled) pays for it.
+      const short = cmd.msec - this.budgetMs;
+      if (this.owedMs >= short) {
+        this.owedMs -= short;
+        this.budgetMs += short;
+        continue;
+      }
       this.queuedMs -= cmd.msec;
       this.pending.remove(cmd.sequence);
       this.lastDone = cmd.sequence;

@@ -28,7 +28,11 @@ export interface LagCompensationConfig {
   mode: LagCompensationMode;
   /** No shot is judged against a world older than this. */
   maxUnlagMs: number;
-  /** How far a named view may lie from latency + interpolation delay before it is not trusted. */
+  /**
+   * How far a named view may lie from latency + interpolation delay before it is not trusted,
+   * plus four times the measured round-trip variance (a latency spike widens it, as TCP's
+   * retransmission timeout does).
+   */
   viewToleranceMs: number;
   /** Must equal the clients' view teleportDistance: never blend across a jump longer than this. */
   teleportDistance: number;
@@ -115,7 +119,8 @@ export class LagCompensator<P, W> {
 
   /**
    * Puts into `world` the targets `cmd` is judged against in `mode`, as seen by the shooter whose
-   * player is entity `self`, whose snapshots `writer` wrote, with round trip `rttMs`, at server
+   * player is entity `self`, whose snapshots `writer` wrote, with round trip `rttMs` (and its
+   * variance `rttVarianceMs`), at server
    * tick `tick` (the newest committed). The targets are chosen among `players[0 .. playerCount)`
    * (entity indices). Call `finish(world)` after the command ran.
    */
@@ -127,6 +132,7 @@ export class LagCompensator<P, W> {
     self: number,
     writer: SnapshotWriter,
     rttMs: number,
+    rttVarianceMs: number,
     tick: number,
     players: Int32Array,
     playerCount: number,
@@ -149,7 +155,7 @@ export class LagCompensator<P, W> {
           this.stats.noView++;
         } else {
           const named = cmd.viewTickA + (cmd.viewTickB - cmd.viewTickA) * cmd.viewFraction;
-          const toleranceTicks = this.config.viewToleranceMs / tickMs;
+          const toleranceTicks = (this.config.viewToleranceMs + 4 * rttVarianceMs) / tickMs;
           const sent =
             cmd.viewTickB <= tick && writer.hasFrame(cmd.viewTickA) && writer.hasFrame(cmd.viewTickB);
           if (sent && Math.abs(named - estimate) <= toleranceTicks && cmd.viewTickA >= oldest) {

@@ -62,6 +62,9 @@ export interface ServerConfig {
   protocolVersion: number;
   /** How far a client's commands may run ahead of real time (see CommandQueue). */
   commandSlackMs: number;
+  /** How fast a command backlog after a stall drains, and the most unused time owed (see CommandQueue). */
+  commandCatchUpRate: number;
+  commandMaxOwedMs: number;
   /** Button bits the game accepts; others are cleared and counted. */
   validButtons: number;
   /** A client silent this long is disconnected. */
@@ -99,6 +102,8 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   protocolId: 0x42535450,
   protocolVersion: 1,
   commandSlackMs: 200,
+  commandCatchUpRate: 0.1,
+  commandMaxOwedMs: 1000,
   validButtons: 0xffff,
   timeoutMs: 10_000,
   cookieLifetimeMs: 10_000,
@@ -447,7 +452,7 @@ export class GameServer<P, W> {
   ): void {
     const lag = this.lagCompensation as LagCompensator<P, W>;
     const capture = this.shotEvents;
-    const rtt = client.channel.stats.rttMs;
+    const { rttMs, rttVarianceMs } = client.channel.stats;
     lag.rewind(
       mode,
       this.world,
@@ -455,7 +460,8 @@ export class GameServer<P, W> {
       cmd,
       client.entity,
       client.snapshots,
-      rtt,
+      rttMs,
+      rttVarianceMs,
       this.tick - 1,
       this.playerEntities,
       this.playerCount,
@@ -651,6 +657,8 @@ export class GameServer<P, W> {
     const commands = new CommandQueue({
       commandSlackMs: this.config.commandSlackMs,
       validButtons: this.config.validButtons,
+      catchUpRate: this.config.commandCatchUpRate,
+      maxOwedMs: this.config.commandMaxOwedMs,
     });
     const entity = this.entities.create(this.game.playerEntity.typeId);
     if (entity < 0) {

@@ -17,7 +17,12 @@ function drain(q: CommandQueue): number[] {
 
 describe('CommandQueue', () => {
   it('runs each command exactly once, in order, whatever order and how often they arrive', () => {
-    const q = new CommandQueue({ commandSlackMs: 1000, validButtons: 0xffff });
+    const q = new CommandQueue({
+      commandSlackMs: 1000,
+      validButtons: 0xffff,
+      catchUpRate: 0.1,
+      maxOwedMs: 1000,
+    });
     q.receive(cmd(2), false);
     q.receive(cmd(1), true);
     q.receive(cmd(1), true);
@@ -33,7 +38,12 @@ describe('CommandQueue', () => {
   });
 
   it('waits for a missing command until a packet shows it will never come', () => {
-    const q = new CommandQueue({ commandSlackMs: 1000, validButtons: 0xffff });
+    const q = new CommandQueue({
+      commandSlackMs: 1000,
+      validButtons: 0xffff,
+      catchUpRate: 0.1,
+      maxOwedMs: 1000,
+    });
     q.receive(cmd(1), true);
     q.receive(cmd(3), false);
     expect(drain(q)).toEqual([1]);
@@ -45,7 +55,12 @@ describe('CommandQueue', () => {
   });
 
   it('does not skip commands that are queued but held by the budget', () => {
-    const q = new CommandQueue({ commandSlackMs: 32, validButtons: 0xffff });
+    const q = new CommandQueue({
+      commandSlackMs: 32,
+      validButtons: 0xffff,
+      catchUpRate: 0.1,
+      maxOwedMs: 1000,
+    });
     for (let s = 1; s <= 4; s++) q.receive(cmd(s), s === 1);
     expect(drain(q)).toEqual([1, 2]);
     // The client saw 1..4 acknowledged at the packet level and now starts at 5.
@@ -59,7 +74,12 @@ describe('CommandQueue', () => {
 
   it('holds a client to real time plus the slack; the excess is dropped and counted', () => {
     const slack = 100;
-    const q = new CommandQueue({ commandSlackMs: slack, validButtons: 0xffff });
+    const q = new CommandQueue({
+      commandSlackMs: slack,
+      validButtons: 0xffff,
+      catchUpRate: 0.1,
+      maxOwedMs: 1000,
+    });
     let seq = 0;
     let realMs = 0;
     // The client claims 32 ms of simulation for every 16 ms of real time.
@@ -76,7 +96,12 @@ describe('CommandQueue', () => {
   });
 
   it('lets an honest client burst after a gap without dropping anything', () => {
-    const q = new CommandQueue({ commandSlackMs: 200, validButtons: 0xffff });
+    const q = new CommandQueue({
+      commandSlackMs: 200,
+      validButtons: 0xffff,
+      catchUpRate: 0.1,
+      maxOwedMs: 1000,
+    });
     let seq = 0;
     for (let frame = 0; frame < 100; frame++) {
       q.addRealTime(16);
@@ -90,8 +115,45 @@ describe('CommandQueue', () => {
     expect(q.stats.overBudget).toBe(0);
   });
 
+  it('after a stall, runs the late commands on the time the client left unused, and drains the rest', () => {
+    const slack = 200;
+    const q = new CommandQueue({
+      commandSlackMs: slack,
+      validButtons: 0xffff,
+      catchUpRate: 0.1,
+      maxOwedMs: 1000,
+    });
+    let seq = 0;
+    let realMs = 0;
+    const backlog: number[] = [];
+    for (let frame = 0; frame < 600; frame++) {
+      realMs += 16;
+      q.addRealTime(16);
+      // Frames 100..160: nothing arrives (a one-second stall); then all of it at once.
+      if (frame < 100 || frame >= 162) {
+        q.receive(cmd(++seq, 16), true);
+      } else if (frame === 161) {
+        const first = seq + 1;
+        for (let i = 0; i < 62; i++) q.receive(cmd(++seq, 16), i === 0 && seq === first);
+      }
+      drain(q);
+      backlog.push(seq - q.lastDone);
+    }
+    expect(q.stats.overBudget).toBe(0);
+    expect(q.stats.lost).toBe(0);
+    expect(q.stats.executedMs).toBeLessThanOrEqual(realMs + slack);
+    // Right after the stall at most the slack waits; two seconds later nothing does.
+    expect(Math.max(...backlog.slice(162)) * 16).toBeLessThanOrEqual(slack + 16);
+    expect(Math.max(...backlog.slice(300))).toBeLessThanOrEqual(1);
+  });
+
   it('refuses commands absurdly far ahead', () => {
-    const q = new CommandQueue({ commandSlackMs: 200, validButtons: 0xffff });
+    const q = new CommandQueue({
+      commandSlackMs: 200,
+      validButtons: 0xffff,
+      catchUpRate: 0.1,
+      maxOwedMs: 1000,
+    });
     q.receive(cmd(1_000_000), true);
     expect(q.stats.tooFarAhead).toBe(1);
     expect(drain(q)).toEqual([]);

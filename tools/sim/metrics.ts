@@ -71,6 +71,7 @@ interface Totals {
   framesSent: number;
   choked: number;
   corrections: number;
+  visibleCorrections: number;
   correctionUnits: number;
   interpolated: number;
   extrapolated: number;
@@ -88,6 +89,7 @@ function createTotals(): Totals {
     framesSent: 0,
     choked: 0,
     corrections: 0,
+    visibleCorrections: 0,
     correctionUnits: 0,
     interpolated: 0,
     extrapolated: 0,
@@ -237,6 +239,8 @@ export class SimMetrics {
     f.damage = rules?.damageDealt ?? 0;
     f['prediction.corrections'] = t.corrections;
     f['prediction.correctionsPerMinute'] = n > 0 && seconds > 0 ? t.corrections / n / (seconds / 60) : null;
+    f['prediction.visibleCorrectionsPerMinute'] =
+      n > 0 && seconds > 0 ? t.visibleCorrections / n / (seconds / 60) : null;
     f['prediction.meanCorrectionUnits'] = share(t.correctionUnits, t.corrections);
     f['prediction.maxCorrectionUnits'] = maxCorrection;
     f['prediction.maxVisibleErrorUnits'] = maxVisible;
@@ -283,12 +287,14 @@ export class SimMetrics {
       into.choked += sc.choked;
     }
     into.corrections = 0;
+    into.visibleCorrections = 0;
     into.correctionUnits = 0;
     into.interpolated = 0;
     into.extrapolated = 0;
     into.held = 0;
     for (const c of clients) {
       into.corrections += c.predictor.stats.corrections;
+      into.visibleCorrections += c.predictor.stats.visibleCorrections;
       into.correctionUnits += c.predictor.stats.correctionDistanceTotal;
       into.interpolated += c.view.stats.interpolated;
       into.extrapolated += c.view.stats.extrapolated;
@@ -310,6 +316,7 @@ function copyTotals(to: Totals, from: Totals): void {
   to.framesSent = from.framesSent;
   to.choked = from.choked;
   to.corrections = from.corrections;
+  to.visibleCorrections = from.visibleCorrections;
   to.correctionUnits = from.correctionUnits;
   to.interpolated = from.interpolated;
   to.extrapolated = from.extrapolated;

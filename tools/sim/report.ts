@@ -77,8 +77,14 @@ export function formatReport(result: SimResult): string {
       [
         'corrections per minute',
         fixed(get('prediction.correctionsPerMinute'), 1),
-        `per client (${count(get('prediction.corrections'))} in all)`,
+        `per client (${count(get('prediction.corrections'))} in all; any field: damage counts)`,
         'prediction.correctionsPerMinute',
+      ],
+      [
+        'visible corrections per minute',
+        fixed(get('prediction.visibleCorrectionsPerMinute'), 1),
+        'per client: the drawn player moved',
+        'prediction.visibleCorrectionsPerMinute',
       ],
       [
         'mean correction',
