@@ -2,9 +2,10 @@
 // in each other's view, and the players one core could hold at 64 Hz.
 
 import { performance } from 'node:perf_hooks';
+import { arenaRules } from '../../games/arena/server/rules.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
-import { runnerBot } from '../harness/bots.ts';
 import { Match } from '../harness/match.ts';
+import { aimBot } from '../harness/shots.ts';
 import { mean, percentile, type Row, round, Samples, table } from './report.ts';
 import { CLEAN_20MS } from './scene.ts';
 
@@ -55,17 +56,18 @@ function playersPerCore(rows: readonly TickFigures[], pick: (f: TickFigures) => 
   return `> ${rows[rows.length - 1].bots}`;
 }
 
-/** Runs one match of `bots` runner bots and times every server update after the warm-up. */
+/** Runs one match of `bots` shooting bots and times every server update after the warm-up. */
 function measure(bots: number, o: ServerTickOptions): { row: Row; figures: TickFigures } {
-  const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, o.seed, {
-    tickRate: TICK_RATE,
-    maxClients: bots,
-    defaultUpdateRate: UPDATE_RATE,
-  });
+  const match = new Match<ArenaPlayerState, ArenaWorld>(
+    arenaGame,
+    o.seed,
+    { tickRate: TICK_RATE, maxClients: bots, defaultUpdateRate: UPDATE_RATE },
+    arenaRules({ respawnMs: 1000 }),
+  );
   for (let i = 0; i < bots; i++) {
     match.addClient({
       profile: CLEAN_20MS,
-      drive: runnerBot(o.seed * 7919 + i),
+      drive: aimBot(o.seed * 7919 + i, { aimErrorUnits: 12 }),
       frameJitterMs: 2,
       config: { updateRate: UPDATE_RATE, rateBytesPerSecond: 200_000 },
     });
@@ -86,6 +88,7 @@ function measure(bots: number, o: ServerTickOptions): { row: Row; figures: TickF
   let entries = 0;
   let deferred = 0;
   const ticksBefore = server.stats.ticks;
+  const shotsBefore = server.lagCompensation?.stats.rewinds ?? 0;
   const update = server.update.bind(server);
   server.update = (nowMs: number) => {
     const t0 = performance.now();
@@ -107,6 +110,7 @@ function measure(bots: number, o: ServerTickOptions): { row: Row; figures: TickF
   match.run(measureMs);
   server.update = update;
   const ticks = server.stats.ticks - ticksBefore;
+  const shots = (server.lagCompensation?.stats.rewinds ?? 0) - shotsBefore;
   let bytes = 0;
   let packets = 0;
   for (let i = 0; i < clients.length; i++) {
@@ -133,6 +137,7 @@ function measure(bots: number, o: ServerTickOptions): { row: Row; figures: TickF
       'mean (ms)': round(m, 3),
       'ticks/s on one core': round(1000 / m, 0),
       'core at 64 Hz (%)': round((m / TICK_BUDGET_MS) * 100, 1),
+      'shots (/tick)': round(ticks > 0 ? shots / ticks : 0, 1),
       'frames (/tick)': round(ticks > 0 ? frames / ticks : 0, 1),
       'packet (B)': round(packets > 0 ? bytes / packets : 0, 0),
       'events (/frame)': round(received > 0 ? events / received : 0, 1),
@@ -153,11 +158,12 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
     figures.push(r.figures);
   }
   table(
-    `Server tick cost: real CPU time of GameServer.update per ${TICK_RATE} Hz tick, runner bots all in view, ${UPDATE_RATE} snapshots/s each`,
+    `Server tick cost: real CPU time of GameServer.update per ${TICK_RATE} Hz tick, shooting bots all in view, ${UPDATE_RATE} snapshots/s each`,
     rows,
     [
-      'NOT INCLUDED YET: shots. The runner bots never fire, so no lag-compensated hit test (rewinding the',
-      '  other players) runs in these ticks: command intake, movement, entity commit, snapshots and packets only.',
+      'The bots run, jump, switch weapons and fire at the nearest player they see (arena rules: damage, deaths,',
+      '  respawns); every command that may fire a hit-scan weapon is lag compensated (exact mode: the other',
+      '  players rebuilt as the shooter saw them) before it runs. shots/tick counts those commands.',
       'Each update reads the packets due, runs one tick (every command, the entity commit and interest grid)',
       '  and writes the frames due (per client: packet header, frame header, own state, events, delta snapshot).',
       '  Each client gets a frame every other tick, on the tick parity it connected on, so a tick costs with the',
