@@ -12,6 +12,7 @@ import { WebRtcClientEndpoint } from './net/transports/webrtc-client.ts';
 import { WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
 
 export { type MultiTransportOptions, MultiTransportServer } from './net/transports/multi.ts';
+export type { TransportStats } from './net/transports/queue.ts';
 export { UdpEndpoint, type UdpEndpointOptions } from './net/transports/udp.ts';
 export { WebRtcServerEndpoint, type WebRtcServerOptions } from './net/transports/webrtc.ts';
 export { WebRtcClientEndpoint } from './net/transports/webrtc-client.ts';
@@ -20,7 +21,7 @@ export {
   WebSocketServerEndpoint,
   type WebSocketServerOptions,
 } from './net/transports/websocket.ts';
-export { type TransportStats, WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
+export { WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
 
 /**
  * Starts a server on UDP, WebSocket ("/ws") and WebRTC (signalling on "/rtc") at one port

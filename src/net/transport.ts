@@ -18,6 +18,9 @@ export interface DatagramEndpoint {
   send(to: string, data: Uint8Array): void;
   /** Delivers, in arrival order, every datagram that has arrived by `nowMs`. */
   poll(nowMs: number, onPacket: PacketHandler): void;
-  /** Stops sending and receiving and releases the endpoint's resources. */
-  close(): void;
+  /**
+   * Stops sending and receiving and releases the endpoint's resources. An endpoint over real
+   * sockets returns a Promise that resolves when every socket is closed; await it before exiting.
+   */
+  close(): void | Promise<void>;
 }

@@ -11,6 +11,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { closeWebRtc, listen, type MultiTransportServer } from '../../src/node.ts';
 import { GameServer } from '../../src/server/server.ts';
+import { closeAll, onCleanup, until } from '../net/transports/loopback.ts';
 import type { PageReport } from './page.ts';
 
 /** Debian's Chromium (apt-get install -y chromium). */
@@ -33,11 +34,7 @@ const CHROMIUM_FLAGS = [
 const PAGE_HTML =
   '<!doctype html><meta charset="utf-8"><title>Backstep</title><script type="module" src="/page.js"></script>\n';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+afterEach(closeAll);
 
 // Every peer connection is closed (and waited for) by then.
 afterAll(closeWebRtc);
@@ -83,7 +80,7 @@ describe('Chromium over WebRTC', () => {
     }
     const script = await bundlePage();
     const multi = await serve(script);
-    cleanups.push(() => multi.close());
+    onCleanup(() => multi.close());
     const executed = new Map<string, number>();
     const server = new GameServer<ArenaPlayerState, ArenaWorld>(
       arenaGame,
@@ -98,19 +95,19 @@ describe('Chromium over WebRTC', () => {
       server.update(performance.now());
       maxClients = Math.max(maxClients, server.clientCount);
     }, 4);
-    cleanups.push(() => {
+    onCleanup(() => {
       clearInterval(loop);
       server.close();
     });
 
     const userDataDir = await mkdtemp(join(tmpdir(), 'backstep-chromium-'));
-    cleanups.push(() => rm(userDataDir, { recursive: true, force: true }));
+    onCleanup(() => rm(userDataDir, { recursive: true, force: true }));
     const context: BrowserContext = await chromium.launchPersistentContext(userDataDir, {
       executablePath: CHROMIUM,
       headless: true,
       args: CHROMIUM_FLAGS,
     });
-    cleanups.push(() => context.close());
+    onCleanup(() => context.close());
     const page = await context.newPage();
     const consoleErrors: string[] = [];
     page.on('pageerror', (error) => consoleErrors.push(String(error)));
@@ -124,11 +121,12 @@ describe('Chromium over WebRTC', () => {
       { timeout: 30_000, polling: 50 },
     );
     const report = await page.evaluate(() => (window as unknown as { backstep: PageReport }).backstep);
-    const msg = `page report ${JSON.stringify(report)}; page errors ${JSON.stringify(consoleErrors)}`;
+    const msg = `page report ${JSON.stringify(report)}; page errors ${JSON.stringify(consoleErrors)}; server WebRTC ${JSON.stringify(multi.webrtc.stats)}`;
     expect(report.phase, msg).toBe('done');
     expect(report.transport, msg).toBe('webrtc');
     expect(report.state, msg).toBe('disconnected');
     expect(report.framesReceived, msg).toBeGreaterThan(20);
+    expect(report.snapshotsRead, msg).toBeGreaterThan(20);
     expect(report.corrections, msg).toBe(0);
     expect(report.replays, msg).toBeGreaterThan(10);
     expect(maxClients, msg).toBe(1);
@@ -137,10 +135,7 @@ describe('Chromium over WebRTC', () => {
     expect(rtcClients[0][1], msg).toBeGreaterThan(50);
     expect(multi.webrtc.stats.channelsOpened, msg).toBe(1);
     // The page said goodbye: the server lets the client go without waiting for a timeout.
-    const start = performance.now();
-    while (server.clientCount > 0 && performance.now() - start < 3000)
-      await new Promise((r) => setTimeout(r, 20));
-    expect(server.clientCount, msg).toBe(0);
+    expect(await until(() => server.clientCount === 0, 3000), msg).toBe(true);
     expect(server.stats.disconnects, msg).toBe(1);
   });
 });

@@ -13,6 +13,8 @@ export interface PageReport {
   state: string;
   slot: number;
   framesReceived: number;
+  /** Snapshots decoded. */
+  snapshotsRead: number;
   commandsSent: number;
   corrections: number;
   replays: number;
@@ -33,6 +35,7 @@ const report: PageReport = {
   state: '',
   slot: -1,
   framesReceived: 0,
+  snapshotsRead: 0,
   commandsSent: 0,
   corrections: 0,
   replays: 0,
@@ -65,6 +68,7 @@ function play(endpoint: BrowserEndpoint): void {
     report.state = client.state;
     report.slot = client.slot;
     report.framesReceived = client.stats.framesReceived;
+    report.snapshotsRead = client.snapshots.stats.framesRead;
     report.commandsSent = client.stats.commandsSent;
     report.corrections = client.predictor.stats.corrections;
     report.replays = client.predictor.stats.replays;
@@ -74,11 +78,12 @@ function play(endpoint: BrowserEndpoint): void {
       client.state !== 'connecting' && client.state !== 'challenged' && client.state !== 'connected';
     if (ended || (connectedAt >= 0 && now - connectedAt >= playMs)) {
       clearInterval(timer);
+      const endedAs = client.state;
       client.disconnect();
       report.state = client.state;
       void endpoint.close().then(() => {
         report.phase = ended ? 'failed' : 'done';
-        if (ended) report.error = `client ${client.state}`;
+        if (ended) report.error = `client ${endedAs} (endpoint ${JSON.stringify(endpoint.stats)})`;
       });
     }
   }, 8);

@@ -1,5 +1,8 @@
-// Real transports end to end, in real time on 127.0.0.1: one GameServer (the arena) on a MultiTransportServer, Node clients over UDP, WebRTC and WebSocket; a silent client timed out; a spoofed connect flood.
+// Real transports end to end, in real time on 127.0.0.1: one GameServer (the arena) on a MultiTransportServer, Node clients over UDP, WebRTC and WebSocket playing together; a silent client timed out; a spoofed connect flood; a Node process that exits on its own.
 
+import { spawn } from 'node:child_process';
+import dgram from 'node:dgram';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { BUTTON_JUMP } from '../../games/arena/shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
@@ -13,19 +16,18 @@ import {
   PACKET_CONNECT_REQUEST,
   writeHandshakePacket,
 } from '../../src/net/handshake.ts';
-import type { DatagramEndpoint, PacketHandler } from '../../src/net/transport.ts';
+import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../../src/net/transport.ts';
 import { MemoryNetwork } from '../../src/net/transports/memory.ts';
 import { type ConnectedEndpoint, closeWebRtc, connectNode, listen } from '../../src/node.ts';
 import { DEFAULT_SERVER_CONFIG, GameServer } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';
 
+import { closeAll, onCleanup, rawWebSocket, until } from '../net/transports/loopback.ts';
+
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
+type Server = GameServer<ArenaPlayerState, ArenaWorld>;
 
-const cleanups: (() => Promise<void> | void)[] = [];
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+afterEach(closeAll);
 
 // Every peer connection is closed (and waited for) by then.
 afterAll(closeWebRtc);
@@ -48,6 +50,23 @@ function scriptedDriver(seed: number) {
   };
 }
 
+/** The server entities of the other connected players, sorted. */
+function othersOf(server: Server, p: Player, players: Player[]): number[] {
+  const entities: number[] = [];
+  for (const q of players) {
+    if (q === p || !q.active || q.client.state !== 'connected') continue;
+    const sc = server.clients[q.client.slot];
+    if (sc) entities.push(sc.entity);
+  }
+  return entities.sort((a, b) => a - b);
+}
+
+/** Those of othersOf(...) that `p` draws in its view this frame, sorted. */
+function othersInView(server: Server, p: Player, players: Player[]): number[] {
+  const drawn = new Set(p.client.view.list.subarray(0, p.client.view.count));
+  return othersOf(server, p, players).filter((e) => drawn.has(e));
+}
+
 interface Player {
   name: string;
   client: Client;
@@ -61,12 +80,12 @@ interface Player {
 function addPlayer(name: string, endpoint: ConnectedEndpoint, seed: number, nowMs: number): Player {
   const client = new GameClient(arenaGame, endpoint, endpoint.serverAddress, { seed });
   client.connect(nowMs);
-  cleanups.push(() => endpoint.close());
+  onCleanup(() => endpoint.close());
   return { name, client, endpoint, input: createInputSample(), drive: scriptedDriver(seed), active: true };
 }
 
 /** Runs the server and every active player in real time for `ms`, a frame every few ms. */
-async function run(server: GameServer<ArenaPlayerState, ArenaWorld>, players: Player[], ms: number) {
+async function run(server: Server, players: Player[], ms: number) {
   const end = performance.now() + ms;
   for (;;) {
     const now = performance.now();
@@ -82,7 +101,7 @@ async function run(server: GameServer<ArenaPlayerState, ArenaWorld>, players: Pl
 }
 
 async function runUntil(
-  server: GameServer<ArenaPlayerState, ArenaWorld>,
+  server: Server,
   players: Player[],
   condition: () => boolean,
   timeoutMs: number,
@@ -93,12 +112,12 @@ async function runUntil(
 }
 
 describe('a match over real transports', () => {
-  it('plays with UDP, WebRTC and WebSocket clients, predicts without corrections, times out a silent client and reuses its slot', async () => {
+  it('plays with UDP, WebRTC and WebSocket clients (predictions, snapshots, each sees the others), times out a silent client, reuses its slot, and lets everyone leave', async () => {
     const seed = 6;
     const multi = await listen({
       webrtc: { bindAddress: '127.0.0.1', allowedCandidateAddresses: ['127.0.0.1'] },
     });
-    cleanups.push(() => multi.close());
+    onCleanup(() => multi.close());
     const executed = new Map<number, number>();
     const server = new GameServer(
       arenaGame,
@@ -131,7 +150,35 @@ describe('a match over real transports', () => {
       expect(executed.get(p.client.slot) ?? 0, msg(p)).toBeGreaterThan(100);
       const stats = server.clients[p.client.slot]!.commandStats;
       expect(stats.overBudget, msg(p)).toBe(0);
+      expect(p.client.snapshots.stats.framesRead, msg(p)).toBeGreaterThan(20);
+      expect(othersInView(server, p, players), msg(p)).toEqual(othersOf(server, p, players));
+      expect(othersOf(server, p, players), msg(p)).toHaveLength(2);
     }
+
+    // Hostile traffic on the same port number hurts no one: an oversize UDP datagram is dropped and
+    // counted; an oversize WebSocket message and a malformed signalling message each close only
+    // the socket that sent it.
+    const raw = dgram.createSocket('udp4');
+    onCleanup(() => new Promise<void>((r) => raw.close(() => r())));
+    await new Promise<void>((r) => raw.bind(0, '127.0.0.1', r));
+    await new Promise<void>((r) =>
+      raw.send(Buffer.alloc(MAX_PACKET_BYTES + 1), multi.port, '127.0.0.1', () => r()),
+    );
+    const bigMessage = await rawWebSocket(`ws://${base}/ws`);
+    bigMessage.ws.send(new Uint8Array(MAX_PACKET_BYTES + 1));
+    const badSignal = await rawWebSocket(`ws://${base}/rtc`);
+    badSignal.ws.send('{"type":"hello"}');
+    expect([await bigMessage.closed, await badSignal.closed], `seed ${seed}`).toEqual([1009, 1008]);
+    const dropped = () => multi.udp.stats.droppedOversizeReceived === 1;
+    expect(await runUntil(server, players, dropped, 2000), `seed ${seed}`).toBe(true);
+    expect(multi.websocket.stats.closedOversize, `seed ${seed}`).toBe(1);
+    expect(multi.webrtc.stats.closedMalformed, `seed ${seed}`).toBe(1);
+    await run(server, players, 300);
+    for (const p of players) {
+      expect(p.client.state, msg(p)).toBe('connected');
+      expect(p.client.predictor.stats.corrections, msg(p)).toBe(0);
+    }
+    expect(server.clientCount).toBe(3);
 
     // A fourth client fills the server, then goes silent: the server times it out.
     const silent = addPlayer('silent', await connectNode(`udp://${base}`), seed + 4, performance.now());
@@ -158,20 +205,26 @@ describe('a match over real transports', () => {
       true,
     );
     expect(late.client.slot).toBe(silentSlot);
+    const lateFrames = late.client.snapshots.stats.framesRead;
     await run(server, players, 500);
     for (const p of players) {
       if (!p.active) continue;
       expect(p.client.state, msg(p)).toBe('connected');
       expect(p.client.predictor.stats.corrections, msg(p)).toBe(0);
+      expect(othersInView(server, p, players), msg(p)).toEqual(othersOf(server, p, players));
+      expect(othersOf(server, p, players), msg(p)).toHaveLength(3);
     }
+    expect(late.client.snapshots.stats.framesRead, msg(late)).toBeGreaterThan(lateFrames);
 
-    // Everyone leaves cleanly.
+    // Everyone leaves cleanly: the server lets each go at once, then every socket closes.
     for (const p of players) if (p.active) p.client.disconnect();
     expect(await runUntil(server, [], () => server.clientCount === 0, 3000), `seed ${seed}`).toBe(true);
     expect(server.stats.disconnects).toBe(5);
+    for (const p of players) await p.endpoint.close();
+    const socketsClosed = () => multi.websocket.socketCount === 0 && multi.webrtc.peerCount === 0;
+    expect(await runUntil(server, [], socketsClosed, 3000), `seed ${seed}`).toBe(true);
     server.close();
     await multi.close();
-    for (const p of players) await p.endpoint.close();
   });
 });
 
@@ -194,8 +247,8 @@ class InjectingEndpoint implements DatagramEndpoint {
     this.inner.poll(nowMs, onPacket);
   }
 
-  close(): void {
-    this.inner.close();
+  close(): void | Promise<void> {
+    return this.inner.close();
   }
 }
 
@@ -275,6 +328,74 @@ describe('a spoofed connect flood', () => {
     expect(server.clientCount, msg).toBe(1);
     server.close();
     clientEndpoint.close();
+  });
+});
+
+/** A Node program (run by `node --import tsx`) that plays briefly over all three transports, then closes everything it opened and ends without process.exit(). */
+const EXITING_PROGRAM = `
+import { arenaGame } from ${JSON.stringify(fileURLToPath(new URL('../../games/arena/shared/game.ts', import.meta.url)))};
+import { createInputSample, GameClient } from ${JSON.stringify(fileURLToPath(new URL('../../src/client/client.ts', import.meta.url)))};
+import { closeWebRtc, connectNode, listen } from ${JSON.stringify(fileURLToPath(new URL('../../src/node.ts', import.meta.url)))};
+import { GameServer } from ${JSON.stringify(fileURLToPath(new URL('../../src/server/server.ts', import.meta.url)))};
+const multi = await listen({ webrtc: { bindAddress: '127.0.0.1', allowedCandidateAddresses: ['127.0.0.1'] } });
+const server = new GameServer(arenaGame, multi, { cookieSecret: new Uint8Array(32).fill(7) });
+const base = '127.0.0.1:' + multi.port;
+const endpoints = [];
+for (const scheme of ['udp', 'webrtc', 'ws']) endpoints.push(await connectNode(scheme + '://' + base));
+const clients = endpoints.map((e, i) => new GameClient(arenaGame, e, e.serverAddress, { seed: i + 1 }));
+const input = createInputSample();
+for (const c of clients) c.connect(performance.now());
+async function runUntil(condition) {
+  const end = performance.now() + 10000;
+  while (!condition() && performance.now() < end) {
+    const now = performance.now();
+    server.update(now);
+    for (const c of clients) c.update(now, input);
+    await new Promise((resolve) => setTimeout(resolve, 4));
+  }
+}
+await runUntil(() => clients.every((c) => c.state === 'connected'));
+const connected = server.clientCount;
+for (const c of clients) c.disconnect();
+await runUntil(() => server.clientCount === 0);
+await Promise.all(endpoints.map((e) => e.close()));
+server.close();
+await multi.close();
+closeWebRtc();
+process.stdout.write('connected ' + connected + ', left ' + server.clientCount + '\\n');
+`;
+
+describe('a Node process', () => {
+  it('that plays over UDP, WebRTC and WebSocket and closes what it opened exits on its own', async () => {
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', EXITING_PROGRAM], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    let exitCode: number | null = null;
+    const exited = new Promise<void>((resolve) =>
+      child.once('exit', (code) => {
+        exitCode = code;
+        resolve();
+      }),
+    );
+    onCleanup(async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    });
+    // A process that keeps a socket or a timer open never exits: it is killed after the cleanups above.
+    const ended = await until(() => child.exitCode !== null || child.signalCode !== null, 60_000);
+    expect(ended, `still running after 60 s; output: ${output}`).toBe(true);
+    await exited;
+    expect(exitCode, output).toBe(0);
+    expect(output).toBe('connected 3, left 0\n');
   });
 });
 

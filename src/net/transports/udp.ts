@@ -8,7 +8,7 @@
 
 import dgram from 'node:dgram';
 import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../transport.ts';
-import { createTransportStats, DatagramQueue } from './websocket-client.ts';
+import { checkQueueCapacity, createTransportStats, DatagramQueue, SendPool } from './queue.ts';
 
 export interface UdpEndpointOptions {
   /** IPv4 address to bind (default "127.0.0.1"). */
@@ -31,16 +31,6 @@ const ADDRESS_CACHE_LIMIT = 4096;
 interface Route {
   ip: string;
   port: number;
-}
-
-/** One pooled send buffer; released when the socket reports the send done. */
-class SendSlot {
-  readonly bytes = Buffer.allocUnsafe(MAX_PACKET_BYTES);
-  readonly done: (error: Error | null) => void;
-
-  constructor(release: (slot: SendSlot, error: Error | null) => void) {
-    this.done = (error) => release(this, error);
-  }
 }
 
 /**
@@ -84,11 +74,7 @@ export class UdpEndpoint implements DatagramEndpoint {
   /** "udp:IP:PORT" strings of senders, by IP then port: no string is built per datagram. */
   private readonly senders = new Map<string, Map<number, string>>();
   private senderCount = 0;
-  private readonly freeSlots: SendSlot[] = [];
-  private readonly releaseSlot = (slot: SendSlot, error: Error | null): void => {
-    if (error) this.stats.sendErrors++;
-    this.freeSlots.push(slot);
-  };
+  private readonly sendPool = new SendPool(this.stats);
   private open = true;
   private readonly closed: Promise<void>;
 
@@ -122,9 +108,7 @@ export class UdpEndpoint implements DatagramEndpoint {
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       throw new RangeError(`UdpEndpoint: port must be an integer in 0..65535, got ${port}`);
     }
-    if (!Number.isInteger(queueCapacity) || queueCapacity < 1 || queueCapacity > 65536) {
-      throw new RangeError(`UdpEndpoint: queueCapacity must be an integer in 1..65536, got ${queueCapacity}`);
-    }
+    checkQueueCapacity('UdpEndpoint', queueCapacity);
     if (parseUdpAddress(`udp:${host}:1`) === null) {
       throw new RangeError(`UdpEndpoint: host must be a dotted IPv4 address, got ${JSON.stringify(host)}`);
     }
@@ -172,13 +156,12 @@ export class UdpEndpoint implements DatagramEndpoint {
       this.stats.droppedNoRoute++;
       return;
     }
-    const slot = this.freeSlots.pop() ?? new SendSlot(this.releaseSlot);
-    slot.bytes.set(data);
+    const slot = this.sendPool.copy(data);
     try {
       this.socket.send(slot.bytes, 0, length, route.port, route.ip, slot.done);
     } catch {
+      this.sendPool.release(slot, null);
       this.stats.sendErrors++;
-      this.freeSlots.push(slot);
       return;
     }
     this.stats.packetsSent++;

@@ -14,15 +14,16 @@
 // Browser-safe: no Node module is imported; RTCPeerConnection and WebSocket are the globals
 // unless constructors are passed in.
 
-import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../transport.ts';
 import { candidateAllowed, encodeSignal, filterSdpCandidates, parseSignal } from './signalling.ts';
 import {
+  CLOSE_WAIT_MS,
   type ClientWebSocket,
-  createTransportStats,
-  DatagramQueue,
-  DEFAULT_MAX_BUFFERED_BYTES,
   globalWebSocket,
-  messageBytes,
+  type MessagePipe,
+  PipeClientEndpoint,
+  type PipeClientOptions,
+  type PipeClientSettings,
+  pipeClientSettings,
   SOCKET_OPEN,
   type WebSocketConstructor,
 } from './websocket-client.ts';
@@ -54,7 +55,7 @@ export const DATA_CHANNEL_OPTIONS: RTCDataChannelInit = { ordered: false, maxRet
 /** Remote candidates held until the remote description is set, at most. */
 const MAX_PENDING_CANDIDATES = 64;
 
-export interface WebRtcClientOptions {
+export interface WebRtcClientOptions extends PipeClientOptions {
   /** The server's signalling URL, e.g. "ws://127.0.0.1:4000/rtc". */
   signallingUrl: string;
   /** Constructor to use instead of the global RTCPeerConnection. */
@@ -68,60 +69,33 @@ export interface WebRtcClientOptions {
   rtcConfig?: RTCConfiguration;
   /** Accept only remote candidates on these addresses (null, the default: any). */
   allowedCandidateAddresses?: readonly string[] | null;
-  /** Give up connecting after this long (default 10 000). */
-  connectTimeoutMs?: number;
-  /** Received datagrams held between polls (default 1024). */
-  queueCapacity?: number;
-  /** Bytes waiting to go out above which a send is dropped (default DEFAULT_MAX_BUFFERED_BYTES). */
-  maxBufferedBytes?: number;
-  /** The address this endpoint gives the server (default "server"). */
-  serverAddress?: string;
 }
 
-/**
- * A client endpoint over one WebRTC data channel to a Backstep server. Its only peer is the
- * server, at `serverAddress`; sends to any other address are dropped and counted.
- */
-export class WebRtcClientEndpoint implements DatagramEndpoint {
-  readonly address = 'client';
-  readonly serverAddress: string;
-  readonly stats = createTransportStats();
-  /** Messages on the channel that were not datagrams (text). */
-  badMessages = 0;
+/** A client endpoint over one WebRTC data channel to a Backstep server. */
+export class WebRtcClientEndpoint extends PipeClientEndpoint {
   private readonly pc: ClientPeerConnection;
   private readonly channel: RTCDataChannel;
-  private readonly queue: DatagramQueue;
-  private readonly maxBufferedBytes: number;
-  private open = true;
   private closing: Promise<void> | null = null;
 
-  private constructor(pc: ClientPeerConnection, channel: RTCDataChannel, options: WebRtcClientOptions) {
+  private constructor(pc: ClientPeerConnection, channel: RTCDataChannel, settings: PipeClientSettings) {
+    super(settings);
     this.pc = pc;
     this.channel = channel;
-    this.serverAddress = options.serverAddress ?? 'server';
-    this.queue = new DatagramQueue(options.queueCapacity ?? 1024, this.stats);
-    this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
     channel.binaryType = 'arraybuffer';
-    channel.addEventListener('message', (event) => {
-      if (!this.open) return;
-      const bytes = messageBytes(event.data);
-      if (bytes === null) this.badMessages++;
-      else this.queue.push(this.serverAddress, bytes);
-    });
+    channel.addEventListener('message', (event) => this.receive(event.data));
   }
 
   /**
    * Signals with the server and resolves with the endpoint once the data channel is open;
-   * rejects with an Error (and releases everything it opened) if signalling fails, the server
-   * sends a malformed message, the connection fails or the time runs out, or naming a bad option.
+   * rejects with an Error, once everything it opened is closed, if signalling fails, the server
+   * sends a malformed message, the connection fails or the time runs out, or naming a bad option
+   * (before opening anything).
    */
   static async connect(options: WebRtcClientOptions): Promise<WebRtcClientEndpoint> {
+    const settings = pipeClientSettings('WebRtcClientEndpoint', options);
     const PeerConnection = options.RTCPeerConnection ?? globalPeerConnection();
     const SignalSocket = options.WebSocket ?? globalWebSocket();
-    const timeoutMs = options.connectTimeoutMs ?? 10_000;
-    if (!(timeoutMs > 0)) {
-      throw new RangeError(`WebRtcClientEndpoint: connectTimeoutMs must be positive, got ${timeoutMs}`);
-    }
+    const timeoutMs = settings.connectTimeoutMs;
     const allowed = options.allowedCandidateAddresses ?? null;
     const pc = new PeerConnection(options.rtcConfig ?? { iceServers: [] });
     let signal: ClientWebSocket;
@@ -130,7 +104,7 @@ export class WebRtcClientEndpoint implements DatagramEndpoint {
       endpoint = new WebRtcClientEndpoint(
         pc,
         pc.createDataChannel(DATA_CHANNEL_LABEL, DATA_CHANNEL_OPTIONS),
-        options,
+        settings,
       );
       signal = new SignalSocket(options.signallingUrl);
     } catch (error) {
@@ -156,8 +130,8 @@ export class WebRtcClientEndpoint implements DatagramEndpoint {
         settled = true;
         clearTimeout(timer);
         closeSignal();
-        void endpoint.close();
-        reject(new Error(`WebRTC ${options.signallingUrl}: ${why}`));
+        const error = new Error(`WebRTC ${options.signallingUrl}: ${why}`);
+        void endpoint.close().then(() => reject(error));
       };
       const timer = setTimeout(() => fail(`data channel not open after ${timeoutMs} ms`), timeoutMs);
       const sendSignal = (text: string) => {
@@ -234,45 +208,8 @@ export class WebRtcClientEndpoint implements DatagramEndpoint {
     });
   }
 
-  /** True until close() or until the data channel closes. */
   get isOpen(): boolean {
     return this.open && this.channel.readyState === 'open';
-  }
-
-  /**
-   * Sends one datagram to the server (the data channel copies the bytes). Dropped and counted
-   * when over MAX_PACKET_BYTES, not to the server, when the channel is not open, or when more
-   * than maxBufferedBytes are already waiting to go out.
-   */
-  send(to: string, data: Uint8Array): void {
-    if (!this.open) return;
-    if (data.length > MAX_PACKET_BYTES) {
-      this.stats.droppedOversize++;
-      return;
-    }
-    const channel = this.channel;
-    if (to !== this.serverAddress || channel.readyState !== 'open') {
-      this.stats.droppedNoRoute++;
-      return;
-    }
-    if (channel.bufferedAmount > this.maxBufferedBytes) {
-      this.stats.sendErrors++;
-      return;
-    }
-    try {
-      // The engine's buffers are plain ArrayBuffers, never shared.
-      channel.send(data as Uint8Array<ArrayBuffer>);
-    } catch {
-      this.stats.sendErrors++;
-      return;
-    }
-    this.stats.packetsSent++;
-    this.stats.bytesSent += data.length;
-  }
-
-  /** Delivers every datagram received since the last poll, in arrival order. */
-  poll(_nowMs: number, onPacket: PacketHandler): void {
-    if (this.open) this.queue.drain(onPacket);
   }
 
   /**
@@ -281,10 +218,13 @@ export class WebRtcClientEndpoint implements DatagramEndpoint {
    */
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
-    this.open = false;
-    this.queue.clear();
+    this.shut();
     this.closing = this.closeAll();
     return this.closing;
+  }
+
+  protected openPipe(): MessagePipe | null {
+    return this.channel.readyState === 'open' ? this.channel : null;
   }
 
   private async closeAll(): Promise<void> {
@@ -294,7 +234,7 @@ export class WebRtcClientEndpoint implements DatagramEndpoint {
         channel,
         'close',
         () => channel.readyState === 'closed',
-        2000,
+        CLOSE_WAIT_MS,
         () => channel.close(),
       );
     }
@@ -303,7 +243,7 @@ export class WebRtcClientEndpoint implements DatagramEndpoint {
       pc,
       'connectionstatechange',
       () => pc.connectionState === 'closed',
-      2000,
+      CLOSE_WAIT_MS,
       () => pc.close(),
     );
   }

@@ -4,25 +4,24 @@
 // then candidates; the server answers and trickles its own candidates (messages:
 // signalling.ts). The client's data channel (label "backstep", ordered: false,
 // maxRetransmits: 0) then carries one datagram per binary message (table in webrtc-client.ts),
-// and the server closes the signalling socket. Each client gets the address "rtc:N" (never
-// reused); once its channel or connection closes, sends to it are dropped.
+// and the server closes the signalling socket (the client may close it first: once the offer is
+// in, that does not end the connection). Each client gets the address "rtc:N" (never reused);
+// once its channel or connection closes, sends to it are dropped.
 //
-// Bounds, each counted when hit: at most maxPeers clients, signalling or connected (more are
-// refused with 503 before the upgrade); a signalling message that is binary, over
-// MAX_SIGNAL_BYTES, malformed or out of turn, or more than maxSignalMessages of them, closes that
-// client; so does a channel not open within connectTimeoutMs, one the engine has sent nothing
-// to within answerTimeoutMs of opening, and one silent for idleTimeoutMs. Remote candidates (in
-// messages or in the offer) on an address outside allowedCandidateAddresses are ignored.
-// Time is the engine's: the times given to poll().
+// Bounds, each counted when hit: at most maxPeers clients, signalling or connected, and
+// maxPeersPerHost from one IP address (more are refused with 503 or 429 before the upgrade); a
+// signalling message that is binary, over MAX_SIGNAL_BYTES, malformed or out of turn, or more
+// than maxSignalMessages of them, closes that client; so does a channel not open within
+// connectTimeoutMs, one the engine has sent nothing to within answerTimeoutMs of opening, and
+// one silent for idleTimeoutMs. Remote candidates (in messages or in the offer) on an address
+// outside allowedCandidateAddresses are ignored. Time is the engine's: the times given to poll().
 //
 // Closing waits for every data channel and peer connection to report closed; only then may
 // node-datachannel's cleanup() be called (see closeWebRtc in src/node.ts).
 
-import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
 import { type DataChannel, type IceServer, PeerConnection } from 'node-datachannel';
-import { type WebSocket, WebSocketServer } from 'ws';
-import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../transport.ts';
+import type { WebSocket } from 'ws';
+import { createTransportStats, type TransportStats } from './queue.ts';
 import {
   candidateAllowed,
   encodeSignal,
@@ -32,23 +31,18 @@ import {
   type SignalMessage,
 } from './signalling.ts';
 import {
+  type ClientLink,
   checkCount,
   checkMs,
-  refuseUpgrade,
-  requestPath,
-  SWEEP_INTERVAL_MS,
-  type UpgradeHandler,
+  LINK_IDLE,
+  LINK_UNANSWERED,
+  LinkServerEndpoint,
+  type LinkServerOptions,
 } from './websocket.ts';
-import {
-  createTransportStats,
-  DatagramQueue,
-  DEFAULT_MAX_BUFFERED_BYTES,
-  type TransportStats,
-} from './websocket-client.ts';
 
 export type { IceServer } from 'node-datachannel';
 
-export interface WebRtcServerOptions {
+export interface WebRtcServerOptions extends LinkServerOptions {
   /** URL path of the signalling WebSocket (default "/rtc"). */
   path?: string;
   /** STUN/TURN servers, node-datachannel style ("stun:host:port", or objects); default none. */
@@ -59,23 +53,17 @@ export interface WebRtcServerOptions {
   allowedCandidateAddresses?: readonly string[] | null;
   /** Most clients, signalling or connected (default 256). */
   maxPeers?: number;
+  /** Most clients, signalling or connected, from one IP address (default 16). */
+  maxPeersPerHost?: number;
   /** Most signalling messages one client may send (default 64). */
   maxSignalMessages?: number;
   /** A client whose data channel is not open this long after it connected is closed (default 10 000). */
   connectTimeoutMs?: number;
-  /** A channel the engine has sent nothing to this long after it opened is closed (default 5000). */
-  answerTimeoutMs?: number;
-  /** A channel silent this long is closed (default 30 000). */
-  idleTimeoutMs?: number;
-  /** Received datagrams held between polls (default 4096). */
-  queueCapacity?: number;
-  /** Bytes a channel may have waiting to go out before a send to it is dropped (default 256 KB). */
-  maxBufferedBytes?: number;
 }
 
 export interface WebRtcServerStats extends TransportStats {
   peersOpened: number;
-  /** Signalling upgrades refused because maxPeers were open. */
+  /** Signalling upgrades refused because maxPeers were open, or maxPeersPerHost from that host. */
   peersRefused: number;
   peersClosed: number;
   channelsOpened: number;
@@ -96,12 +84,13 @@ export interface WebRtcServerStats extends TransportStats {
 /** How long closing waits for a channel and connection to report closed before giving up, ms. */
 const CLOSE_WAIT_MS = 3000;
 
-class Peer {
+/** One client: its signalling socket, then its peer connection and data channel (the link). */
+class Peer implements ClientLink {
   pc: PeerConnection | null = null;
   channel: DataChannel | null = null;
-  /** Engine times (NaN until the first poll after the event). */
+  /** Engine times (NaN until the first poll after the event): signalling began, the channel opened. */
   openedMs = Number.NaN;
-  channelOpenedMs = Number.NaN;
+  linkOpenedMs = Number.NaN;
   lastReceivedMs = Number.NaN;
   channelOpen = false;
   answered = false;
@@ -114,159 +103,82 @@ class Peer {
 
   constructor(
     readonly address: string,
+    readonly host: string,
     public signal: WebSocket | null,
   ) {}
+
+  writable(): boolean {
+    return this.channelOpen && this.channel !== null;
+  }
+
+  bufferedAmount(): number {
+    return (this.channel as DataChannel).bufferedAmount();
+  }
+
+  write(data: Uint8Array): boolean {
+    return (this.channel as DataChannel).sendMessageBinary(data);
+  }
 }
 
 /** The server side of the WebRTC transport; give it upgrades with routeUpgrades() (websocket.ts). */
-export class WebRtcServerEndpoint implements DatagramEndpoint, UpgradeHandler {
-  readonly address = 'rtc';
-  readonly path: string;
-  readonly stats: WebRtcServerStats = {
-    ...createTransportStats(),
-    peersOpened: 0,
-    peersRefused: 0,
-    peersClosed: 0,
-    channelsOpened: 0,
-    closedMalformed: 0,
-    closedTimeout: 0,
-    closedUnanswered: 0,
-    closedIdle: 0,
-    candidatesRefused: 0,
-    badMessages: 0,
-  };
+export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerStats> {
   private readonly iceServers: (string | IceServer)[];
   private readonly bindAddress: string | undefined;
   private readonly allowed: readonly string[] | null;
-  private readonly maxPeers: number;
   private readonly maxSignalMessages: number;
   private readonly connectTimeoutMs: number;
-  private readonly answerTimeoutMs: number;
-  private readonly idleTimeoutMs: number;
-  private readonly maxBufferedBytes: number;
-  private readonly wss: WebSocketServer;
-  private readonly queue: DatagramQueue;
-  private readonly peers = new Map<string, Peer>();
   /** Peers being torn down, until their connection reports closed. */
   private readonly closingPeers = new Set<Peer>();
-  private upgrading = 0;
-  private nextId = 1;
-  private nowMs = Number.NaN;
-  private nextSweepMs = Number.NEGATIVE_INFINITY;
-  private open = true;
   private closing: Promise<void> | null = null;
 
   /** Throws a RangeError naming the bad option. */
   constructor(options: WebRtcServerOptions = {}) {
     const where = 'WebRtcServerEndpoint';
-    this.path = options.path ?? '/rtc';
-    if (!this.path.startsWith('/'))
-      throw new RangeError(`${where}: path must start with "/", got ${this.path}`);
+    super(
+      {
+        where,
+        prefix: 'rtc',
+        defaultPath: '/rtc',
+        maxLinksOption: 'maxPeers',
+        maxLinks: options.maxPeers ?? 256,
+        maxPerHostOption: 'maxPeersPerHost',
+        maxPerHost: options.maxPeersPerHost ?? 16,
+        maxPayload: MAX_SIGNAL_BYTES,
+      },
+      options,
+      {
+        ...createTransportStats(),
+        peersOpened: 0,
+        peersRefused: 0,
+        peersClosed: 0,
+        channelsOpened: 0,
+        closedMalformed: 0,
+        closedTimeout: 0,
+        closedUnanswered: 0,
+        closedIdle: 0,
+        candidatesRefused: 0,
+        badMessages: 0,
+      },
+    );
     this.iceServers = options.iceServers ?? [];
     this.bindAddress = options.bindAddress;
     this.allowed = options.allowedCandidateAddresses ?? null;
-    this.maxPeers = options.maxPeers ?? 256;
     this.maxSignalMessages = options.maxSignalMessages ?? 64;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
-    this.answerTimeoutMs = options.answerTimeoutMs ?? 5000;
-    this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
-    this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
-    checkCount(where, 'maxPeers', this.maxPeers);
     checkCount(where, 'maxSignalMessages', this.maxSignalMessages);
     checkMs(where, 'connectTimeoutMs', this.connectTimeoutMs);
-    checkMs(where, 'answerTimeoutMs', this.answerTimeoutMs);
-    checkMs(where, 'idleTimeoutMs', this.idleTimeoutMs);
-    checkCount(where, 'maxBufferedBytes', this.maxBufferedBytes);
-    this.queue = new DatagramQueue(options.queueCapacity ?? 4096, this.stats);
-    this.wss = new WebSocketServer({
-      noServer: true,
-      maxPayload: MAX_SIGNAL_BYTES,
-      clientTracking: false,
-      perMessageDeflate: false,
-    });
   }
 
   /** Clients signalling or connected. */
   get peerCount(): number {
-    return this.peers.size;
+    return this.links.size;
   }
 
   /** Clients whose data channel is open. */
   get connectedCount(): number {
     let n = 0;
-    for (const peer of this.peers.values()) if (peer.channelOpen) n++;
+    for (const peer of this.links.values()) if (peer.channelOpen) n++;
     return n;
-  }
-
-  /**
-   * Takes a signalling upgrade request on this endpoint's path: refused with 503 when maxPeers
-   * are open (counted), else upgraded. False (untouched) for another path.
-   */
-  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    if (requestPath(request) !== this.path) return false;
-    if (!this.open || this.peers.size + this.closingPeers.size + this.upgrading >= this.maxPeers) {
-      this.stats.peersRefused++;
-      refuseUpgrade(socket, 503, 'Service Unavailable');
-      return true;
-    }
-    this.upgrading++;
-    let done = false;
-    const finish = () => {
-      if (done) return;
-      done = true;
-      this.upgrading--;
-    };
-    socket.once('close', finish);
-    this.wss.handleUpgrade(request, socket, head, (ws) => {
-      finish();
-      this.accept(ws);
-    });
-    return true;
-  }
-
-  /**
-   * Sends one datagram on the data channel of the client at `to` (node-datachannel copies the
-   * bytes). Dropped and counted when over MAX_PACKET_BYTES, when `to` has no open channel, or
-   * when more than maxBufferedBytes already wait to go out; ignored after close().
-   */
-  send(to: string, data: Uint8Array): void {
-    if (!this.open) return;
-    if (data.length > MAX_PACKET_BYTES) {
-      this.stats.droppedOversize++;
-      return;
-    }
-    const peer = this.peers.get(to);
-    const channel = peer?.channel ?? null;
-    if (peer === undefined || channel === null || !peer.channelOpen) {
-      this.stats.droppedNoRoute++;
-      return;
-    }
-    try {
-      if (channel.bufferedAmount() > this.maxBufferedBytes || !channel.sendMessageBinary(data)) {
-        this.stats.sendErrors++;
-        return;
-      }
-    } catch {
-      this.stats.sendErrors++;
-      return;
-    }
-    peer.answered = true;
-    this.stats.packetsSent++;
-    this.stats.bytesSent += data.length;
-  }
-
-  /**
-   * Delivers every datagram received since the last poll, in arrival order, then closes clients
-   * past their timeouts (checked every SWEEP_INTERVAL_MS of `nowMs`).
-   */
-  poll(nowMs: number, onPacket: PacketHandler): void {
-    if (!this.open) return;
-    if (Number.isFinite(nowMs) && !(nowMs <= this.nowMs)) this.nowMs = nowMs;
-    this.queue.drain(onPacket);
-    if (this.nowMs >= this.nextSweepMs) {
-      this.nextSweepMs = this.nowMs + SWEEP_INTERVAL_MS;
-      this.sweep(this.nowMs);
-    }
   }
 
   /**
@@ -275,28 +187,18 @@ export class WebRtcServerEndpoint implements DatagramEndpoint, UpgradeHandler {
    */
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
-    this.open = false;
-    this.queue.clear();
-    for (const peer of [...this.peers.values()]) this.teardown(peer);
+    this.shut();
+    for (const peer of this.links.values()) this.teardown(peer);
     const waits: Promise<void>[] = [];
     for (const peer of this.closingPeers) if (peer.closed !== null) waits.push(peer.closed);
-    this.closing = Promise.all(waits).then(
-      () =>
-        new Promise<void>((resolve) => {
-          this.wss.close(() => resolve());
-        }),
-    );
+    this.closing = Promise.all(waits).then(() => this.closeServer());
     return this.closing;
   }
 
-  private accept(ws: WebSocket): void {
-    if (!this.open) {
-      ws.terminate();
-      return;
-    }
-    const peer = new Peer(`rtc:${this.nextId++}`, ws);
+  protected accept(ws: WebSocket, host: string): void {
+    const peer = new Peer(this.nextAddress(), host, ws);
     peer.openedMs = this.nowMs;
-    this.peers.set(peer.address, peer);
+    this.links.set(peer.address, peer);
     this.stats.peersOpened++;
     ws.on('message', (data, isBinary) => {
       if (peer.gone) return;
@@ -316,7 +218,9 @@ export class WebRtcServerEndpoint implements DatagramEndpoint, UpgradeHandler {
     });
     ws.on('close', () => {
       peer.signal = null;
-      if (!peer.gone && !peer.channelOpen) this.teardown(peer);
+      // Once the offer is in, the connection may still open without signalling (the client closes
+      // it when its own end opens, which may be first); connectTimeoutMs bounds the wait.
+      if (!peer.gone && peer.pc === null) this.teardown(peer);
     });
   }
 
@@ -394,8 +298,7 @@ export class WebRtcServerEndpoint implements DatagramEndpoint, UpgradeHandler {
         this.stats.badMessages++;
         return;
       }
-      peer.lastReceivedMs = this.nowMs;
-      this.queue.push(peer.address, message instanceof ArrayBuffer ? new Uint8Array(message) : message);
+      this.receive(peer, message instanceof ArrayBuffer ? new Uint8Array(message) : message);
     });
     channel.onClosed(() => {
       if (!peer.gone) this.teardown(peer);
@@ -403,7 +306,7 @@ export class WebRtcServerEndpoint implements DatagramEndpoint, UpgradeHandler {
     const opened = () => {
       if (peer.channelOpen || peer.gone) return;
       peer.channelOpen = true;
-      peer.channelOpenedMs = this.nowMs;
+      peer.linkOpenedMs = this.nowMs;
       this.stats.channelsOpened++;
       const signal = peer.signal;
       peer.signal = null;
@@ -431,7 +334,7 @@ export class WebRtcServerEndpoint implements DatagramEndpoint, UpgradeHandler {
     if (peer.gone) return;
     peer.gone = true;
     peer.channelOpen = false;
-    if (this.peers.get(peer.address) === peer) this.peers.delete(peer.address);
+    this.forget(peer);
     this.stats.peersClosed++;
     const ws = peer.signal;
     peer.signal = null;
@@ -463,8 +366,8 @@ export class WebRtcServerEndpoint implements DatagramEndpoint, UpgradeHandler {
     if (peer.pcClosed) peer.resolvePcClosed();
   }
 
-  private sweep(nowMs: number): void {
-    for (const peer of this.peers.values()) {
+  protected sweep(nowMs: number): void {
+    for (const peer of this.links.values()) {
       if (Number.isNaN(peer.openedMs)) peer.openedMs = nowMs;
       if (!peer.channelOpen) {
         if (nowMs - peer.openedMs > this.connectTimeoutMs) {
@@ -473,15 +376,22 @@ export class WebRtcServerEndpoint implements DatagramEndpoint, UpgradeHandler {
         }
         continue;
       }
-      if (Number.isNaN(peer.channelOpenedMs)) peer.channelOpenedMs = nowMs;
-      if (Number.isNaN(peer.lastReceivedMs)) peer.lastReceivedMs = peer.channelOpenedMs;
-      if (!peer.answered && nowMs - peer.channelOpenedMs > this.answerTimeoutMs) {
+      const expiry = this.expiry(peer, nowMs);
+      if (expiry === LINK_UNANSWERED) {
         this.stats.closedUnanswered++;
         this.teardown(peer);
-      } else if (nowMs - peer.lastReceivedMs > this.idleTimeoutMs) {
+      } else if (expiry === LINK_IDLE) {
         this.stats.closedIdle++;
         this.teardown(peer);
       }
     }
+  }
+
+  protected countRefused(): void {
+    this.stats.peersRefused++;
+  }
+
+  protected override closingCount(): number {
+    return this.closingPeers.size;
   }
 }

@@ -1,141 +1,24 @@
-// The WebSocket client endpoint (browser or Node), and the bounded datagram queue and counters every real transport shares.
+// The WebSocket client endpoint (browser or Node), and the message-pipe client endpoint it shares with the WebRTC client.
 //
 // On the wire each datagram is one binary WebSocket message carrying exactly its bytes:
 //   +---------+--------------------------------------------------+
 //   | message | binary, 1..MAX_PACKET_BYTES bytes: one datagram  |
 //   +---------+--------------------------------------------------+
 // A text message, or a binary one over MAX_PACKET_BYTES, is not a datagram: it is dropped and
-// counted (the server closes the socket that sent it).
+// counted (the server closes the socket that sent it). The WebRTC client's data channel carries
+// datagrams the same way, so both clients are a PipeClientEndpoint: one peer (the server), one
+// pipe, the same send checks, inbound queue and counters.
 //
 // Browser-safe: no Node module is imported; the WebSocket constructor is the global one unless
 // one is passed in (Node 20 has none: pass the `ws` package's WebSocket).
 
 import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../transport.ts';
-
-/** Counters of one real-transport endpoint; bytes are payload bytes. */
-export interface TransportStats {
-  /** Datagrams handed to the network by send(). */
-  packetsSent: number;
-  bytesSent: number;
-  /** Datagrams handed to poll()'s handler. */
-  packetsReceived: number;
-  bytesReceived: number;
-  /** Sends over MAX_PACKET_BYTES, dropped. */
-  droppedOversize: number;
-  /** Received datagrams over MAX_PACKET_BYTES (or not binary), dropped. */
-  droppedOversizeReceived: number;
-  /** Received datagrams dropped because the inbound queue was full. */
-  droppedQueueFull: number;
-  /** Sends to an address with no open connection, or before the connection is open, dropped. */
-  droppedNoRoute: number;
-  /** Sends the network refused or that failed (an error, or too much already buffered). */
-  sendErrors: number;
-}
-
-/** Fresh zeroed counters. */
-export function createTransportStats(): TransportStats {
-  return {
-    packetsSent: 0,
-    bytesSent: 0,
-    packetsReceived: 0,
-    bytesReceived: 0,
-    droppedOversize: 0,
-    droppedOversizeReceived: 0,
-    droppedQueueFull: 0,
-    droppedNoRoute: 0,
-    sendErrors: 0,
-  };
-}
-
-/**
- * A bounded first-in first-out queue of received datagrams, drained by an endpoint's poll().
- * Slots hold MAX_PACKET_BYTES each and are allocated on first use, then reused: pushing copies
- * the bytes and allocates nothing once the queue has grown to the traffic. When full, a new
- * datagram is dropped and counted (those already queued keep their order).
- */
-export class DatagramQueue {
-  readonly capacity: number;
-  private readonly slots: Uint8Array[] = [];
-  private readonly lengths: Uint16Array;
-  private readonly froms: string[];
-  private head = 0;
-  private count = 0;
-  private readonly stats: TransportStats;
-
-  /** Throws if `capacity` is not an integer in 1..65536. */
-  constructor(capacity: number, stats: TransportStats) {
-    if (!Number.isInteger(capacity) || capacity < 1 || capacity > 65536) {
-      throw new RangeError(`DatagramQueue: capacity must be an integer in 1..65536, got ${capacity}`);
-    }
-    this.capacity = capacity;
-    this.lengths = new Uint16Array(capacity);
-    this.froms = new Array<string>(capacity).fill('');
-    this.stats = stats;
-  }
-
-  /** Datagrams waiting. */
-  get size(): number {
-    return this.count;
-  }
-
-  /**
-   * Copies one received datagram in. One over MAX_PACKET_BYTES is dropped and counted in
-   * droppedOversizeReceived, one that finds the queue full in droppedQueueFull; returns whether
-   * it was queued.
-   */
-  push(from: string, data: Uint8Array): boolean {
-    if (data.length > MAX_PACKET_BYTES) {
-      this.stats.droppedOversizeReceived++;
-      return false;
-    }
-    if (this.count === this.capacity) {
-      this.stats.droppedQueueFull++;
-      return false;
-    }
-    let index = this.head + this.count;
-    if (index >= this.capacity) index -= this.capacity;
-    let slot = this.slots[index];
-    if (slot === undefined) {
-      slot = new Uint8Array(MAX_PACKET_BYTES);
-      this.slots[index] = slot;
-    }
-    slot.set(data);
-    this.lengths[index] = data.length;
-    this.froms[index] = from;
-    this.count++;
-    return true;
-  }
-
-  /**
-   * Hands `onPacket` every datagram queued when the call began, oldest first, and counts them as
-   * received. The bytes are valid only during each call.
-   */
-  drain(onPacket: PacketHandler): void {
-    let remaining = this.count;
-    const stats = this.stats;
-    while (remaining-- > 0 && this.count > 0) {
-      const index = this.head;
-      const length = this.lengths[index];
-      const from = this.froms[index];
-      stats.packetsReceived++;
-      stats.bytesReceived += length;
-      try {
-        onPacket(from, this.slots[index].subarray(0, length));
-      } finally {
-        this.froms[index] = '';
-        this.head = index + 1 === this.capacity ? 0 : index + 1;
-        this.count--;
-      }
-    }
-  }
-
-  /** Drops everything queued (not counted: the endpoint is closing). */
-  clear(): void {
-    this.froms.fill('');
-    this.head = 0;
-    this.count = 0;
-  }
-}
+import {
+  checkQueueCapacity,
+  createTransportStats,
+  DatagramQueue,
+  DEFAULT_MAX_BUFFERED_BYTES,
+} from './queue.ts';
 
 /** What a received message event carries: an ArrayBuffer for binary, a string for text. */
 export interface SocketMessageEvent {
@@ -166,15 +49,12 @@ export type WebSocketConstructor = new (url: string) => ClientWebSocket;
 /** The WebSocket readyState of an open socket. */
 export const SOCKET_OPEN = 1;
 
-/** Bytes a socket may have waiting to go out before a send is dropped rather than buffered. */
-export const DEFAULT_MAX_BUFFERED_BYTES = 256 * 1024;
+/** Longest a client's close() waits for its socket or channel to report closed, ms. */
+export const CLOSE_WAIT_MS = 2000;
 
-export interface WebSocketClientOptions {
-  /** The server's WebSocket URL, e.g. "ws://127.0.0.1:4000/ws". */
-  url: string;
-  /** Constructor to use instead of the global WebSocket. */
-  WebSocket?: WebSocketConstructor;
-  /** Give up opening after this long (default 10 000). */
+/** Options both client endpoints (WebSocket, WebRTC) take. */
+export interface PipeClientOptions {
+  /** Give up connecting after this long (default 10 000). */
   connectTimeoutMs?: number;
   /** Received datagrams held between polls (default 1024). */
   queueCapacity?: number;
@@ -182,6 +62,44 @@ export interface WebSocketClientOptions {
   maxBufferedBytes?: number;
   /** The address this endpoint gives the server (default "server"). */
   serverAddress?: string;
+}
+
+/** PipeClientOptions with their defaults, checked. */
+export interface PipeClientSettings {
+  connectTimeoutMs: number;
+  queueCapacity: number;
+  maxBufferedBytes: number;
+  serverAddress: string;
+}
+
+/**
+ * Fills in the defaults of `options` and checks them before anything is opened; throws a
+ * RangeError naming `where` and the bad option.
+ */
+export function pipeClientSettings(where: string, options: PipeClientOptions): PipeClientSettings {
+  const settings: PipeClientSettings = {
+    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+    queueCapacity: options.queueCapacity ?? 1024,
+    maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+    serverAddress: options.serverAddress ?? 'server',
+  };
+  if (!(settings.connectTimeoutMs > 0) || !Number.isFinite(settings.connectTimeoutMs)) {
+    throw new RangeError(`${where}: connectTimeoutMs must be positive, got ${settings.connectTimeoutMs}`);
+  }
+  checkQueueCapacity(where, settings.queueCapacity);
+  if (!Number.isInteger(settings.maxBufferedBytes) || settings.maxBufferedBytes < 1) {
+    throw new RangeError(
+      `${where}: maxBufferedBytes must be a positive integer, got ${settings.maxBufferedBytes}`,
+    );
+  }
+  return settings;
+}
+
+export interface WebSocketClientOptions extends PipeClientOptions {
+  /** The server's WebSocket URL, e.g. "ws://127.0.0.1:4000/ws". */
+  url: string;
+  /** Constructor to use instead of the global WebSocket. */
+  WebSocket?: WebSocketConstructor;
 }
 
 /** The global WebSocket constructor, or an Error naming what is missing. */
@@ -200,82 +118,47 @@ export function messageBytes(data: unknown): Uint8Array | null {
   return null;
 }
 
+/** What a client endpoint sends its datagrams through: the browser's WebSocket and RTCDataChannel both fit. */
+export interface MessagePipe {
+  readonly bufferedAmount: number;
+  send(data: Uint8Array<ArrayBuffer>): void;
+}
+
 /**
- * A client endpoint over one WebSocket to a Backstep server. Its only peer is the server, at
- * `serverAddress`; sends to any other address are dropped and counted.
+ * A client endpoint whose only peer is the server, at `serverAddress`, over one message pipe (a
+ * WebSocket or a data channel) that carries one datagram per binary message. Sends to any other
+ * address are dropped and counted; received messages wait in a bounded queue until poll().
  */
-export class WebSocketClientEndpoint implements DatagramEndpoint {
+export abstract class PipeClientEndpoint implements DatagramEndpoint {
   readonly address = 'client';
   readonly serverAddress: string;
   readonly stats = createTransportStats();
-  /** Messages that were not datagrams (text). */
+  /** Messages that were not datagrams (text), dropped. */
   badMessages = 0;
-  /** The close code the socket ended with (0 while open). */
-  closeCode = 0;
-  private readonly socket: ClientWebSocket;
+  /** False once close() has begun. */
+  protected open = true;
   private readonly queue: DatagramQueue;
   private readonly maxBufferedBytes: number;
-  private open = true;
-  private closedPromise: Promise<void> | null = null;
-  private resolveClosed: () => void = () => {};
-  private socketClosed = false;
 
-  private constructor(socket: ClientWebSocket, options: WebSocketClientOptions) {
-    this.socket = socket;
-    this.serverAddress = options.serverAddress ?? 'server';
-    this.queue = new DatagramQueue(options.queueCapacity ?? 1024, this.stats);
-    this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
-    socket.addEventListener('message', (event) => this.onMessage(event));
-    socket.addEventListener('close', (event) => {
-      this.socketClosed = true;
-      this.closeCode = event.code;
-      this.resolveClosed();
-    });
+  protected constructor(settings: PipeClientSettings) {
+    this.serverAddress = settings.serverAddress;
+    this.queue = new DatagramQueue(settings.queueCapacity, this.stats);
+    this.maxBufferedBytes = settings.maxBufferedBytes;
   }
+
+  /** True until close() or until the pipe closes. */
+  abstract get isOpen(): boolean;
+
+  /** Closes the pipe and whatever carries it; resolves once they are closed. Idempotent. */
+  abstract close(): Promise<void>;
+
+  /** The pipe, when it is open; null otherwise. */
+  protected abstract openPipe(): MessagePipe | null;
 
   /**
-   * Opens a WebSocket to `options.url` and resolves with the endpoint once it is open; rejects
-   * with an Error if it fails, closes or times out first, or naming a bad option.
-   */
-  static async connect(options: WebSocketClientOptions): Promise<WebSocketClientEndpoint> {
-    const Ctor = options.WebSocket ?? globalWebSocket();
-    const timeoutMs = options.connectTimeoutMs ?? 10_000;
-    if (!(timeoutMs > 0)) {
-      throw new RangeError(`WebSocketClientEndpoint: connectTimeoutMs must be positive, got ${timeoutMs}`);
-    }
-    const socket = new Ctor(options.url);
-    socket.binaryType = 'arraybuffer';
-    const endpoint = new WebSocketClientEndpoint(socket, options);
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const fail = (why: string) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        void endpoint.close();
-        reject(new Error(`WebSocket ${options.url}: ${why}`));
-      };
-      const timer = setTimeout(() => fail(`not open after ${timeoutMs} ms`), timeoutMs);
-      socket.addEventListener('open', () => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(endpoint);
-      });
-      socket.addEventListener('error', () => fail('connection failed'));
-      socket.addEventListener('close', (event) => fail(`closed before opening (code ${event.code})`));
-    });
-  }
-
-  /** True until close() or until the server closes the socket. */
-  get isOpen(): boolean {
-    return this.open && !this.socketClosed;
-  }
-
-  /**
-   * Sends one datagram to the server (the browser and `ws` copy the bytes). Dropped and counted
-   * when over MAX_PACKET_BYTES, not to the server, when the socket is not open, or when more than
-   * maxBufferedBytes are already waiting to go out.
+   * Sends one datagram to the server (the pipe copies the bytes). Dropped and counted when over
+   * MAX_PACKET_BYTES, not to the server, when the pipe is not open, or when more than
+   * maxBufferedBytes are already waiting to go out; ignored after close().
    */
   send(to: string, data: Uint8Array): void {
     if (!this.open) return;
@@ -283,16 +166,18 @@ export class WebSocketClientEndpoint implements DatagramEndpoint {
       this.stats.droppedOversize++;
       return;
     }
-    if (to !== this.serverAddress || this.socket.readyState !== SOCKET_OPEN) {
+    const pipe = to === this.serverAddress ? this.openPipe() : null;
+    if (pipe === null) {
       this.stats.droppedNoRoute++;
       return;
     }
-    if (this.socket.bufferedAmount > this.maxBufferedBytes) {
+    if (pipe.bufferedAmount > this.maxBufferedBytes) {
       this.stats.sendErrors++;
       return;
     }
     try {
-      this.socket.send(data);
+      // The engine's buffers are plain ArrayBuffers, never shared.
+      pipe.send(data as Uint8Array<ArrayBuffer>);
     } catch {
       this.stats.sendErrors++;
       return;
@@ -306,14 +191,99 @@ export class WebSocketClientEndpoint implements DatagramEndpoint {
     if (this.open) this.queue.drain(onPacket);
   }
 
-  /** Closes the socket; resolves once it is closed. Idempotent. */
-  close(): Promise<void> {
-    if (this.closedPromise !== null) return this.closedPromise;
+  /**
+   * Takes one received message's data: binary is queued as a datagram from the server (dropped
+   * and counted when over MAX_PACKET_BYTES or the queue is full), anything else counted in
+   * badMessages; ignored after close().
+   */
+  protected receive(data: unknown): void {
+    if (!this.open) return;
+    const bytes = messageBytes(data);
+    if (bytes === null) this.badMessages++;
+    else this.queue.push(this.serverAddress, bytes);
+  }
+
+  /** Stops sending and delivering, and discards what is queued: the first step of close(). */
+  protected shut(): void {
     this.open = false;
     this.queue.clear();
+  }
+}
+
+/** A client endpoint over one WebSocket to a Backstep server. */
+export class WebSocketClientEndpoint extends PipeClientEndpoint {
+  /** The close code the socket ended with (0 while open). */
+  closeCode = 0;
+  private readonly socket: ClientWebSocket;
+  private closedPromise: Promise<void> | null = null;
+  private resolveClosed: () => void = () => {};
+  private socketClosed = false;
+
+  private constructor(socket: ClientWebSocket, settings: PipeClientSettings) {
+    super(settings);
+    this.socket = socket;
+    socket.addEventListener('message', (event) => this.receive(event.data));
+    socket.addEventListener('close', (event) => {
+      this.socketClosed = true;
+      this.closeCode = event.code;
+      this.resolveClosed();
+    });
+  }
+
+  /**
+   * Opens a WebSocket to `options.url` and resolves with the endpoint once it is open; rejects
+   * with an Error, once the socket is closed, if it fails, closes or times out first; or naming a
+   * bad option, before opening anything.
+   */
+  static async connect(options: WebSocketClientOptions): Promise<WebSocketClientEndpoint> {
+    const settings = pipeClientSettings('WebSocketClientEndpoint', options);
+    const Ctor = options.WebSocket ?? globalWebSocket();
+    const timeoutMs = settings.connectTimeoutMs;
+    const socket = new Ctor(options.url);
+    socket.binaryType = 'arraybuffer';
+    const endpoint = new WebSocketClientEndpoint(socket, settings);
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (why: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        const error = new Error(`WebSocket ${options.url}: ${why}`);
+        void endpoint.close().then(() => reject(error));
+      };
+      const timer = setTimeout(() => fail(`not open after ${timeoutMs} ms`), timeoutMs);
+      socket.addEventListener('open', () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(endpoint);
+      });
+      socket.addEventListener('error', () => fail('connection failed'));
+      socket.addEventListener('close', (event) => fail(`closed before opening (code ${event.code})`));
+    });
+  }
+
+  get isOpen(): boolean {
+    return this.open && !this.socketClosed;
+  }
+
+  /**
+   * Closes the socket; resolves once it is closed (or CLOSE_WAIT_MS passed without the socket
+   * saying so). Idempotent.
+   */
+  close(): Promise<void> {
+    if (this.closedPromise !== null) return this.closedPromise;
+    this.shut();
     this.closedPromise = new Promise<void>((resolve) => {
-      this.resolveClosed = resolve;
-      if (this.socketClosed) resolve();
+      if (this.socketClosed) {
+        resolve();
+        return;
+      }
+      const timer = setTimeout(resolve, CLOSE_WAIT_MS);
+      this.resolveClosed = () => {
+        clearTimeout(timer);
+        resolve();
+      };
     });
     try {
       this.socket.close(1000, 'bye');
@@ -324,13 +294,7 @@ export class WebSocketClientEndpoint implements DatagramEndpoint {
     return this.closedPromise;
   }
 
-  private onMessage(event: SocketMessageEvent): void {
-    if (!this.open) return;
-    const bytes = messageBytes(event.data);
-    if (bytes === null) {
-      this.badMessages++;
-      return;
-    }
-    this.queue.push(this.serverAddress, bytes);
+  protected openPipe(): MessagePipe | null {
+    return this.socket.readyState === SOCKET_OPEN ? this.socket : null;
   }
 }

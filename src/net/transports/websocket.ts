@@ -1,56 +1,33 @@
-// The WebSocket server transport (Node only, `ws`): datagrams as binary messages on WebSockets upgraded from an existing HTTP server.
+// The WebSocket server transport (Node only, `ws`): datagrams as binary messages on WebSockets upgraded from an existing HTTP server; and the client-link server endpoint it shares with the WebRTC server.
 //
 // Wire form: one binary message per datagram (table in websocket-client.ts). Each accepted
 // socket gets the address "ws:N" (N counts up from 1 and is never reused); once it closes, sends
 // to its address are dropped. WebSocket is TCP, so a socket is state the server keeps before any
-// challenge: their number is bounded (maxSockets, more are refused with 503 before the upgrade),
-// and the endpoint closes a socket that
+// challenge: their number is bounded (maxSockets in all and maxSocketsPerHost from one IP
+// address; more are refused with 503 or 429 before the upgrade), and the endpoint closes a
+// socket that
 //   - sends a text message (not a datagram) or a message over MAX_PACKET_BYTES,
 //   - has not been sent anything by the engine within answerTimeoutMs of opening (it never
 //     sent a valid connection request), or
 //   - has sent nothing for idleTimeoutMs,
 // each counted. Time is the engine's: the times given to poll().
+//
+// LinkServerEndpoint is what this endpoint and the WebRTC server endpoint (webrtc.ts) have in
+// common: a bounded set of client links by address, taken from HTTP upgrades, feeding one
+// datagram queue, sent to with the same checks, and timed out by the same rules.
 
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../transport.ts';
 import {
+  checkQueueCapacity,
   createTransportStats,
   DatagramQueue,
   DEFAULT_MAX_BUFFERED_BYTES,
+  SendPool,
   type TransportStats,
-} from './websocket-client.ts';
-
-export interface WebSocketServerOptions {
-  /** URL path the WebSocket is upgraded on (default "/ws"). */
-  path?: string;
-  /** Most open sockets (default 256). */
-  maxSockets?: number;
-  /** A socket the engine has sent nothing to this long after it opened is closed (default 5000). */
-  answerTimeoutMs?: number;
-  /** A socket silent this long is closed (default 30 000). */
-  idleTimeoutMs?: number;
-  /** Received datagrams held between polls (default 4096). */
-  queueCapacity?: number;
-  /** Bytes a socket may have waiting to go out before a send to it is dropped (default 256 KB). */
-  maxBufferedBytes?: number;
-}
-
-export interface WebSocketServerStats extends TransportStats {
-  socketsOpened: number;
-  /** Upgrades refused because maxSockets were open. */
-  socketsRefused: number;
-  socketsClosed: number;
-  /** Sockets closed for a message over MAX_PACKET_BYTES. */
-  closedOversize: number;
-  /** Sockets closed for a text message or a protocol error. */
-  closedBadMessage: number;
-  /** Sockets closed because the engine never answered them within answerTimeoutMs. */
-  closedUnanswered: number;
-  /** Sockets closed after idleTimeoutMs of silence. */
-  closedIdle: number;
-}
+} from './queue.ts';
 
 /** Something that may take an HTTP upgrade request: true when it did (the socket is then its own). */
 export interface UpgradeHandler {
@@ -101,127 +78,171 @@ export function checkMs(where: string, field: string, value: number): void {
   }
 }
 
-/** How often poll() looks for sockets to time out, ms of engine time. */
+/** How often poll() looks for links to time out, ms of engine time. */
 export const SWEEP_INTERVAL_MS = 250;
 
-/** One pooled send buffer; released when `ws` reports the send written. */
-class SendSlot {
-  readonly bytes = Buffer.allocUnsafe(MAX_PACKET_BYTES);
-  readonly done: (error?: Error) => void;
-
-  constructor(release: (slot: SendSlot) => void) {
-    this.done = () => release(this);
-  }
+/** One client's datagram link on a server endpoint with a socket per client (a WebSocket, or a WebRTC data channel). */
+export interface ClientLink {
+  /** "prefix:N", never reused. */
+  readonly address: string;
+  /** The remote IP address its WebSocket came from. */
+  readonly host: string;
+  /** Engine time the link began carrying datagrams (NaN until the first poll after). */
+  linkOpenedMs: number;
+  /** Engine time of the newest datagram from it (NaN until one arrived, or the first sweep). */
+  lastReceivedMs: number;
+  /** The engine has sent it a datagram: it passed the engine's first check (a valid connection request). */
+  answered: boolean;
+  /** True while datagrams can go out on it. */
+  writable(): boolean;
+  /** Bytes waiting to go out on it. */
+  bufferedAmount(): number;
+  /** Sends one datagram, copying its bytes; false (or a throw) when the network refused it. */
+  write(data: Uint8Array): boolean;
 }
 
-class Socket {
-  /** Engine time it opened (NaN until the first poll after). */
-  openedMs = Number.NaN;
-  lastReceivedMs = Number.NaN;
-  answered = false;
-  constructor(
-    readonly address: string,
-    readonly ws: WebSocket,
-  ) {}
+/** What LinkServerEndpoint.expiry() finds: the link may live, or why it must close. */
+export const LINK_ALIVE = 0;
+export const LINK_UNANSWERED = 1;
+export const LINK_IDLE = 2;
+export type LinkExpiry = typeof LINK_ALIVE | typeof LINK_UNANSWERED | typeof LINK_IDLE;
+
+/** The options both socket-per-client server endpoints (WebSocket, WebRTC) take. */
+export interface LinkServerOptions {
+  /** URL path the WebSocket is upgraded on (default: the endpoint's). */
+  path?: string;
+  /** A link the engine has sent nothing to this long after it opened is closed (default 5000). */
+  answerTimeoutMs?: number;
+  /** A link silent this long is closed (default 30 000). */
+  idleTimeoutMs?: number;
+  /** Received datagrams held between polls (default 4096). */
+  queueCapacity?: number;
+  /** Bytes a link may have waiting to go out before a send to it is dropped (default 256 KB). */
+  maxBufferedBytes?: number;
 }
 
-/** The server side of the WebSocket transport; give it upgrades with attach() or routeUpgrades(). */
-export class WebSocketServerEndpoint implements DatagramEndpoint, UpgradeHandler {
-  readonly address = 'ws';
+/** What a LinkServerEndpoint is, beyond its options. */
+export interface LinkServerSetup {
+  /** The endpoint's name, for errors. */
+  where: string;
+  /** Links get the addresses "prefix:1", "prefix:2", ...; the endpoint's own address is "prefix". */
+  prefix: string;
+  defaultPath: string;
+  /** The endpoint's options that bound its links, in all and from one host (for errors), and their values. */
+  maxLinksOption: string;
+  maxLinks: number;
+  maxPerHostOption: string;
+  maxPerHost: number;
+  /** Largest message the upgraded WebSockets accept: a bigger one is an error that closes its socket. */
+  maxPayload: number;
+}
+
+/**
+ * What the WebSocket and WebRTC server endpoints share: client links by address (at most
+ * maxLinks, counting upgrades in progress and links still closing, and at most maxPerHost from
+ * one remote IP address, counting its upgrades in progress), taken from WebSocket upgrades on one path, feeding one datagram queue, sent to with the same checks, and timed out
+ * by the same rules on engine time. A subclass accepts each upgraded WebSocket (making its link),
+ * sweeps its links when poll() says, and closes them.
+ */
+export abstract class LinkServerEndpoint<L extends ClientLink, S extends TransportStats>
+  implements DatagramEndpoint, UpgradeHandler
+{
+  readonly address: string;
   readonly path: string;
-  readonly stats: WebSocketServerStats = {
-    ...createTransportStats(),
-    socketsOpened: 0,
-    socketsRefused: 0,
-    socketsClosed: 0,
-    closedOversize: 0,
-    closedBadMessage: 0,
-    closedUnanswered: 0,
-    closedIdle: 0,
-  };
-  private readonly maxSockets: number;
+  readonly stats: S;
+  /** The links, signalling or open, by address. */
+  protected readonly links = new Map<string, L>();
+  /** Engine time: the newest finite time given to poll() (NaN before the first). */
+  protected nowMs = Number.NaN;
+  /** False once shut() was called. */
+  protected open = true;
+  private readonly prefix: string;
+  private readonly maxLinks: number;
+  private readonly maxPerHost: number;
+  /** Links and upgrades in progress by remote IP address (no entry: none). */
+  private readonly perHost = new Map<string, number>();
   private readonly answerTimeoutMs: number;
   private readonly idleTimeoutMs: number;
   private readonly maxBufferedBytes: number;
-  private readonly wss: WebSocketServer;
   private readonly queue: DatagramQueue;
-  private readonly sockets = new Map<string, Socket>();
-  private readonly freeSlots: SendSlot[] = [];
-  private readonly releaseSlot = (slot: SendSlot): void => {
-    this.freeSlots.push(slot);
-  };
+  private readonly wss: WebSocketServer;
   private upgrading = 0;
   private nextId = 1;
-  private nowMs = Number.NaN;
   private nextSweepMs = Number.NEGATIVE_INFINITY;
-  private open = true;
-  private closing: Promise<void> | null = null;
-  private detach: (() => void) | null = null;
 
   /** Throws a RangeError naming the bad option. */
-  constructor(options: WebSocketServerOptions = {}) {
-    const where = 'WebSocketServerEndpoint';
-    this.path = options.path ?? '/ws';
+  protected constructor(setup: LinkServerSetup, options: LinkServerOptions, stats: S) {
+    const where = setup.where;
+    this.prefix = setup.prefix;
+    this.address = setup.prefix;
+    this.path = options.path ?? setup.defaultPath;
     if (!this.path.startsWith('/'))
       throw new RangeError(`${where}: path must start with "/", got ${this.path}`);
-    this.maxSockets = options.maxSockets ?? 256;
+    this.maxLinks = setup.maxLinks;
+    this.maxPerHost = setup.maxPerHost;
     this.answerTimeoutMs = options.answerTimeoutMs ?? 5000;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
     this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
-    checkCount(where, 'maxSockets', this.maxSockets);
+    const queueCapacity = options.queueCapacity ?? 4096;
+    checkCount(where, setup.maxLinksOption, this.maxLinks);
+    checkCount(where, setup.maxPerHostOption, this.maxPerHost);
     checkMs(where, 'answerTimeoutMs', this.answerTimeoutMs);
     checkMs(where, 'idleTimeoutMs', this.idleTimeoutMs);
     checkCount(where, 'maxBufferedBytes', this.maxBufferedBytes);
-    this.queue = new DatagramQueue(options.queueCapacity ?? 4096, this.stats);
+    checkQueueCapacity(where, queueCapacity);
+    this.stats = stats;
+    this.queue = new DatagramQueue(queueCapacity, stats);
     this.wss = new WebSocketServer({
       noServer: true,
-      maxPayload: MAX_PACKET_BYTES,
+      maxPayload: setup.maxPayload,
       clientTracking: false,
       perMessageDeflate: false,
     });
   }
 
-  /** Open sockets. */
-  get socketCount(): number {
-    return this.sockets.size;
-  }
-
-  /** Takes this endpoint's upgrades from `server` (any other path is answered 404). */
-  attach(server: Server): void {
-    this.detach?.();
-    this.detach = routeUpgrades(server, [this]);
-  }
-
   /**
-   * Takes an upgrade request on this endpoint's path: refused with 503 when maxSockets are open
-   * (counted), else upgraded to a WebSocket. False (untouched) for another path.
+   * Takes an upgrade request on this endpoint's path: refused (and counted) with 503 when the
+   * endpoint is closed or when its links, those still closing and the upgrades in progress
+   * reach maxLinks, with 429 when the request's host already has maxPerHost; else upgraded and
+   * accepted. False (untouched) for another path.
    */
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     if (requestPath(request) !== this.path) return false;
-    if (!this.open || this.sockets.size + this.upgrading >= this.maxSockets) {
-      this.stats.socketsRefused++;
+    if (!this.open || this.links.size + this.closingCount() + this.upgrading >= this.maxLinks) {
+      this.countRefused();
       refuseUpgrade(socket, 503, 'Service Unavailable');
       return true;
     }
+    const host = request.socket.remoteAddress ?? '';
+    const fromHost = this.perHost.get(host) ?? 0;
+    if (fromHost >= this.maxPerHost) {
+      this.countRefused();
+      refuseUpgrade(socket, 429, 'Too Many Requests');
+      return true;
+    }
+    this.perHost.set(host, fromHost + 1);
     this.upgrading++;
     let done = false;
-    const finish = () => {
+    const finish = (accepted: boolean) => {
       if (done) return;
       done = true;
       this.upgrading--;
+      if (!accepted) this.releaseHost(host);
     };
-    socket.once('close', finish);
+    socket.once('close', () => finish(false));
     this.wss.handleUpgrade(request, socket, head, (ws) => {
-      finish();
-      this.accept(ws);
+      finish(this.open);
+      if (this.open) this.accept(ws, host);
+      else ws.terminate();
     });
     return true;
   }
 
   /**
-   * Copies `data` and sends it as one binary message to the socket at `to`. Dropped and counted
-   * when over MAX_PACKET_BYTES, when `to` is not an open socket, or when the socket already has
-   * more than maxBufferedBytes waiting; ignored after close().
+   * Sends one datagram to the link at `to` (copying the bytes). Dropped and counted when over
+   * MAX_PACKET_BYTES, when `to` is not an open link, or when the link already has more than
+   * maxBufferedBytes waiting or refuses it; ignored after close(). A datagram sent marks the
+   * link answered.
    */
   send(to: string, data: Uint8Array): void {
     if (!this.open) return;
@@ -230,26 +251,28 @@ export class WebSocketServerEndpoint implements DatagramEndpoint, UpgradeHandler
       this.stats.droppedOversize++;
       return;
     }
-    const socket = this.sockets.get(to);
-    if (socket === undefined || socket.ws.readyState !== socket.ws.OPEN) {
+    const link = this.links.get(to);
+    if (link === undefined || !link.writable()) {
       this.stats.droppedNoRoute++;
       return;
     }
-    if (socket.ws.bufferedAmount > this.maxBufferedBytes) {
+    try {
+      if (link.bufferedAmount() > this.maxBufferedBytes || !link.write(data)) {
+        this.stats.sendErrors++;
+        return;
+      }
+    } catch {
       this.stats.sendErrors++;
       return;
     }
-    const slot = this.freeSlots.pop() ?? new SendSlot(this.releaseSlot);
-    slot.bytes.set(data);
-    socket.ws.send(slot.bytes.subarray(0, length), slot.done);
-    socket.answered = true;
+    link.answered = true;
     this.stats.packetsSent++;
     this.stats.bytesSent += length;
   }
 
   /**
-   * Delivers every datagram received since the last poll, in arrival order, then closes sockets
-   * past their answer or idle timeout (checked every SWEEP_INTERVAL_MS of `nowMs`).
+   * Delivers every datagram received since the last poll, in arrival order, then closes links
+   * past their timeouts (swept every SWEEP_INTERVAL_MS of `nowMs`; engine time never goes back).
    */
   poll(nowMs: number, onPacket: PacketHandler): void {
     if (!this.open) return;
@@ -261,18 +284,184 @@ export class WebSocketServerEndpoint implements DatagramEndpoint, UpgradeHandler
     }
   }
 
+  /** Closes every link and resolves once all are closed (see each endpoint). Idempotent. */
+  abstract close(): Promise<void>;
+
+  /** Makes a link of a WebSocket upgraded from `host` (only called while open). */
+  protected abstract accept(ws: WebSocket, host: string): void;
+
+  /** Closes the links past their timeouts at `nowMs` (see expiry()). */
+  protected abstract sweep(nowMs: number): void;
+
+  /** Counts an upgrade refused for want of room. */
+  protected abstract countRefused(): void;
+
+  /** Links forgotten but still closing, which still take room (none by default). */
+  protected closingCount(): number {
+    return 0;
+  }
+
+  /** The address for a new link: "prefix:N", N never reused. */
+  protected nextAddress(): string {
+    return `${this.prefix}:${this.nextId++}`;
+  }
+
+  /**
+   * Removes `link` (if it is still the one at its address): sends to it are dropped from now on,
+   * and it no longer counts against its host.
+   */
+  protected forget(link: L): void {
+    if (this.links.get(link.address) !== link) return;
+    this.links.delete(link.address);
+    this.releaseHost(link.host);
+  }
+
+  /** Queues one datagram received on `link` (dropped and counted when oversize or the queue is full) and notes the time. */
+  protected receive(link: L, data: Uint8Array): void {
+    link.lastReceivedMs = this.nowMs;
+    this.queue.push(link.address, data);
+  }
+
+  /**
+   * Whether `link` may live at `nowMs`: LINK_UNANSWERED when the engine has sent it nothing
+   * within answerTimeoutMs of its opening, LINK_IDLE when it has been silent for idleTimeoutMs.
+   * Times still unknown (NaN) are taken as `nowMs`.
+   */
+  protected expiry(link: L, nowMs: number): LinkExpiry {
+    if (Number.isNaN(link.linkOpenedMs)) link.linkOpenedMs = nowMs;
+    if (Number.isNaN(link.lastReceivedMs)) link.lastReceivedMs = link.linkOpenedMs;
+    if (!link.answered && nowMs - link.linkOpenedMs > this.answerTimeoutMs) return LINK_UNANSWERED;
+    if (nowMs - link.lastReceivedMs > this.idleTimeoutMs) return LINK_IDLE;
+    return LINK_ALIVE;
+  }
+
+  /** Refuses new links, stops sending and delivering, and discards what is queued: the first step of close(). */
+  protected shut(): void {
+    this.open = false;
+    this.queue.clear();
+  }
+
+  private releaseHost(host: string): void {
+    const count = (this.perHost.get(host) ?? 0) - 1;
+    if (count > 0) this.perHost.set(host, count);
+    else this.perHost.delete(host);
+  }
+
+  /** Closes the WebSocket server (once the links' sockets are closed); resolves when done. */
+  protected closeServer(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.wss.close(() => resolve());
+    });
+  }
+}
+
+export interface WebSocketServerOptions extends LinkServerOptions {
+  /** URL path the WebSocket is upgraded on (default "/ws"). */
+  path?: string;
+  /** Most open sockets (default 256). */
+  maxSockets?: number;
+  /** Most open sockets from one IP address (default 16). */
+  maxSocketsPerHost?: number;
+}
+
+export interface WebSocketServerStats extends TransportStats {
+  socketsOpened: number;
+  /** Upgrades refused because maxSockets were open, or maxSocketsPerHost from that host. */
+  socketsRefused: number;
+  socketsClosed: number;
+  /** Sockets closed for a message over MAX_PACKET_BYTES (each also counted in droppedOversizeReceived). */
+  closedOversize: number;
+  /** Sockets closed for a text message or a protocol error. */
+  closedBadMessage: number;
+  /** Sockets closed because the engine never answered them within answerTimeoutMs. */
+  closedUnanswered: number;
+  /** Sockets closed after idleTimeoutMs of silence. */
+  closedIdle: number;
+}
+
+/** One accepted WebSocket, as a client link; sends go through the endpoint's pooled buffers. */
+class SocketLink implements ClientLink {
+  linkOpenedMs = Number.NaN;
+  lastReceivedMs = Number.NaN;
+  answered = false;
+
+  constructor(
+    readonly address: string,
+    readonly host: string,
+    readonly ws: WebSocket,
+    private readonly pool: SendPool,
+  ) {}
+
+  writable(): boolean {
+    return this.ws.readyState === this.ws.OPEN;
+  }
+
+  bufferedAmount(): number {
+    return this.ws.bufferedAmount;
+  }
+
+  write(data: Uint8Array): boolean {
+    const slot = this.pool.copy(data);
+    this.ws.send(slot.bytes.subarray(0, data.length), slot.done);
+    return true;
+  }
+}
+
+/** The server side of the WebSocket transport; give it upgrades with attach() or routeUpgrades(). */
+export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebSocketServerStats> {
+  private readonly sendPool = new SendPool(this.stats);
+  private closing: Promise<void> | null = null;
+  private detach: (() => void) | null = null;
+
+  /** Throws a RangeError naming the bad option. */
+  constructor(options: WebSocketServerOptions = {}) {
+    super(
+      {
+        where: 'WebSocketServerEndpoint',
+        prefix: 'ws',
+        defaultPath: '/ws',
+        maxLinksOption: 'maxSockets',
+        maxLinks: options.maxSockets ?? 256,
+        maxPerHostOption: 'maxSocketsPerHost',
+        maxPerHost: options.maxSocketsPerHost ?? 16,
+        maxPayload: MAX_PACKET_BYTES,
+      },
+      options,
+      {
+        ...createTransportStats(),
+        socketsOpened: 0,
+        socketsRefused: 0,
+        socketsClosed: 0,
+        closedOversize: 0,
+        closedBadMessage: 0,
+        closedUnanswered: 0,
+        closedIdle: 0,
+      },
+    );
+  }
+
+  /** Open sockets. */
+  get socketCount(): number {
+    return this.links.size;
+  }
+
+  /** Takes this endpoint's upgrades from `server` (any other path is answered 404). */
+  attach(server: Server): void {
+    this.detach?.();
+    this.detach = routeUpgrades(server, [this]);
+  }
+
   /**
    * Refuses new sockets, closes every open one (going away) and resolves once all have closed
    * (a socket that does not finish its closing handshake within 2 s is cut). Idempotent.
    */
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
-    this.open = false;
-    this.queue.clear();
+    this.shut();
     this.detach?.();
     const waits: Promise<void>[] = [];
-    for (const socket of this.sockets.values()) {
-      const ws = socket.ws;
+    for (const link of this.links.values()) {
+      const ws = link.ws;
       waits.push(
         new Promise<void>((resolve) => {
           if (ws.readyState === ws.CLOSED) {
@@ -288,65 +477,63 @@ export class WebSocketServerEndpoint implements DatagramEndpoint, UpgradeHandler
         }),
       );
     }
-    this.closing = Promise.all(waits).then(
-      () =>
-        new Promise<void>((resolve) => {
-          this.wss.close(() => resolve());
-        }),
-    );
+    this.closing = Promise.all(waits).then(() => this.closeServer());
     return this.closing;
   }
 
-  private accept(ws: WebSocket): void {
-    if (!this.open) {
-      ws.terminate();
-      return;
-    }
-    const socket = new Socket(`ws:${this.nextId++}`, ws);
-    socket.openedMs = this.nowMs;
-    this.sockets.set(socket.address, socket);
+  protected accept(ws: WebSocket, host: string): void {
+    const link = new SocketLink(this.nextAddress(), host, ws, this.sendPool);
+    link.linkOpenedMs = this.nowMs;
+    this.links.set(link.address, link);
     this.stats.socketsOpened++;
     ws.on('message', (data, isBinary) => {
-      if (!this.open || this.sockets.get(socket.address) !== socket) return;
+      if (!this.open || this.links.get(link.address) !== link) return;
       if (!isBinary || !Buffer.isBuffer(data)) {
         this.stats.closedBadMessage++;
-        this.drop(socket, 1003, 'binary datagrams only');
+        this.drop(link, 1003, 'binary datagrams only');
         return;
       }
-      socket.lastReceivedMs = this.nowMs;
-      this.queue.push(socket.address, data);
+      this.receive(link, data);
     });
     ws.on('error', (error: Error & { code?: string }) => {
-      if (this.sockets.get(socket.address) !== socket) return;
-      if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.stats.closedOversize++;
-      else this.stats.closedBadMessage++;
-      this.drop(socket, 1009, 'message too big');
+      if (this.links.get(link.address) !== link) return;
+      if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
+        this.stats.droppedOversizeReceived++;
+        this.stats.closedOversize++;
+        this.drop(link, 1009, 'message too big');
+      } else {
+        this.stats.closedBadMessage++;
+        this.drop(link, 1002, 'protocol error');
+      }
     });
     ws.on('close', () => {
-      if (this.sockets.get(socket.address) === socket) this.sockets.delete(socket.address);
+      this.forget(link);
       this.stats.socketsClosed++;
     });
   }
 
-  /** Forgets a socket at once (its address stops receiving) and closes it. */
-  private drop(socket: Socket, code: number, reason: string): void {
-    this.sockets.delete(socket.address);
-    const ws = socket.ws;
-    if (ws.readyState === ws.OPEN) ws.close(code, reason);
-    else ws.terminate();
-  }
-
-  private sweep(nowMs: number): void {
-    for (const socket of this.sockets.values()) {
-      if (Number.isNaN(socket.openedMs)) socket.openedMs = nowMs;
-      if (Number.isNaN(socket.lastReceivedMs)) socket.lastReceivedMs = socket.openedMs;
-      if (!socket.answered && nowMs - socket.openedMs > this.answerTimeoutMs) {
+  protected sweep(nowMs: number): void {
+    for (const link of this.links.values()) {
+      const expiry = this.expiry(link, nowMs);
+      if (expiry === LINK_UNANSWERED) {
         this.stats.closedUnanswered++;
-        this.drop(socket, 1008, 'no valid request');
-      } else if (nowMs - socket.lastReceivedMs > this.idleTimeoutMs) {
+        this.drop(link, 1008, 'no valid request');
+      } else if (expiry === LINK_IDLE) {
         this.stats.closedIdle++;
-        this.drop(socket, 1000, 'idle');
+        this.drop(link, 1000, 'idle');
       }
     }
+  }
+
+  protected countRefused(): void {
+    this.stats.socketsRefused++;
+  }
+
+  /** Forgets a socket at once (its address stops receiving) and closes it. */
+  private drop(link: SocketLink, code: number, reason: string): void {
+    this.forget(link);
+    const ws = link.ws;
+    if (ws.readyState === ws.OPEN) ws.close(code, reason);
+    else ws.terminate();
   }
 }

@@ -4,40 +4,15 @@ import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_PACKET_BYTES } from '../../../src/net/transport.ts';
 import { parseUdpAddress, UdpEndpoint } from '../../../src/net/transports/udp.ts';
+import { closeAll, onCleanup, pattern, receive, sleep } from './loopback.ts';
 
-const opened: UdpEndpoint[] = [];
+afterEach(closeAll);
 
 async function open(options: Parameters<typeof UdpEndpoint.open>[0] = {}): Promise<UdpEndpoint> {
   const endpoint = await UdpEndpoint.open(options);
-  opened.push(endpoint);
+  onCleanup(() => endpoint.close());
   return endpoint;
 }
-
-interface Received {
-  from: string;
-  data: Uint8Array;
-}
-
-/** Polls `endpoint` in real time until `count` datagrams arrived or `timeoutMs` passed. */
-async function receive(endpoint: UdpEndpoint, count: number, timeoutMs = 5000): Promise<Received[]> {
-  const got: Received[] = [];
-  const start = performance.now();
-  while (got.length < count && performance.now() - start < timeoutMs) {
-    endpoint.poll(performance.now(), (from, data) => got.push({ from, data: data.slice() }));
-    if (got.length < count) await new Promise((r) => setTimeout(r, 5));
-  }
-  return got;
-}
-
-function pattern(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  for (let i = 0; i < length; i++) bytes[i] = (seed + i * 31) & 0xff;
-  return bytes;
-}
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((e) => e.close()));
-});
 
 describe('parseUdpAddress', () => {
   it('reads udp:IP:PORT and refuses anything else', () => {
@@ -108,6 +83,7 @@ describe('UdpEndpoint', () => {
     expect(client.stats.packetsSent).toBe(0);
     // A raw socket sends a datagram the endpoint must refuse, then a good one.
     const raw = dgram.createSocket('udp4');
+    onCleanup(() => new Promise<void>((r) => raw.close(() => r())));
     await new Promise<void>((r) => raw.bind(0, '127.0.0.1', r));
     const port = server.port;
     await new Promise<void>((r) => raw.send(Buffer.alloc(1500, 1), port, '127.0.0.1', () => r()));
@@ -115,7 +91,6 @@ describe('UdpEndpoint', () => {
     const got = await receive(server, 1);
     expect(got.map((r) => r.data.length)).toEqual([10]);
     expect(server.stats.droppedOversizeReceived).toBe(1);
-    await new Promise<void>((r) => raw.close(r));
   });
 
   it('receives a burst of 1000 datagrams without loss, in order', async () => {
@@ -144,7 +119,7 @@ describe('UdpEndpoint', () => {
     // Wait for every datagram to have arrived (the socket reads them into the queue), then poll once.
     const start = performance.now();
     while (server.stats.droppedQueueFull < 84 && performance.now() - start < 5000) {
-      await new Promise((r) => setTimeout(r, 5));
+      await sleep(5);
     }
     const got: number[] = [];
     server.poll(performance.now(), (_from, data) => got.push(data[0]));
@@ -157,7 +132,7 @@ describe('UdpEndpoint', () => {
     const client = await open();
     const port = server.port;
     client.send(server.address, pattern(10, 1));
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     await server.close();
     expect(server.isOpen).toBe(false);
     let delivered = 0;

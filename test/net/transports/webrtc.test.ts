@@ -1,9 +1,8 @@
-// The WebRTC transport on 127.0.0.1: node-datachannel on the server, the browser-safe client endpoint given node-datachannel's polyfill, and hostile signalling.
+// The WebRTC transport on 127.0.0.1 (node-datachannel on the server, the browser-safe client endpoint given node-datachannel's polyfill): the signalling codec, the shared link-server suite, hostile signalling and channels, limits and options.
 
-import http from 'node:http';
 import { RTCPeerConnection } from 'node-datachannel/polyfill';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import { MAX_PACKET_BYTES } from '../../../src/net/transport.ts';
 import {
   candidateAddress,
@@ -20,6 +19,8 @@ import {
 } from '../../../src/net/transports/webrtc-client.ts';
 import { routeUpgrades } from '../../../src/net/transports/websocket.ts';
 import { closeWebRtc } from '../../../src/node.ts';
+import { describeLinkServer } from './link-server.ts';
+import { closeAll, listenHttp, onCleanup, rawWebSocket, receive, until } from './loopback.ts';
 
 const SDP = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n';
 
@@ -84,41 +85,24 @@ describe('signalling messages', () => {
   });
 });
 
-interface Setup {
-  server: WebRtcServerEndpoint;
-  url: string;
-}
-
-const cleanups: (() => Promise<void>)[] = [];
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+afterEach(closeAll);
 
 // Every peer connection is closed (and waited for) by then.
 afterAll(closeWebRtc);
 
-async function setup(options: WebRtcServerOptions = {}): Promise<Setup> {
-  const httpServer = http.createServer((_req, res) => {
-    res.writeHead(404);
-    res.end();
-  });
-  await new Promise<void>((r) => httpServer.listen(0, '127.0.0.1', r));
+async function setup(
+  options: WebRtcServerOptions = {},
+): Promise<{ server: WebRtcServerEndpoint; url: string }> {
+  const { server: httpServer, port } = await listenHttp();
   const server = new WebRtcServerEndpoint({
     bindAddress: '127.0.0.1',
     allowedCandidateAddresses: ['127.0.0.1'],
     ...options,
   });
   const detach = routeUpgrades(httpServer, [server]);
-  const address = httpServer.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  cleanups.push(async () => {
+  onCleanup(async () => {
     detach();
     await server.close();
-    await new Promise<void>((r) => {
-      httpServer.close(() => r());
-      httpServer.closeAllConnections();
-    });
   });
   return { server, url: `ws://127.0.0.1:${port}/rtc` };
 }
@@ -131,60 +115,20 @@ async function connect(url: string): Promise<WebRtcClientEndpoint> {
     rtcConfig: { iceServers: [], bindAddress: '127.0.0.1' } as RTCConfiguration,
     allowedCandidateAddresses: ['127.0.0.1'],
   });
-  cleanups.push(() => client.close());
+  onCleanup(() => client.close());
   return client;
-}
-
-interface Received {
-  from: string;
-  data: Uint8Array;
-}
-
-interface Pollable {
-  poll(nowMs: number, onPacket: (from: string, data: Uint8Array) => void): void;
-}
-
-async function receive(endpoint: Pollable, count: number, timeoutMs = 5000): Promise<Received[]> {
-  const got: Received[] = [];
-  const start = performance.now();
-  while (got.length < count && performance.now() - start < timeoutMs) {
-    endpoint.poll(performance.now(), (from, data) => got.push({ from, data: data.slice() }));
-    if (got.length < count) await new Promise((r) => setTimeout(r, 5));
-  }
-  return got;
-}
-
-async function until(condition: () => boolean, timeoutMs = 5000): Promise<boolean> {
-  const start = performance.now();
-  while (!condition() && performance.now() - start < timeoutMs) await new Promise((r) => setTimeout(r, 5));
-  return condition();
-}
-
-/** A signalling socket driven by hand; resolves with it once open, and a promise of its close code. */
-async function rawSignal(url: string): Promise<{ ws: WebSocket; closed: Promise<number> }> {
-  const ws = new WebSocket(url);
-  const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  cleanups.push(async () => {
-    ws.terminate();
-    await closed;
-  });
-  return { ws, closed };
 }
 
 /**
  * A client that signals by hand (so it can also send what the endpoint never would): returns
  * its open data channel. `extraCandidates` are sent to the server after the offer.
  */
-async function rawClient(url: string, extraCandidates: string[] = []) {
-  const { ws } = await rawSignal(url);
+async function rawClient(url: string, extraCandidates: string[] = [], closeSignallingWhenAnswered = false) {
+  const { ws } = await rawWebSocket(url);
   const pc = new RTCPeerConnection({ iceServers: [], bindAddress: '127.0.0.1' } as RTCConfiguration);
   const channel = pc.createDataChannel(DATA_CHANNEL_LABEL, DATA_CHANNEL_OPTIONS);
   channel.binaryType = 'arraybuffer';
-  cleanups.push(async () => {
+  onCleanup(async () => {
     channel.close();
     pc.close();
     await until(() => pc.connectionState === 'closed', 3000);
@@ -208,6 +152,7 @@ async function rawClient(url: string, extraCandidates: string[] = []) {
       void pc.setRemoteDescription({ type: 'answer', sdp: m.sdp }).then(() => {
         answered = true;
         for (const candidate of local) sendCandidate(candidate);
+        if (closeSignallingWhenAnswered) ws.close(1000, 'done');
       });
     } else if (m.type === 'candidate') {
       void pc.addIceCandidate({ candidate: m.candidate, sdpMid: m.mid });
@@ -228,40 +173,8 @@ async function rawClient(url: string, extraCandidates: string[] = []) {
 }
 
 describe('WebRTC transport', () => {
-  it('carries datagrams both ways over the data channel, each client at its own rtc:N address', async () => {
+  it('drops and counts received oversize datagrams and text messages, and keeps the channel', async () => {
     const { server, url } = await setup();
-    const a = await connect(url);
-    const b = await connect(url);
-    expect(a.isOpen).toBe(true);
-    a.send('server', new Uint8Array([1, 2, 3]));
-    b.send('server', new Uint8Array(MAX_PACKET_BYTES).fill(7));
-    const got = await receive(server, 2);
-    expect(got).toHaveLength(2);
-    const fromA = got.find((r) => r.data.length === 3)!;
-    const fromB = got.find((r) => r.data.length === MAX_PACKET_BYTES)!;
-    expect(fromA.data).toEqual(new Uint8Array([1, 2, 3]));
-    expect(fromB.data.every((v) => v === 7)).toBe(true);
-    expect(fromA.from).toMatch(/^rtc:\d+$/);
-    expect(fromB.from).toMatch(/^rtc:\d+$/);
-    expect(fromA.from).not.toBe(fromB.from);
-    expect(server.connectedCount).toBe(2);
-    const reply = new Uint8Array([9, 8, 7]);
-    server.send(fromA.from, reply);
-    reply.fill(0);
-    server.send(fromB.from, new Uint8Array([5]));
-    const atA = await receive(a, 1);
-    const atB = await receive(b, 1);
-    expect(atA.map((r) => [r.from, [...r.data]])).toEqual([['server', [9, 8, 7]]]);
-    expect(atB.map((r) => [r.from, [...r.data]])).toEqual([['server', [5]]]);
-  });
-
-  it('drops oversize datagrams both ways and text messages, counting them', async () => {
-    const { server, url } = await setup();
-    const client = await connect(url);
-    client.send('server', new Uint8Array(MAX_PACKET_BYTES + 1));
-    client.send('other', new Uint8Array(3));
-    expect(client.stats.droppedOversize).toBe(1);
-    expect(client.stats.droppedNoRoute).toBe(1);
     const raw = await rawClient(url);
     raw.send(new Uint8Array(MAX_PACKET_BYTES + 100));
     raw.send('text is not a datagram');
@@ -272,8 +185,19 @@ describe('WebRTC transport', () => {
     expect(
       await until(() => server.stats.droppedOversizeReceived === 1 && server.stats.badMessages === 1),
     ).toBe(true);
-    server.send(got[0].from, new Uint8Array(MAX_PACKET_BYTES + 1));
-    expect(server.stats.droppedOversize).toBe(1);
+    raw.send(new Uint8Array([5]));
+    expect((await receive(server, 1)).map((r) => [...r.data])).toEqual([[5]]);
+  });
+
+  it('keeps connecting a client that closes its signalling socket once it has the answer', async () => {
+    // A client closes signalling when its channel opens, which may be before the server sees its
+    // own end open: the server must not take that close for an abandoned connection.
+    const { server, url } = await setup();
+    const channel = await rawClient(url, [], true);
+    expect(await until(() => server.connectedCount === 1)).toBe(true);
+    channel.send(new Uint8Array([8]));
+    expect((await receive(server, 1)).map((r) => [...r.data])).toEqual([[8]]);
+    expect(server.stats.peersClosed).toBe(0);
   });
 
   it('ignores remote candidates outside the allowed addresses', async () => {
@@ -295,7 +219,7 @@ describe('WebRTC transport', () => {
       encodeSignal({ type: 'offer', sdp: SDP }),
     ];
     for (const message of messages) {
-      const { ws, closed } = await rawSignal(url);
+      const { ws, closed } = await rawWebSocket(url);
       ws.send(message);
       const code = await closed;
       expect(code, String(message).slice(0, 40)).toBeGreaterThanOrEqual(1000);
@@ -307,11 +231,61 @@ describe('WebRTC transport', () => {
     expect(got.map((r) => r.data[0])).toEqual([6]);
   });
 
-  it('refuses peers over maxPeers and times out signalling that never completes', async () => {
+  it('the client refuses a malformed, oversize or out-of-turn message from the server, and closes what it opened first', async () => {
+    const { server: httpServer, port } = await listenHttp();
+    const hostile = new WebSocketServer({ server: httpServer });
+    onCleanup(() => new Promise<void>((r) => hostile.close(() => r())));
+    const replies = [
+      'not json',
+      JSON.stringify({ type: 'answer', sdp: `v=0${'a'.repeat(MAX_SIGNAL_BYTES)}` }),
+      encodeSignal({ type: 'offer', sdp: SDP }),
+    ];
+    let reply = '';
+    hostile.on('connection', (ws) => ws.once('message', () => ws.send(reply)));
+    const made: RTCPeerConnection[] = [];
+    class TrackedPeerConnection extends RTCPeerConnection {
+      constructor(config?: RTCConfiguration) {
+        super(config);
+        made.push(this);
+      }
+    }
+    for (reply of replies) {
+      const connecting = WebRtcClientEndpoint.connect({
+        signallingUrl: `ws://127.0.0.1:${port}/rtc`,
+        RTCPeerConnection: TrackedPeerConnection,
+        WebSocket,
+        rtcConfig: { iceServers: [], bindAddress: '127.0.0.1' } as RTCConfiguration,
+        allowedCandidateAddresses: ['127.0.0.1'],
+      });
+      await expect(connecting, reply.slice(0, 40)).rejects.toThrow(
+        /malformed signalling message|unexpected offer/,
+      );
+      expect(made.at(-1)?.connectionState, reply.slice(0, 40)).toBe('closed');
+    }
+    expect(made).toHaveLength(replies.length);
+  });
+
+  it('names the bad option', async () => {
+    expect(() => new WebRtcServerEndpoint({ maxPeers: 0 })).toThrow(/WebRtcServerEndpoint: maxPeers/);
+    expect(() => new WebRtcServerEndpoint({ maxSignalMessages: 1.5 })).toThrow(/maxSignalMessages/);
+    expect(() => new WebRtcServerEndpoint({ connectTimeoutMs: 0 })).toThrow(/connectTimeoutMs/);
+    expect(() => new WebRtcServerEndpoint({ answerTimeoutMs: -5 })).toThrow(/answerTimeoutMs/);
+    expect(() => new WebRtcServerEndpoint({ path: 'rtc' })).toThrow(/path/);
+    await expect(
+      WebRtcClientEndpoint.connect({
+        signallingUrl: 'ws://127.0.0.1:9/rtc',
+        RTCPeerConnection,
+        WebSocket,
+        queueCapacity: 0,
+      }),
+    ).rejects.toThrow(/WebRtcClientEndpoint: queueCapacity/);
+  });
+
+  it('refuses peers over maxPeers, and times out signalling that never completes', async () => {
     const { server, url } = await setup({ maxPeers: 2, connectTimeoutMs: 1000 });
-    const first = await rawSignal(url);
-    await rawSignal(url);
-    await expect(rawSignal(url)).rejects.toThrow();
+    const first = await rawWebSocket(url);
+    await rawWebSocket(url);
+    await expect(rawWebSocket(url)).rejects.toThrow(/503/);
     expect(server.stats.peersRefused).toBe(1);
     server.poll(0, () => {});
     server.poll(500, () => {});
@@ -321,17 +295,12 @@ describe('WebRTC transport', () => {
     expect(server.peerCount).toBe(0);
     expect(await first.closed).toBe(1008);
   });
+});
 
-  it('closes cleanly: the server waits for every connection to close, and clients see their channel close', async () => {
-    const { server, url } = await setup();
-    const a = await connect(url);
-    const b = await connect(url);
-    await server.close();
-    expect(server.peerCount).toBe(0);
-    expect(await until(() => !a.isOpen && !b.isOpen)).toBe(true);
-    await a.close();
-    await b.close();
-    server.send('rtc:1', new Uint8Array([1]));
-    expect(server.stats.packetsSent).toBe(0);
-  });
+describeLinkServer({
+  name: 'WebRTC',
+  prefix: 'rtc',
+  start: ({ maxPerHost, ...options }) => setup({ ...options, maxPeersPerHost: maxPerHost }),
+  connect,
+  links: (server) => server.peerCount,
 });

@@ -1,0 +1,161 @@
+// What the WebSocket and WebRTC transports both promise (a LinkServerEndpoint serving PipeClientEndpoints), as one suite that each transport's test file runs with its own harness.
+
+import { describe, expect, it } from 'vitest';
+import { MAX_PACKET_BYTES } from '../../../src/net/transport.ts';
+import type { TransportStats } from '../../../src/net/transports/queue.ts';
+import type { PipeClientEndpoint } from '../../../src/net/transports/websocket-client.ts';
+import { type Received, rawWebSocket, receive, until } from './loopback.ts';
+
+/** The server endpoint under test, as far as this suite looks at it. */
+export interface LinkServer {
+  readonly stats: TransportStats & { closedUnanswered: number; closedIdle: number };
+  send(to: string, data: Uint8Array): void;
+  poll(nowMs: number, onPacket: (from: string, data: Uint8Array) => void): void;
+  close(): Promise<void>;
+}
+
+export interface LinkServerOptions {
+  answerTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  /** The transport's per-host limit (maxSocketsPerHost, maxPeersPerHost). */
+  maxPerHost?: number;
+}
+
+export interface LinkServerHarness<S extends LinkServer> {
+  /** The transport's name, for the suite's title. */
+  name: string;
+  /** Its links' address prefix ("ws", "rtc"). */
+  prefix: string;
+  /** Starts a server on a fresh HTTP server, both closed after the test; resolves with the client URL. */
+  start(options: LinkServerOptions): Promise<{ server: S; url: string }>;
+  /** Connects a client, closed after the test. */
+  connect(url: string): Promise<PipeClientEndpoint>;
+  /** Links the server holds, connecting or open. */
+  links(server: S): number;
+}
+
+/** Defines the suite for one transport. */
+export function describeLinkServer<S extends LinkServer>(h: LinkServerHarness<S>): void {
+  describe(`${h.name} transport: what every link server does`, () => {
+    it(`carries datagrams both ways with exact bytes, each client at its own ${h.prefix}:N address`, async () => {
+      const { server, url } = await h.start({});
+      const a = await h.connect(url);
+      const b = await h.connect(url);
+      expect(a.isOpen).toBe(true);
+      a.send('server', new Uint8Array([1, 2, 3]));
+      b.send('server', new Uint8Array(MAX_PACKET_BYTES).fill(7));
+      const got = await receive(server, 2);
+      expect(got).toHaveLength(2);
+      const fromA = got.find((r) => r.data.length === 3)!;
+      const fromB = got.find((r) => r.data.length === MAX_PACKET_BYTES)!;
+      expect(fromA.data).toEqual(new Uint8Array([1, 2, 3]));
+      expect(fromB.data.every((v) => v === 7)).toBe(true);
+      const address = new RegExp(`^${h.prefix}:\\d+$`);
+      expect(fromA.from).toMatch(address);
+      expect(fromB.from).toMatch(address);
+      expect(fromA.from).not.toBe(fromB.from);
+      expect(h.links(server)).toBe(2);
+      const reply = new Uint8Array([9, 8, 7, 6]);
+      server.send(fromA.from, reply);
+      reply.fill(0);
+      server.send(fromB.from, new Uint8Array([5]));
+      const atA = await receive(a, 1);
+      const atB = await receive(b, 1);
+      expect(atA.map((r) => [r.from, [...r.data]])).toEqual([['server', [9, 8, 7, 6]]]);
+      expect(atB.map((r) => [r.from, [...r.data]])).toEqual([['server', [5]]]);
+      expect(server.stats.packetsSent).toBe(2);
+      expect(server.stats.packetsReceived).toBe(2);
+    });
+
+    it('drops and counts oversize sends both ways, and sends with no route', async () => {
+      const { server, url } = await h.start({});
+      const client = await h.connect(url);
+      client.send('server', new Uint8Array(MAX_PACKET_BYTES + 1));
+      client.send('elsewhere', new Uint8Array(4));
+      expect(client.stats.droppedOversize).toBe(1);
+      expect(client.stats.droppedNoRoute).toBe(1);
+      expect(client.stats.packetsSent).toBe(0);
+      client.send('server', new Uint8Array([1]));
+      const [first] = await receive(server, 1);
+      server.send(first.from, new Uint8Array(MAX_PACKET_BYTES + 1));
+      server.send(`${h.prefix}:999`, new Uint8Array(4));
+      server.send('udp:127.0.0.1:9', new Uint8Array(4));
+      expect(server.stats.droppedOversize).toBe(1);
+      expect(server.stats.droppedNoRoute).toBe(2);
+      expect(server.stats.packetsSent).toBe(0);
+    });
+
+    it('stops routing to a client that closed', async () => {
+      const { server, url } = await h.start({});
+      const client = await h.connect(url);
+      client.send('server', new Uint8Array([1]));
+      const [first] = await receive(server, 1);
+      await client.close();
+      expect(client.isOpen).toBe(false);
+      expect(await until(() => h.links(server) === 0)).toBe(true);
+      server.send(first.from, new Uint8Array([2]));
+      expect(server.stats.droppedNoRoute).toBe(1);
+      let delivered = 0;
+      client.poll(performance.now(), () => delivered++);
+      client.send('server', new Uint8Array([3]));
+      expect(delivered).toBe(0);
+      expect(client.stats.packetsSent).toBe(1);
+    });
+
+    it('closes links the engine never answers, and silent ones, by the engine time given to poll', async () => {
+      const { server, url } = await h.start({ answerTimeoutMs: 1000, idleTimeoutMs: 3000 });
+      const unanswered = await h.connect(url);
+      const answered = await h.connect(url);
+      answered.send('server', new Uint8Array([1]));
+      unanswered.send('server', new Uint8Array([2]));
+      // Engine time starts at 0 here, whatever the wall clock says.
+      const got: Received[] = [];
+      await until(() => {
+        server.poll(0, (from, data) => got.push({ from, data: data.slice() }));
+        return got.length === 2;
+      });
+      expect(got).toHaveLength(2);
+      // The engine answers one of them (as GameServer answers a valid connection request).
+      server.send(got.find((r) => r.data[0] === 1)!.from, new Uint8Array([3]));
+      server.poll(900, () => {});
+      expect(h.links(server)).toBe(2);
+      server.poll(1200, () => {});
+      expect(server.stats.closedUnanswered).toBe(1);
+      expect(h.links(server)).toBe(1);
+      expect(await until(() => !unanswered.isOpen)).toBe(true);
+      server.poll(2500, () => {});
+      expect(h.links(server)).toBe(1);
+      server.poll(3100, () => {});
+      expect(server.stats.closedIdle).toBe(1);
+      expect(h.links(server)).toBe(0);
+      expect(await until(() => !answered.isOpen)).toBe(true);
+    });
+
+    it('refuses a host its links over the per-host limit (429), until one of them closes', async () => {
+      const { server, url } = await h.start({ maxPerHost: 2 });
+      const first = await h.connect(url);
+      await h.connect(url);
+      await expect(rawWebSocket(url)).rejects.toThrow(/429/);
+      expect(h.links(server)).toBe(2);
+      await first.close();
+      expect(await until(() => h.links(server) === 1)).toBe(true);
+      await h.connect(url);
+      expect(h.links(server)).toBe(2);
+    });
+
+    it('closes cleanly: close resolves once every link is closed, clients see it, nothing is sent after', async () => {
+      const { server, url } = await h.start({});
+      const a = await h.connect(url);
+      const b = await h.connect(url);
+      await server.close();
+      await server.close();
+      expect(h.links(server)).toBe(0);
+      expect(await until(() => !a.isOpen && !b.isOpen)).toBe(true);
+      server.send(`${h.prefix}:1`, new Uint8Array([1]));
+      expect(server.stats.packetsSent).toBe(0);
+      await a.close();
+      await a.close();
+      await b.close();
+    });
+  });
+}
