@@ -171,7 +171,7 @@ export class GameClient<P, W> {
   private readonly serverAddress: string;
   private readonly hooks: ClientHooks;
   private readonly random: Random;
-  private readonly nonce: number;
+  private nonce: number;
   private readonly hs = createHandshakePacket();
   private readonly hsStream = createHandshakeStream();
   private readonly cookie = { issuedAt: 0, hi: 0, lo: 0 };
@@ -242,8 +242,27 @@ export class GameClient<P, W> {
     };
   }
 
-  /** Starts connecting; `update` carries the handshake on. */
+  /**
+   * Starts connecting; `update` carries the handshake on. Everything of a previous connection is
+   * forgotten (a new nonce, commands from 1, no snapshots, the clock unsynchronised).
+   */
   connect(nowMs: number): void {
+    this.nonce = this.random.nextU32();
+    this.slot = -1;
+    this.tickRate = 0;
+    this.serverTick = 0;
+    this.endReason = 0;
+    this.channel = null;
+    this.spawned = false;
+    this.serverHasCommand = 0;
+    this.packetCommands.clear();
+    this.msecRemainder = 0;
+    this.nextCommandSendMs = 0;
+    this.lastFrameMs = -1;
+    this.cookie.issuedAt = this.cookie.hi = this.cookie.lo = 0;
+    this.snapshots.reset();
+    this.view.reset();
+    this.clock.reset();
     this.state = 'connecting';
     this.connectStartMs = nowMs;
     this.lastConnectSendMs = -Infinity;
@@ -443,13 +462,19 @@ export class GameClient<P, W> {
     // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
     if (s === null || s.bitsRemaining < 8) return;
     const h = this.header;
-    if (!serializeFrameHeader(s, h) || !h.hasPlayer || !this.game.player.serialize(s, this.frameState)) {
+    // A command number past 2^31 could not be followed by ours on the wire: refuse it.
+    if (
+      !serializeFrameHeader(s, h) ||
+      !h.hasPlayer ||
+      h.ackedCommand > 0x7fffffff ||
+      !this.game.player.serialize(s, this.frameState)
+    ) {
       this.stats.framesBad++;
       return;
     }
     // A frame older than the newest (reordered) still brings its events and may become a
     // snapshot baseline; its player state and clock sample are out of date.
-    const newest = h.serverTick > this.serverTick || this.stats.framesReceived === 0;
+    const newest = h.serverTick > this.serverTick || !this.spawned;
     if (newest) {
       this.serverTick = h.serverTick;
       this.clock.onServerTime(this.nowMs, (h.serverTick * 1000) / this.tickRate, channel.stats.rttMs);

@@ -123,6 +123,21 @@ export class ServerClock {
     this.config = Object.freeze(c);
   }
 
+  /** Forgets the server (a new connection): the next sample synchronises afresh. Counters stay. */
+  reset(): void {
+    this.synced = false;
+    this.lastErrorMs = 0;
+    this.smoothedRttMs = 0;
+    this.anchorLocalMs = 0;
+    this.anchorEstimateMs = 0;
+    this.pendingCorrectionMs = 0;
+    this.correctionRate = 0;
+    this.lastReceivedOutMs = -Infinity;
+    this.lastServerOutMs = -Infinity;
+    this.windowStart = 0;
+    this.windowCount = 0;
+  }
+
   /**
    * Feeds one received snapshot: `serverTimeMs` is the time the server built it (its tick times
    * the tick interval), `rttMs` the connection's current round-trip estimate. Returns false (and

@@ -181,7 +181,7 @@ export class Predictor<P, W> {
   /** Replays from the acknowledged state now, whether or not anything new arrived. */
   replay(nowMs: number): void {
     this.dirty = false;
-    if (this.newestSequence - this.ackedSequence >= this.config.windowSize) {
+    if (this.newestSequence - this.ackedSequence > this.config.windowSize) {
       // The window cannot reach back to the acknowledged command: keep predicting from the
       // current state until acknowledgements catch up.
       return;

@@ -217,6 +217,9 @@ export class SnapshotReader {
       }
       if (h.op === OP_CREATE) {
         if (held) this.pendingRemoved[removed++] = e;
+        // Listed at once, so that a frame failing further on leaves nothing behind (startFrame
+        // clears what is listed); the list is rebuilt in order below.
+        else w.view[w.viewCount++] = e;
         this.pendingCreated[created++] = e;
         w.inView[e] = 1;
         w.type[e] = h.typeId;

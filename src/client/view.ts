@@ -195,6 +195,7 @@ export class RemoteView {
         this.values,
         e * stride,
       );
+      this.types[e] = frameB.type[e];
       this.list[count++] = e;
     }
     // An entity B no longer holds is drawn at A's values only while the view is before B.
@@ -215,6 +216,7 @@ export class RemoteView {
           this.values,
           e * stride,
         );
+        this.types[e] = frameA.type[e];
         this.list[count++] = e;
       }
     }

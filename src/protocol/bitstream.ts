@@ -456,7 +456,8 @@ export class BitStream {
 const scratchF32 = new Float32Array(1);
 const scratchU32 = new Uint32Array(scratchF32.buffer);
 
-function varuintBits(value: number): number {
+/** Bits `varuint` takes for `value`: 8 per group of 7 bits. */
+export function varuintBits(value: number): number {
   let groups = 1;
   while (value >= 128) {
     value = Math.floor(value / 128);

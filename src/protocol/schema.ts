@@ -11,6 +11,8 @@
 // min + k * precision), an angle as its step k of 2^bits per turn (k * 360 / 2^bits degrees), an
 // int as itself, a bool as 0 or 1. Comparing two stored values is exact, and copying is cheap.
 
+import { bitsRequired } from './bitstream.ts';
+
 /** Largest number of fields in one entity type. */
 export const MAX_ENTITY_FIELDS = 32;
 /** Largest number of entity types in one game. */
@@ -126,10 +128,6 @@ export interface EntityTypeOptions {
 const INT32_MIN = -2147483648;
 const INT32_MAX = 2147483647;
 
-function bitsFor(range: number): number {
-  return range === 0 ? 0 : 32 - Math.clz32(range);
-}
-
 function compileField(typeName: string, name: string, index: number, spec: FieldSpec): CompiledField {
   const where = `entity type '${typeName}': field '${name}'`;
   if (spec === null || typeof spec !== 'object') throw new TypeError(`${where}: spec must be an object`);
@@ -161,7 +159,7 @@ function compileField(typeName: string, name: string, index: number, spec: Field
         interp: interp === 'none' ? 'none' : 'linear',
         lo: 0,
         hi: steps,
-        bits: bitsFor(steps),
+        bits: bitsRequired(steps),
         min,
         max,
         precision,
@@ -201,7 +199,7 @@ function compileField(typeName: string, name: string, index: number, spec: Field
         interp: interp === 'linear' || interp === 'step' ? interp : 'none',
         lo: min,
         hi: max,
-        bits: bitsFor(max - min),
+        bits: bitsRequired(max - min),
         min,
         max,
         precision: 1,
@@ -280,7 +278,7 @@ export function defineEntityType<S>(
     hi: Int32Array.from(fields, (f) => f.hi),
     bits: Uint8Array.from(fields, (f) => f.bits),
     valueBits,
-    changedCountBits: bitsFor(fields.length),
+    changedCountBits: bitsRequired(fields.length),
     interpFields,
     positionFields: [position('x'), position('y'), position('z')],
     priority,
@@ -330,7 +328,12 @@ export function defineGameSchema(
       `defineGameSchema: maxEntities must be an integer in 1..${MAX_ENTITY_CAPACITY}, got ${maxEntities}`,
     );
   }
-  return { types: [...types], typeBits: bitsFor(types.length - 1), stride: Math.max(stride, 1), maxEntities };
+  return {
+    types: [...types],
+    typeBits: bitsRequired(types.length - 1),
+    stride: Math.max(stride, 1),
+    maxEntities,
+  };
 }
 
 /**

@@ -80,16 +80,6 @@ export function createEntryHeader(): EntryHeader {
   return { op: OP_UPDATE, parity: 0, typeId: -1 };
 }
 
-/** Bits of a varuint holding `value` (the gap and baseline fields). */
-export function varuintBits(value: number): number {
-  let bits = 8;
-  while (value >= 128) {
-    value = Math.floor(value / 128);
-    bits += 8;
-  }
-  return bits;
-}
-
 /**
  * Serializes one entry after its index gap: op, parity, type and values of the entity whose
  * stored values are `values[vo .. vo + fieldCount)`. For an update, `base[bo ..]` holds the values

@@ -100,13 +100,15 @@ export class CommandQueue {
    */
   receive(cmd: UserCommand, firstInPacket: boolean): void {
     const seq = cmd.sequence;
+    // Each packet starts at the oldest command the client has not seen acknowledged, so any
+    // command before it that is not here by now never will be: it is skipped when reached (at
+    // most half a queue at a time, so a forged far-ahead number costs nothing).
+    if (firstInPacket && seq > this.lostBelow)
+      this.lostBelow = Math.min(seq, this.lastDone + QUEUE_SIZE / 2 + 1);
     if (seq - this.lastDone > QUEUE_SIZE / 2) {
       this.stats.tooFarAhead++;
       return;
     }
-    // Each packet starts at the oldest command the client has not seen acknowledged, so any
-    // command before it that is not here by now never will be: it is skipped when reached.
-    if (firstInPacket && seq > this.lostBelow) this.lostBelow = seq;
     if (seq <= this.lastDone || this.pending.has(seq)) {
       this.stats.duplicates++;
       return;

@@ -246,7 +246,8 @@ export class LagCompensator<P, W> {
     const target = this.hitscan.targetType;
     const inA = a !== undefined && a.alive[e] !== 0 && a.type[e] === target;
     const inB = b !== undefined && b.alive[e] !== 0 && b.type[e] === target;
-    if (!inA && !inB) return;
+    // As the client's view: an entity frame B no longer holds is drawn only while before B.
+    if (!inB && (!inA || f >= 1)) return;
     this.stats.targetsConsidered++;
     const stride = this.stride;
     blendEntity(

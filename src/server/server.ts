@@ -62,6 +62,13 @@ export interface ServerConfig {
   protocolVersion: number;
   /** How far a client's commands may run ahead of real time (see CommandQueue). */
   commandSlackMs: number;
+  /**
+   * Most commands one client runs in a tick (each may cost a lag-compensated shot): a client at
+   * 500 frames per second still fits; one sending 1 ms commands cannot buy 16 rewinds a tick.
+   */
+  maxCommandsPerTick: number;
+  /** Data packets per second one connection may send (bursts up to a second's worth); the rest are dropped and counted. */
+  maxPacketsPerSecond: number;
   /** How fast a command backlog after a stall drains, and the most unused time owed (see CommandQueue). */
   commandCatchUpRate: number;
   commandMaxOwedMs: number;
@@ -102,6 +109,8 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   protocolId: 0x42535450,
   protocolVersion: 1,
   commandSlackMs: 200,
+  maxCommandsPerTick: 8,
+  maxPacketsPerSecond: 250,
   commandCatchUpRate: 0.1,
   commandMaxOwedMs: 1000,
   validButtons: 0xffff,
@@ -179,6 +188,9 @@ export class ServerClient<P> {
   badPayloads = 0;
   /** Effect events within hearing that did not fit the frame's event budget (effects only: not resent). */
   eventsDropped = 0;
+  /** Packets dropped for coming faster than maxPacketsPerSecond, and the allowance left. */
+  packetsThrottled = 0;
+  packetAllowance = 0;
   /** This client's player as an entity other clients see. */
   entity = -1;
   /** Its snapshots: delta-encoded against the newest frame it acknowledged. */
@@ -322,6 +334,8 @@ export class GameServer<P, W> {
         const behind = Math.floor((nowMs - this.nextTickMs) / this.tickIntervalMs) + 1;
         this.stats.ticksSkipped += behind;
         this.nextTickMs += behind * this.tickIntervalMs;
+        // The clients' real time passed all the same: their command budgets get it.
+        for (const c of this.clients) if (c !== null) c.commands.addRealTime(behind * this.tickIntervalMs);
         break;
       }
       this.runTick();
@@ -330,10 +344,13 @@ export class GameServer<P, W> {
     }
   }
 
-  /** Disconnects every client (telling each, redundantly) and closes the endpoint. */
-  close(): void {
+  /**
+   * Disconnects every client (telling each, redundantly) and closes the endpoint; a real
+   * transport's promise resolves when its sockets are closed (await it before exiting).
+   */
+  close(): void | Promise<void> {
     for (const c of this.clients) if (c) this.disconnect(c, DISCONNECT_SERVER_SHUTDOWN);
-    this.endpoint.close();
+    return this.endpoint.close();
   }
 
   /** Bans an address (or a host: an address without its port) and disconnects whoever matches. */
@@ -371,8 +388,15 @@ export class GameServer<P, W> {
     for (const client of this.clients) {
       if (client === null) continue;
       client.commands.addRealTime(this.tickIntervalMs);
+      const perSecond = this.config.maxPacketsPerSecond;
+      client.packetAllowance = Math.min(
+        perSecond,
+        client.packetAllowance + (perSecond * this.tickIntervalMs) / 1000,
+      );
       events.source = client.slot;
-      for (let cmd = client.commands.next(); cmd !== undefined; cmd = client.commands.next()) {
+      for (let n = 0; n < this.config.maxCommandsPerTick; n++) {
+        const cmd = client.commands.next();
+        if (cmd === undefined) break;
         if (this.lagCompensation !== null && this.game.hitscan?.fires(client.state, cmd))
           this.runShot(client, cmd);
         else player.move(client.state, cmd, this.world, events);
@@ -681,6 +705,7 @@ export class GameServer<P, W> {
     client.entity = entity;
     client.eventCursor = this.events.head;
     client.nextUpdateMs = this.nowMs;
+    client.packetAllowance = this.config.maxPacketsPerSecond;
     this.clients[slot] = client;
     this.byAddress.set(from, client);
     this.listPlayers();
@@ -708,6 +733,11 @@ export class GameServer<P, W> {
   }
 
   private receiveData(client: ServerClient<P>, data: Uint8Array): void {
+    if (client.packetAllowance < 1) {
+      client.packetsThrottled++;
+      return;
+    }
+    client.packetAllowance--;
     const s = client.channel.receive(this.nowMs, data);
     // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
     if (s === null || s.bitsRemaining < 8) return;
@@ -724,6 +754,8 @@ export class GameServer<P, W> {
 function validateServerConfig(c: ServerConfig): void {
   const positive: (keyof ServerConfig)[] = [
     'tickRate',
+    'maxCommandsPerTick',
+    'maxPacketsPerSecond',
     'maxClients',
     'timeoutMs',
     'cookieLifetimeMs',

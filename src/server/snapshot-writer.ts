@@ -11,7 +11,7 @@
 // Selection charges each entity its exact cost (its entry plus the change in index-gap bits),
 // then the chosen entries are written in ascending index order.
 
-import { BitStream } from '../protocol/bitstream.ts';
+import { BitStream, varuintBits } from '../protocol/bitstream.ts';
 import {
   createEntryHeader,
   OP_CREATE,
@@ -20,7 +20,6 @@ import {
   OP_UPDATE,
   SNAPSHOT_FRAME_HISTORY,
   serializeEntry,
-  varuintBits,
 } from '../protocol/snapshot.ts';
 import type { EntityStore, HistorySlot } from './entities.ts';
 

@@ -144,7 +144,8 @@ describe('Predictor', () => {
     p.predict(10);
     expect(p.stats.replays).toBe(0);
     expect(p.current.x).toBe(20);
-    p.acknowledge(15, serverState(15));
+    // Exactly a window's worth unacknowledged (13..20) still replays.
+    p.acknowledge(12, serverState(12));
     p.predict(20);
     expect(p.stats.replays).toBe(1);
     expect(p.current.x).toBe(20);

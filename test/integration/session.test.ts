@@ -123,7 +123,7 @@ describe('a session', () => {
     match.run(2000);
     const server = match.server;
     const victim = server.clients[hostile.client.slot]!;
-    expect(victim, `seed ${seed}`).toBeDefined();
+    expect(victim, `seed ${seed}`).not.toBeNull();
     // Forge the hostile client's traffic on its own connection: garbage, then valid packets
     // whose command payloads are garbage, then commands with absurd values.
     const hostileChannel = hostile.client.channel!;
@@ -194,6 +194,44 @@ describe('a session', () => {
     expect(b.client.state).toBe('refused');
     expect(b.client.endReason).toBe(REFUSE_BANNED);
     expect(match.server.clientCount).toBe(0);
+    match.close();
+  });
+
+  it('a client that disconnects and connects again plays on from scratch', () => {
+    const seed = 11;
+    const msg = `seed ${seed}`;
+    const match = new Match(arenaGame, seed);
+    const c = match.addClient({ profile, drive: runner });
+    match.run(3000);
+    c.client.disconnect();
+    match.run(1000);
+    expect(match.server.clientCount, msg).toBe(0);
+    c.client.connect(match.nowMs);
+    match.run(3000);
+    expect(c.client.state, msg).toBe('connected');
+    const sc = match.server.clients[c.client.slot]!;
+    expect(sc.commandStats.executed, msg).toBeGreaterThan(100);
+    expect(sc.commandStats.tooFarAhead, msg).toBe(0);
+    expect(c.client.predictor.stats.corrections, msg).toBe(0);
+    expect(c.client.snapshots.stats.framesRead, msg).toBeGreaterThan(150);
+    match.close();
+  });
+
+  it('a client sending a command every millisecond runs at most maxCommandsPerTick a tick; others play on', () => {
+    const seed = 12;
+    const msg = `seed ${seed}`;
+    const match = new Match(arenaGame, seed, { maxCommandsPerTick: 8 });
+    const honest = match.addClient({ profile, drive: runner });
+    const flood = match.addClient({ profile, drive: runner, frameMs: 1 });
+    match.run(2000);
+    const sc = match.server.clients[flood.client.slot]!;
+    const before = sc.commandStats.executed;
+    const ticks = match.server.stats.ticks;
+    match.run(5000);
+    const ran = sc.commandStats.executed - before;
+    expect(ran, msg).toBeLessThanOrEqual((match.server.stats.ticks - ticks) * 8);
+    expect(ran, msg).toBeGreaterThan(1000);
+    expect(honest.client.predictor.stats.corrections, msg).toBe(0);
     match.close();
   });
 

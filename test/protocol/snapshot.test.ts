@@ -614,6 +614,34 @@ describe('reader against bad input', () => {
     expect(r.viewCount, `seed ${SEED}`).toBe(0);
   });
 
+  it('a snapshot that fails half way leaves nothing of itself in the next frame', () => {
+    const store = new EntityStore(schema, { historyTicks: 128 });
+    const writer = new SnapshotWriter(store);
+    const reader = new SnapshotReader(schema);
+    const out = new BitStream(1 << 16);
+    const read = new BitStream(0);
+    const a = store.create(0);
+    store.commit(1);
+    out.beginWrite();
+    writer.write(out, 1, 0, 0, 0, Infinity);
+    expect(reader.read(read.beginRead(out.bytes.slice()), 1)).toBe(true);
+    writer.acknowledge(1);
+    // Frame 2 creates an entity, and arrives cut short after that entity's entry.
+    const b = store.create(1);
+    store.commit(2);
+    out.beginWrite();
+    writer.write(out, 2, 0, 0, 0, Infinity);
+    const cut = out.bytes.slice(0, out.bytes.length - 1);
+    expect(reader.read(read.beginRead(cut), 2)).toBe(false);
+    // Frame 3 (against frame 1) no longer has it: the view must not either.
+    store.remove(b);
+    store.commit(3);
+    out.beginWrite();
+    writer.write(out, 3, 0, 0, 0, Infinity);
+    expect(reader.read(read.beginRead(out.bytes.slice()), 3)).toBe(true);
+    expect(Array.from(reader.view.subarray(0, reader.viewCount))).toEqual([a]);
+  });
+
   it('names each kind of bad content', () => {
     const link = perfectLink();
     link.store.create(0);

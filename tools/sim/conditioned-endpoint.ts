@@ -128,10 +128,10 @@ export class ConditionedEndpoint implements DatagramEndpoint {
   }
 
   /** Closes the inner endpoint; held datagrams are dropped. */
-  close(): void {
+  close(): void | Promise<void> {
     while (this.outgoing.size > 0) this.pool.push(this.outgoing.pop());
     while (this.incoming.size > 0) this.pool.push(this.incoming.pop());
-    this.inner.close();
+    return this.inner.close();
   }
 
   private release(nowMs: number): void {

@@ -23,7 +23,7 @@ export const EVENT_LAND = 3;
 export const EVENT_WEAPON_FIRE = 4;
 /** A tracer: p0, p1, p2 = the ray's start (the eye), p3 = pellet * 2^20 + packUnitVector(direction, 10). */
 export const EVENT_SHOT = 5;
-/** The ray hit a player: p0 = target slot, p1 = hitbox id, p2 = pellet, p3 = distance (1/16 unit steps). */
+/** The ray hit a player: p0 = target entity index, p1 = hitbox id, p2 = pellet, p3 = distance (1/16 unit steps). */
 export const EVENT_HIT = 6;
 /** The ray hit the level: p0, p1, p2 = impact point (1/16 unit steps), p3 = pellet * 2^20 + packUnitVector(normal, 10). */
 export const EVENT_IMPACT_WORLD = 7;

@@ -35,7 +35,7 @@ export const MAX_HIT_TARGETS = 64;
  * history. `yaw` and `pitch` are carried for completeness; the boxes do not turn with them.
  */
 export interface HitTarget {
-  /** The player's slot (reported by a hit). */
+  /** The player's entity index (reported by a hit). */
   slot: number;
   originX: number;
   originY: number;
@@ -49,7 +49,7 @@ export interface HitTarget {
 
 /** The nearest hit a ray test found. */
 export interface RayHit {
-  /** The slot of the player hit. */
+  /** The entity index of the player hit. */
   slot: number;
   /** Which of the player's boxes (HITBOX_HEAD, HITBOX_BODY, HITBOX_LEGS). */
   box: number;

@@ -9,7 +9,7 @@
 import { quantize, quantizeAngle } from '../../../src/protocol/bitstream.ts';
 import type { UserCommand } from '../../../src/protocol/usercmd.ts';
 import { type GameEventSink, NO_EVENTS, type TraceWorld } from '../../../src/sim/game.ts';
-import { copyVec3, dcos, dsin, type Vec3, vec3 } from '../../../src/sim/math.ts';
+import { copyVec3, dcos, dot, dsin, type Vec3, vec3 } from '../../../src/sim/math.ts';
 import {
   ACCELERATE,
   AIR_ACCELERATE,
@@ -184,10 +184,6 @@ function resetLocals(): void {
   zero(cellCorner);
   zero(testMaxs);
   for (let i = 0; i < MAX_CLIP_PLANES; i++) zero(planes[i]);
-}
-
-function dot(a: Vec3, b: Vec3): number {
-  return a.x * b.x + a.y * b.y + a.z * b.z;
 }
 
 /** Scales `v` to unit length in place (leaves a zero vector alone); returns the old length. */

@@ -21,20 +21,7 @@
 //   | launcherClip/Reserve | 6 + 8  | int 0..63, int 0..255                  |
 //   +----------------------+--------+----------------------------------------+
 //
-// What other clients need to see of a player, for the arena's "player" entity type
-// (ARENA_PLAYER_ENTITY_FIELDS, 93 bits of values):
-//
-//   +----------------------+--------+----------------------------------------+
-//   | x, y                 | 2 x 19 | [-4096, 4096] in steps of 1/32, linear |
-//   | yaw                  | 16     | 16-bit angle, short arc                |
-//   | pitch                | 16     | 16-bit angle, short arc                |
-//   | z                    | 19     | [-4096, 4096] in steps of 1/32, linear |
-//   | ducked               | 1      | int 0..1, step                         |
-//   | weapon               | 2      | int 0..2, step                         |
-//   | alive                | 1      | int 0..1, step                         |
-//   +----------------------+--------+----------------------------------------+
-// The fields a hit test depends on use the owner's precision and step (not 'none') interpolation,
-// so a client's drawn pose is the one the server's lag compensation rebuilds for the same view.
+// What other clients see of a player is the "player" entity type: PLAYER_ENTITY in entities.ts.
 
 import type { BitStream } from '../../../src/protocol/bitstream.ts';
 import type { UserCommand } from '../../../src/protocol/usercmd.ts';
