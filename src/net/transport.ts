@@ -23,4 +23,12 @@ export interface DatagramEndpoint {
    * sockets returns a Promise that resolves when every socket is closed; await it before exiting.
    */
   close(): void | Promise<void>;
+  /**
+   * The network host behind `address` ("udp:203.0.113.9", "ws:203.0.113.9"), for bans and
+   * per-host limits; null when unknown. Transports whose addresses carry no host (ws:N, rtc:N)
+   * implement it.
+   */
+  hostOf?(address: string): string | null;
+  /** The server is done with `address`: a connection-based transport closes its link now. */
+  drop?(address: string): void;
 }

@@ -255,8 +255,8 @@ export class GameServer<P, W> {
   /** The newest tick simulated. Server time is tick * tickIntervalMs. */
   tick = 0;
   /**
-   * Refused with REFUSE_BANNED: exact addresses, or an address without its port
-   * ("udp:203.0.113.9" bans every port of that host).
+   * Refused with REFUSE_BANNED: exact addresses, an address without its port ("udp:203.0.113.9"
+   * bans every port of that host), or a host as the transport names it (`hostOf`).
    */
   readonly banned = new Set<string>();
 
@@ -363,6 +363,8 @@ export class GameServer<P, W> {
   isBanned(address: string): boolean {
     if (this.banned.size === 0) return false;
     if (this.banned.has(address)) return true;
+    const host = this.endpoint.hostOf?.(address);
+    if (host !== undefined && host !== null && this.banned.has(host)) return true;
     const port = address.lastIndexOf(':');
     return port > 0 && this.banned.has(address.slice(0, port));
   }
@@ -373,6 +375,7 @@ export class GameServer<P, W> {
     for (let i = 0; i < 3; i++) this.sendHandshake(client.address, PACKET_DISCONNECT, client.nonce, reason);
     this.clients[client.slot] = null;
     this.byAddress.delete(client.address);
+    this.endpoint.drop?.(client.address);
     if (client.entity >= 0) this.entities.remove(client.entity);
     this.listPlayers();
     this.stats.disconnects++;
