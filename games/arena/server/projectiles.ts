@@ -61,7 +61,10 @@ export class Projectiles {
   exploded = 0;
   blastHits = 0;
   kills = 0;
+  /** Live projectiles in live[0 .. liveCount); records are reused, never freed. */
   private readonly live: Projectile[] = [];
+  private liveCount = 0;
+  private targetCount = 0;
   private eventCursor = 0;
   private readonly trace = createTraceResult();
   private readonly start = vec3();
@@ -78,6 +81,7 @@ export class Projectiles {
 
   /** Spawns projectiles for the launcher shots fired since the last call, then moves them all. */
   tick(server: Server): void {
+    this.gatherTargets(server);
     const log = server.events;
     if (this.eventCursor < log.tail) this.eventCursor = log.tail;
     for (; this.eventCursor < log.head; this.eventCursor++) {
@@ -85,11 +89,14 @@ export class Projectiles {
       if (e.type === EVENT_PROJECTILE_FIRED) this.spawn(server, e.source, e.p0, e.p1, e.p2, e.p3);
     }
     const dt = server.tickIntervalMs / 1000;
-    for (let i = this.live.length - 1; i >= 0; i--) {
+    for (let i = this.liveCount - 1; i >= 0; i--) {
       const p = this.live[i];
       if (this.step(server, p, dt) || server.timeMs - p.bornMs > this.config.lifetimeMs) {
         server.entities.remove(p.entity);
-        this.live.splice(i, 1);
+        // Swap the last live record into this place; the freed record is kept for reuse.
+        this.liveCount--;
+        this.live[i] = this.live[this.liveCount];
+        this.live[this.liveCount] = p;
       }
     }
   }
@@ -101,17 +108,19 @@ export class Projectiles {
     if (entity < 0) return;
     unpackUnitVector(packed, 12, this.dir);
     const speed = WEAPONS[WEAPON_LAUNCHER].projectileSpeed;
-    const p: Projectile = {
-      entity,
-      owner: owner.entity,
-      x,
-      y,
-      z,
-      vx: this.dir.x * speed,
-      vy: this.dir.y * speed,
-      vz: this.dir.z * speed,
-      bornMs: server.timeMs,
-    };
+    if (this.liveCount === this.live.length) {
+      this.live.push({ entity: 0, owner: 0, x: 0, y: 0, z: 0, vx: 0, vy: 0, vz: 0, bornMs: 0 });
+    }
+    const p = this.live[this.liveCount];
+    p.entity = entity;
+    p.owner = owner.entity;
+    p.x = x;
+    p.y = y;
+    p.z = z;
+    p.vx = this.dir.x * speed;
+    p.vy = this.dir.y * speed;
+    p.vz = this.dir.z * speed;
+    p.bornMs = server.timeMs;
     this.fired++;
     const advanceMs = Math.min(
       this.config.maxAdvanceMs,
@@ -122,7 +131,7 @@ export class Projectiles {
       return;
     }
     this.place(server, p);
-    this.live.push(p);
+    this.liveCount++;
   }
 
   /** Moves `p` for `dt` seconds; returns true when it exploded. */
@@ -136,18 +145,15 @@ export class Projectiles {
     e.y = p.y + p.vy * dt;
     e.z = p.z + p.vz * dt;
     server.world.trace(s, e, POINT, POINT, this.trace);
-    const length = Math.hypot(e.x - s.x, e.y - s.y, e.z - s.z);
+    const dx = e.x - s.x;
+    const dy = e.y - s.y;
+    const dz = e.z - s.z;
+    const length = Math.sqrt(dx * dx + dy * dy + dz * dz);
     const reach = this.trace.fraction * length;
-    // Players in the present (projectiles are not lag compensated).
-    let count = 0;
-    for (const c of server.clients) {
-      if (c === null || c.entity === p.owner || count === this.targets.length) continue;
-      writeHitTarget(c.state, c.entity, this.targets[count++]);
-    }
     this.dir.x = (e.x - s.x) / (length || 1);
     this.dir.y = (e.y - s.y) / (length || 1);
     this.dir.z = (e.z - s.z) / (length || 1);
-    if (length > 0 && rayVsTargets(s, this.dir, reach, this.targets, count, -1, this.hit)) {
+    if (length > 0 && rayVsTargets(s, this.dir, reach, this.targets, this.targetCount, p.owner, this.hit)) {
       this.explode(server, this.hit.point.x, this.hit.point.y, this.hit.point.z);
       return true;
     }
@@ -162,6 +168,16 @@ export class Projectiles {
     return false;
   }
 
+  /** The players in the present (projectiles are not lag compensated) as hit targets. */
+  private gatherTargets(server: Server): void {
+    let count = 0;
+    for (const c of server.clients) {
+      if (c === null || count === this.targets.length) continue;
+      writeHitTarget(c.state, c.entity, this.targets[count++]);
+    }
+    this.targetCount = count;
+  }
+
   private place(server: Server, p: Projectile): void {
     server.entities.setField(p.entity, X, p.x);
     server.entities.setField(p.entity, Y, p.y);
@@ -174,12 +190,17 @@ export class Projectiles {
     for (const c of server.clients) {
       if (c === null || c.state.health <= 0) continue;
       // Distance to the player's middle.
-      const d = Math.hypot(c.state.originX - x, c.state.originY - y, c.state.originZ + 36 - z);
+      const dx = c.state.originX - x;
+      const dy = c.state.originY - y;
+      const dz = c.state.originZ + 36 - z;
+      const d = Math.sqrt(dx * dx + dy * dy + dz * dz);
       if (d >= blastRadius) continue;
       this.blastHits++;
       if (damageArenaPlayer(c.state, blastDamage * (1 - d / blastRadius))) {
         this.kills++;
         this.onDeath(server, c);
+        // The dead are no longer targets for the projectiles still flying this tick.
+        this.gatherTargets(server);
       }
     }
   }

@@ -28,10 +28,16 @@ type Client = ServerClient<ArenaPlayerState>;
 /** The arena's rules as server hooks (combine them with others via `combineHooks`). */
 export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
   const respawnMs = config.respawnMs ?? 2000;
-  const diedAtMs = new Map<number, number>();
-  const projectiles = new Projectiles(config.projectiles ?? {}, (server, victim) =>
-    diedAtMs.set(victim.slot, server.timeMs),
-  );
+  /** When the player in each slot died (-1: alive). */
+  const diedAtMs: number[] = [];
+  let dead = 0;
+  const died = (server: Server, victim: Client) => {
+    if (!(diedAtMs[victim.slot] >= 0)) dead++;
+    diedAtMs[victim.slot] = server.timeMs;
+  };
+  const projectiles = new Projectiles(config.projectiles ?? {}, died);
+  // A fresh player's state to respawn from, made once.
+  const fresh = arenaGame.player.create();
   const byEntity = (server: Server, entity: number): Client | null => {
     for (const c of server.clients) if (c !== null && c.entity === entity) return c;
     return null;
@@ -60,27 +66,28 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
         rules.damageDealt += Math.min(amount, target.state.health);
         if (damageArenaPlayer(target.state, amount)) {
           rules.kills++;
-          diedAtMs.set(target.slot, server.timeMs);
+          died(server, target);
         }
       }
     },
     onTick(server: Server) {
       projectiles.tick(server);
-      for (const [slot, at] of diedAtMs) {
+      if (dead === 0) return;
+      for (let slot = 0; slot < diedAtMs.length; slot++) {
+        const at = diedAtMs[slot];
         const c = server.clients[slot];
-        if (c === null) {
-          diedAtMs.delete(slot);
-        } else if (server.timeMs - at >= respawnMs) {
-          diedAtMs.delete(slot);
-          const fresh = arenaGame.player.create();
-          arenaGame.spawn(fresh, server.world, slot);
-          arenaGame.player.copy(c.state, fresh);
-          server.entities.teleport(c.entity);
-        }
+        if (!(at >= 0) || c === null || server.timeMs - at < respawnMs) continue;
+        diedAtMs[slot] = -1;
+        dead--;
+        // A fresh loadout and health at a spawn point; never blended from where it died.
+        arenaGame.spawn(fresh, server.world, slot);
+        arenaGame.player.copy(c.state, fresh);
+        server.entities.teleport(c.entity);
       }
     },
     onDisconnect(_server: Server, client: Client) {
-      diedAtMs.delete(client.slot);
+      if (diedAtMs[client.slot] >= 0) dead--;
+      diedAtMs[client.slot] = -1;
     },
   };
   return rules;
