@@ -8,6 +8,7 @@ import type { GameClient, InputSample } from '../../src/client/client.ts';
 import { DISCONNECT_KICKED, REFUSE_BANNED } from '../../src/net/handshake.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import type { BitStream } from '../../src/protocol/bitstream.ts';
+import { serializeFrameHeader } from '../../src/protocol/frames.ts';
 import { Random } from '../../src/sim/random.ts';
 import { Match } from '../../tools/harness/match.ts';
 
@@ -148,6 +149,37 @@ describe('a session', () => {
     expect(honest.client.state, msg).toBe('connected');
     expect(honest.client.predictor.stats.corrections, msg).toBe(0);
     expect(server.clients[honest.client.slot]!.commandStats.executed, msg).toBeGreaterThan(400);
+    match.close();
+  });
+
+  it('a client survives a hostile server: garbage payloads on a valid connection never throw', () => {
+    const seed = 13;
+    const rng = new Random(seed);
+    const match = new Match(arenaGame, seed);
+    const c = match.addClient({ profile, drive: runner });
+    match.run(2000);
+    const sc = match.server.clients[c.client.slot]!;
+    const header = { serverTick: 0, choked: 0, hasPlayer: true, ackedCommand: 0 };
+    for (let i = 0; i < 5000; i++) {
+      // Half: random bytes; half: a plausible frame header (current tick and ack), then garbage
+      // where the player state, events and snapshot should be.
+      const plausible = i % 2 === 1;
+      sc.channel.send(match.nowMs, (s: BitStream) => {
+        if (plausible) {
+          header.serverTick = match.server.tick;
+          header.ackedCommand = sc.commands.lastDone;
+          serializeFrameHeader(s, header);
+        }
+        const n = rng.int(0, 300);
+        for (let k = 0; k < n; k++) s.uint(rng.int(0, 255), 8);
+      });
+      if (i % 50 === 0) match.run(16);
+    }
+    match.run(2000);
+    const msg = `seed ${seed}`;
+    expect(c.client.state, msg).toBe('connected');
+    expect(c.client.stats.framesBad + c.client.snapshots.stats.framesRead, msg).toBeGreaterThan(100);
+    expect(c.client.stats.framesBad, msg).toBeGreaterThan(100);
     match.close();
   });
 
