@@ -7,6 +7,13 @@ import dsl from '../../profiles/dsl.json' with { type: 'json' };
 import lan from '../../profiles/lan.json' with { type: 'json' };
 import mobile from '../../profiles/mobile.json' with { type: 'json' };
 import terrible from '../../profiles/terrible.json' with { type: 'json' };
+import {
+  describeValue,
+  expectObject,
+  type JsonObject,
+  readString,
+  rejectUnknown,
+} from '../sim/json-checks.ts';
 
 /** "up" is what the endpoint holding the profile sends (client to server); "down" what it receives. */
 export type Direction = 'up' | 'down';
@@ -111,35 +118,8 @@ export function createLinkConditions(): LinkConditions {
   return { ...DEFAULT_CONDITIONS, burst: { ...DEFAULT_CONDITIONS.burst } };
 }
 
-type JsonObject = Record<string, unknown>;
-
-function describe(value: unknown): string {
-  if (typeof value === 'string')
-    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
-  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) {
-    return String(value);
-  }
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}
-
 function formatRange(range: NumberRange): string {
   return `${range.minExclusive ? '(' : '['}${range.min}, ${range.max}]`;
-}
-
-function expectObject(value: unknown, path: string): JsonObject {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new Error(`${path}: must be an object, got ${describe(value)}`);
-  }
-  return value as JsonObject;
-}
-
-function rejectUnknown(obj: JsonObject, path: string, allowed: ReadonlySet<string>): void {
-  for (const key of Object.keys(obj)) {
-    if (!allowed.has(key)) {
-      throw new Error(`${path}: unknown field ${JSON.stringify(key)} (allowed: ${[...allowed].join(', ')})`);
-    }
-  }
 }
 
 function readNumber(obj: JsonObject, key: string, path: string, range: NumberRange): number {
@@ -150,17 +130,7 @@ function readNumber(obj: JsonObject, key: string, path: string, range: NumberRan
     (range.minExclusive ? value > range.min : value >= range.min) &&
     value <= range.max;
   if (!ok)
-    throw new Error(`${path}.${key}: must be a number in ${formatRange(range)}, got ${describe(value)}`);
-  return value;
-}
-
-function readString(obj: JsonObject, key: string, path: string, maxLength: number): string {
-  const value = obj[key];
-  if (typeof value !== 'string' || value.length === 0 || value.length > maxLength) {
-    throw new Error(
-      `${path}.${key}: must be a string of 1 to ${maxLength} characters, got ${describe(value)}`,
-    );
-  }
+    throw new Error(`${path}.${key}: must be a number in ${formatRange(range)}, got ${describeValue(value)}`);
   return value;
 }
 
@@ -254,7 +224,7 @@ export function parseProfile(json: unknown): NetworkProfile {
     const list = obj.events;
     if (!Array.isArray(list) || list.length > MAX_EVENTS) {
       throw new Error(
-        `${path}.events: must be an array of at most ${MAX_EVENTS} events, got ${describe(list)}`,
+        `${path}.events: must be an array of at most ${MAX_EVENTS} events, got ${describeValue(list)}`,
       );
     }
     for (let i = 0; i < list.length; i++) events.push(readEvent(list[i], `${path}.events[${i}]`));

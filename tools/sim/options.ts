@@ -5,11 +5,11 @@ import { statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { NAMED_PROFILES } from '../../src/net/profile.ts';
 import { LAG_COMPENSATION_MODES, type LagCompensationMode } from '../../src/server/lag-compensation.ts';
+import { describeValue } from '../../src/sim/json-checks.ts';
 import {
   type BotKind,
   BUILT_IN_SCENARIOS,
   describeRange,
-  describeValue,
   inRange,
   loadScenario,
   NO_PROFILE,

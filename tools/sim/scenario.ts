@@ -5,6 +5,13 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { NAMED_PROFILES, type NetworkProfile, parseProfile } from '../../src/net/profile.ts';
 import { LAG_COMPENSATION_MODES, type LagCompensationMode } from '../../src/server/lag-compensation.ts';
+import {
+  describeValue,
+  expectObject,
+  type JsonObject,
+  readString,
+  rejectUnknown,
+} from '../../src/sim/json-checks.ts';
 
 /** Aim bots aim at the players they drew and fire; runner bots only move. */
 export type BotKind = 'aim' | 'runner';
@@ -107,19 +114,6 @@ const TOP_KEYS = new Set([
 ]);
 const GROUP_KEYS = new Set(['count', 'profile', 'bot', 'aimErrorUnits']);
 
-type JsonObject = Record<string, unknown>;
-
-/** A short, safe rendering of a value for an error message. */
-export function describeValue(value: unknown): string {
-  if (typeof value === 'string')
-    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
-  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) {
-    return String(value);
-  }
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}
-
 /** The range in words: "an integer in [1, 512]", "a number in (0, 86400]". */
 export function describeRange(range: Range): string {
   return `${range.integer ? 'an integer' : 'a number'} in ${range.minExclusive ? '(' : '['}${range.min}, ${range.max}]`;
@@ -145,37 +139,12 @@ function readNumber(obj: JsonObject, key: keyof typeof RANGES, path: string): nu
   return value;
 }
 
-function readString(obj: JsonObject, key: string, path: string, maxLength: number): string {
-  const value = obj[key];
-  if (typeof value !== 'string' || value.length === 0 || value.length > maxLength) {
-    throw new Error(
-      `${path}.${key}: must be a string of 1 to ${maxLength} characters, got ${describeValue(value)}`,
-    );
-  }
-  return value;
-}
-
 function readChoice<T extends string>(obj: JsonObject, key: string, path: string, choices: readonly T[]): T {
   const value = obj[key];
   if (typeof value !== 'string' || !(choices as readonly string[]).includes(value)) {
     throw new Error(`${path}.${key}: must be one of ${choices.join(', ')}, got ${describeValue(value)}`);
   }
   return value as T;
-}
-
-function expectObject(value: unknown, path: string): JsonObject {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new Error(`${path}: must be an object, got ${describeValue(value)}`);
-  }
-  return value as JsonObject;
-}
-
-function rejectUnknown(obj: JsonObject, path: string, allowed: ReadonlySet<string>): void {
-  for (const key of Object.keys(obj)) {
-    if (!allowed.has(key)) {
-      throw new Error(`${path}: unknown field ${JSON.stringify(key)} (allowed: ${[...allowed].join(', ')})`);
-    }
-  }
 }
 
 /** Parses a JSON file's text, or throws naming the file. */
