@@ -634,6 +634,7 @@ export class GameServer<P, W> {
     }
     if (this.isBanned(from)) {
       this.sendHandshake(from, PACKET_REFUSED, p.clientNonce, REFUSE_BANNED);
+      this.endpoint.drop?.(from);
       return;
     }
     if (p.version !== this.config.protocolVersion) {
@@ -668,6 +669,7 @@ export class GameServer<P, W> {
     }
     if (this.isBanned(from)) {
       this.sendHandshake(from, PACKET_REFUSED, p.clientNonce, REFUSE_BANNED);
+      this.endpoint.drop?.(from);
       return;
     }
     const slot = this.clients.indexOf(null);

@@ -1,4 +1,4 @@
-// Real transports end to end, in real time on 127.0.0.1: one GameServer (the arena) on a MultiTransportServer, Node clients over UDP, WebRTC and WebSocket playing together; a silent client timed out; a spoofed connect flood; a Node process that exits on its own.
+// Real transports end to end, in real time on 127.0.0.1: one GameServer (the arena) on a MultiTransportServer, Node clients over UDP, WebRTC and WebSocket playing together; a silent client timed out; links closed as soon as their clients leave; a ban by host; a spoofed connect flood; a Node process that exits on its own.
 
 import { spawn } from 'node:child_process';
 import dgram from 'node:dgram';
@@ -11,13 +11,17 @@ import { createInputSample, GameClient, type InputSample } from '../../src/clien
 import {
   createHandshakePacket,
   createHandshakeStream,
+  DISCONNECT_CLIENT_LEFT,
+  DISCONNECT_KICKED,
   DISCONNECT_TIMED_OUT,
   PACKET_CHALLENGE_RESPONSE,
   PACKET_CONNECT_REQUEST,
+  REFUSE_BANNED,
   writeHandshakePacket,
 } from '../../src/net/handshake.ts';
 import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../../src/net/transport.ts';
 import { MemoryNetwork } from '../../src/net/transports/memory.ts';
+import { PipeClientEndpoint } from '../../src/net/transports/websocket-client.ts';
 import { type ConnectedEndpoint, closeWebRtc, connectNode, listen } from '../../src/node.ts';
 import { DEFAULT_SERVER_CONFIG, GameServer } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';
@@ -65,6 +69,11 @@ function othersOf(server: Server, p: Player, players: Player[]): number[] {
 function othersInView(server: Server, p: Player, players: Player[]): number[] {
   const drawn = new Set(p.client.view.list.subarray(0, p.client.view.count));
   return othersOf(server, p, players).filter((e) => drawn.has(e));
+}
+
+/** Whether a WebSocket or WebRTC client's link has ended (the server closed it, or it did). */
+function linkEnded(endpoint: ConnectedEndpoint): boolean {
+  return endpoint instanceof PipeClientEndpoint && !endpoint.isOpen;
 }
 
 interface Player {
@@ -216,13 +225,97 @@ describe('a match over real transports', () => {
     }
     expect(late.client.snapshots.stats.framesRead, msg(late)).toBeGreaterThan(lateFrames);
 
-    // Everyone leaves cleanly: the server lets each go at once, then every socket closes.
+    // Everyone leaves cleanly: the server lets each go at once and closes its link then (not
+    // after the links' 30 s of silence): each client sees its connection end.
     for (const p of players) if (p.active) p.client.disconnect();
     expect(await runUntil(server, [], () => server.clientCount === 0, 3000), `seed ${seed}`).toBe(true);
     expect(server.stats.disconnects).toBe(5);
+    expect([multi.websocket.socketCount, multi.webrtc.peerCount], `seed ${seed}`).toEqual([0, 0]);
+    expect([multi.websocket.stats.closedDropped, multi.webrtc.stats.closedDropped], `seed ${seed}`).toEqual([
+      2, 1,
+    ]);
+    const linked = players.filter((p) => p.name !== 'udp' && p.name !== 'silent');
+    expect(await until(() => linked.every((p) => linkEnded(p.endpoint)), 3000), `seed ${seed}`).toBe(true);
     for (const p of players) await p.endpoint.close();
-    const socketsClosed = () => multi.websocket.socketCount === 0 && multi.webrtc.peerCount === 0;
-    expect(await runUntil(server, [], socketsClosed, 3000), `seed ${seed}`).toBe(true);
+    server.close();
+    await multi.close();
+  });
+});
+
+describe('a ban by host', () => {
+  it('kicks the WebSocket client of a banned host and refuses it when it comes back, while the UDP and WebRTC clients keep playing; a client that leaves has its link closed at once', async () => {
+    const seed = 14;
+    const multi = await listen({
+      webrtc: { bindAddress: '127.0.0.1', allowedCandidateAddresses: ['127.0.0.1'] },
+    });
+    onCleanup(() => multi.close());
+    const server = new GameServer(arenaGame, multi, {
+      maxClients: 4,
+      cookieSecret: new Uint8Array(32).fill(9),
+    });
+    const links = () => [multi.websocket.socketCount, multi.webrtc.peerCount];
+    const ended: { reason: number; links: number[] }[] = [];
+    server.hooks.onDisconnect = (_server, _client, reason) => ended.push({ reason, links: links() });
+    const base = `127.0.0.1:${multi.port}`;
+    const now = performance.now();
+    const udp = addPlayer('udp', await connectNode(`udp://${base}`), seed + 1, now);
+    const webrtc = addPlayer('webrtc', await connectNode(`webrtc://${base}`), seed + 2, now);
+    const websocket = addPlayer('websocket', await connectNode(`ws://${base}`), seed + 3, now);
+    const players = [udp, webrtc, websocket];
+    const msg = (p: Player) => `seed ${seed}, ${p.name} client`;
+    const allConnected = () => players.every((p) => p.client.state === 'connected' && p.client.isSpawned);
+    expect(await runUntil(server, players, allConnected, 10_000), `seed ${seed}`).toBe(true);
+    await run(server, players, 300);
+    const wsAddress = server.clients[websocket.client.slot]!.address;
+    expect(multi.hostOf(wsAddress), `seed ${seed}`).toBe('ws:127.0.0.1');
+    expect(links(), `seed ${seed}`).toEqual([1, 1]);
+
+    // The ban kicks the WebSocket client at once: its slot and its socket are free before the
+    // server runs again, and the client reads why before its connection ends.
+    server.ban('ws:127.0.0.1');
+    expect(ended, `seed ${seed}`).toEqual([{ reason: DISCONNECT_KICKED, links: [0, 1] }]);
+    expect(server.clientCount, `seed ${seed}`).toBe(2);
+    expect(multi.hostOf(wsAddress), `seed ${seed}`).toBeNull();
+    const kicked = () => websocket.client.state === 'disconnected';
+    expect(await runUntil(server, players, kicked, 3000), msg(websocket)).toBe(true);
+    expect(websocket.client.endReason, msg(websocket)).toBe(DISCONNECT_KICKED);
+    expect(await until(() => linkEnded(websocket.endpoint), 3000), msg(websocket)).toBe(true);
+    websocket.active = false;
+
+    // It comes back on a new socket (a new ws:N address, the same host): refused as banned.
+    const again = addPlayer(
+      'websocket again',
+      await connectNode(`ws://${base}`),
+      seed + 4,
+      performance.now(),
+    );
+    players.push(again);
+    const refused = () => again.client.state === 'refused';
+    expect(await runUntil(server, players, refused, 5000), msg(again)).toBe(true);
+    expect(again.client.endReason, msg(again)).toBe(REFUSE_BANNED);
+    expect(server.clientCount, `seed ${seed}`).toBe(2);
+    // Refusing a banned host also ends its link: it cannot hold sockets open by retrying.
+    expect(links()[0], `seed ${seed}`).toBe(0);
+    again.active = false;
+
+    // The UDP and WebRTC clients (same IP, other transports) play on.
+    const framesBefore = [udp, webrtc].map((p) => p.client.snapshots.stats.framesRead);
+    await run(server, players, 1000);
+    for (const [i, p] of [udp, webrtc].entries()) {
+      expect(p.client.state, msg(p)).toBe('connected');
+      expect(p.client.predictor.stats.corrections, msg(p)).toBe(0);
+      expect(p.client.snapshots.stats.framesRead, msg(p)).toBeGreaterThan(framesBefore[i] + 10);
+      expect(othersOf(server, p, players), msg(p)).toHaveLength(1);
+    }
+
+    // The WebRTC client leaves: its link is gone when the server lets it go, and the client sees
+    // its channel close soon after (not after the link's 30 s of silence).
+    webrtc.client.disconnect();
+    const left = () => ended.length === 2;
+    expect(await runUntil(server, players, left, 3000), msg(webrtc)).toBe(true);
+    expect(ended[1], msg(webrtc)).toEqual({ reason: DISCONNECT_CLIENT_LEFT, links: [0, 0] });
+    expect(await until(() => linkEnded(webrtc.endpoint), 3000), msg(webrtc)).toBe(true);
+    expect(udp.client.state, msg(udp)).toBe('connected');
     server.close();
     await multi.close();
   });

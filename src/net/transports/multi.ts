@@ -3,7 +3,7 @@
 // An HTTP server on TCP port P carries the WebSocket transport (path "/ws") and WebRTC
 // signalling (path "/rtc"); any other HTTP request goes to `httpHandler` (404 by default). UDP
 // binds the same port number P. Addresses keep their transport's prefix ("udp:", "ws:", "rtc:"),
-// so send() routes by prefix and the engine sees one DatagramEndpoint.
+// so send(), hostOf() and drop() route by prefix and the engine sees one DatagramEndpoint.
 
 import http from 'node:http';
 import type { DatagramEndpoint, PacketHandler } from '../transport.ts';
@@ -125,6 +125,19 @@ export class MultiTransportServer implements DatagramEndpoint {
     if (to.startsWith('rtc:')) this.webrtc.send(to, data);
     else if (to.startsWith('ws:')) this.websocket.send(to, data);
     else this.udp.send(to, data);
+  }
+
+  /** The host behind `address`, by its transport ("udp:IP", "ws:IP", "rtc:IP"); null when unknown. */
+  hostOf(address: string): string | null {
+    if (address.startsWith('rtc:')) return this.webrtc.hostOf(address);
+    if (address.startsWith('ws:')) return this.websocket.hostOf(address);
+    return this.udp.hostOf(address);
+  }
+
+  /** Closes the WebSocket or WebRTC link at `address` (see each); nothing for UDP, which has no link. */
+  drop(address: string): void {
+    if (address.startsWith('rtc:')) this.webrtc.drop(address);
+    else if (address.startsWith('ws:')) this.websocket.drop(address);
   }
 
   /** Delivers what every transport received since the last poll: UDP first, then WebRTC, then WebSocket. */

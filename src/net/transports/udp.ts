@@ -1,10 +1,11 @@
 // The UDP transport (Node only): a DatagramEndpoint over one node:dgram IPv4 socket, for Node clients, bots and servers.
 //
 // Each datagram is one UDP payload carrying exactly its bytes (1..MAX_PACKET_BYTES). Addresses
-// are "udp:IP:PORT" (e.g. "udp:127.0.0.1:4000"). Received datagrams wait in a bounded queue
-// (new ones are dropped and counted when it is full) until poll() hands them out. The socket's
-// kernel buffers are asked to be large (4 MB each by default): a burst on loopback otherwise
-// overflows them before the event loop gets to read.
+// are "udp:IP:PORT" (e.g. "udp:127.0.0.1:4000"), and the host behind one is "udp:IP"
+// (hostOf); UDP is connectionless, so there is no link to drop. Received datagrams wait in a
+// bounded queue (new ones are dropped and counted when it is full) until poll() hands them out.
+// The socket's kernel buffers are asked to be large (4 MB each by default): a burst on loopback
+// otherwise overflows them before the event loop gets to read.
 
 import dgram from 'node:dgram';
 import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../transport.ts';
@@ -166,6 +167,12 @@ export class UdpEndpoint implements DatagramEndpoint {
     }
     this.stats.packetsSent++;
     this.stats.bytesSent += length;
+  }
+
+  /** "udp:IP" for a UDP address "udp:IP:PORT" (any port: the host, for bans); null for anything else. */
+  hostOf(address: string): string | null {
+    const route = this.route(address);
+    return route === null ? null : `udp:${route.ip}`;
   }
 
   /** Delivers every datagram received since the last poll, in arrival order. */

@@ -16,8 +16,13 @@
 // one silent for idleTimeoutMs. Remote candidates (in messages or in the offer) on an address
 // outside allowedCandidateAddresses are ignored. Time is the engine's: the times given to poll().
 //
-// Closing waits for every data channel and peer connection to report closed; only then may
-// node-datachannel's cleanup() be called (see closeWebRtc in src/node.ts).
+// The engine ends a client with drop(): its address stops routing at once and its room is
+// free; its data channel and peer connection are closed DROP_GRACE_MS later, so that the
+// datagrams just sent to it (the engine's goodbye) leave first. hostOf("rtc:N") is "rtc:IP",
+// the address its signalling WebSocket came from, while the client exists.
+//
+// Closing waits for every data channel and peer connection to report closed, those dropped
+// too; only then may node-datachannel's cleanup() be called (see closeWebRtc in src/node.ts).
 
 import { type DataChannel, type IceServer, PeerConnection } from 'node-datachannel';
 import type { WebSocket } from 'ws';
@@ -75,6 +80,8 @@ export interface WebRtcServerStats extends TransportStats {
   closedUnanswered: number;
   /** Channels silent for idleTimeoutMs. */
   closedIdle: number;
+  /** Clients the engine dropped (drop()). */
+  closedDropped: number;
   /** Remote candidates ignored for their address. */
   candidatesRefused: number;
   /** Messages on a channel that were not datagrams (text), dropped. */
@@ -83,6 +90,13 @@ export interface WebRtcServerStats extends TransportStats {
 
 /** How long closing waits for a channel and connection to report closed before giving up, ms. */
 const CLOSE_WAIT_MS = 3000;
+
+/**
+ * How long a dropped client's channel stays open, ms: a datagram handed to the channel may
+ * still be in its SCTP send path (bufferedAmount 0 does not mean it left), and closing the
+ * peer connection discards what has not gone out.
+ */
+export const DROP_GRACE_MS = 100;
 
 /** One client: its signalling socket, then its peer connection and data channel (the link). */
 class Peer implements ClientLink {
@@ -100,6 +114,10 @@ class Peer implements ClientLink {
   closed: Promise<void> | null = null;
   pcClosed = false;
   resolvePcClosed: () => void = () => {};
+  /** Closing its channel and connection has begun (at teardown, or when a drop's grace ends). */
+  closeStarted = false;
+  /** The drop's grace, then the wait for the connection to report closed. */
+  timer: ReturnType<typeof setTimeout> | undefined = undefined;
 
   constructor(
     readonly address: string,
@@ -156,6 +174,7 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
         closedTimeout: 0,
         closedUnanswered: 0,
         closedIdle: 0,
+        closedDropped: 0,
         candidatesRefused: 0,
         badMessages: 0,
       },
@@ -183,7 +202,8 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
 
   /**
    * Refuses new clients, closes every channel and peer connection and resolves once each has
-   * reported closed (or CLOSE_WAIT_MS passed), and the signalling server is closed. Idempotent.
+   * reported closed (or CLOSE_WAIT_MS passed), dropped ones after their grace, and the
+   * signalling server is closed. Idempotent.
    */
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
@@ -301,7 +321,9 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
       this.receive(peer, message instanceof ArrayBuffer ? new Uint8Array(message) : message);
     });
     channel.onClosed(() => {
+      // Closed from the other side: nothing more can leave, so a drop's grace ends here.
       if (!peer.gone) this.teardown(peer);
+      else if (peer.pc !== null && peer.closed !== null) this.closeConnection(peer, peer.pc);
     });
     const opened = () => {
       if (peer.channelOpen || peer.gone) return;
@@ -329,8 +351,18 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
     ws.send(text);
   }
 
-  /** Forgets a client at once (its address stops receiving) and closes its signalling, channel and connection. */
-  private teardown(peer: Peer): void {
+  /** A client whose channel is open keeps it DROP_GRACE_MS (see there); any other is closed at once. */
+  protected dismiss(peer: Peer): void {
+    this.stats.closedDropped++;
+    this.teardown(peer, peer.channelOpen ? DROP_GRACE_MS : 0);
+  }
+
+  /**
+   * Forgets a client at once (its address stops receiving) and closes its signalling, then its
+   * channel and connection after `graceMs` (at once by default); it takes room until its
+   * connection has reported closed.
+   */
+  private teardown(peer: Peer, graceMs = 0): void {
     if (peer.gone) return;
     peer.gone = true;
     peer.channelOpen = false;
@@ -345,14 +377,26 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
     const pc = peer.pc;
     if (pc === null || peer.closed === null) return;
     this.closingPeers.add(peer);
-    const done = () => {
-      this.closingPeers.delete(peer);
-    };
-    const timer = setTimeout(() => peer.resolvePcClosed(), CLOSE_WAIT_MS);
     peer.closed = peer.closed.then(() => {
-      clearTimeout(timer);
-      done();
+      // A connection that closed from the other side during the grace is still closed here:
+      // node-datachannel's cleanup() waits for every close() call.
+      this.closeConnection(peer, pc);
+      clearTimeout(peer.timer);
+      this.closingPeers.delete(peer);
     });
+    if (graceMs > 0) peer.timer = setTimeout(() => this.closeConnection(peer, pc), graceMs);
+    else this.closeConnection(peer, pc);
+  }
+
+  /**
+   * Closes a forgotten client's channel and connection (ending a drop's grace; once only); its
+   * `closed` resolves once the connection reports closed, or after CLOSE_WAIT_MS.
+   */
+  private closeConnection(peer: Peer, pc: PeerConnection): void {
+    if (peer.closeStarted) return;
+    peer.closeStarted = true;
+    clearTimeout(peer.timer);
+    if (!peer.pcClosed) peer.timer = setTimeout(() => peer.resolvePcClosed(), CLOSE_WAIT_MS);
     try {
       peer.channel?.close();
     } catch {

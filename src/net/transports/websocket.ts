@@ -10,7 +10,11 @@
 //   - has not been sent anything by the engine within answerTimeoutMs of opening (it never
 //     sent a valid connection request), or
 //   - has sent nothing for idleTimeoutMs,
-// each counted. Time is the engine's: the times given to poll().
+// each counted. Time is the engine's: the times given to poll(). The engine ends a link with
+// drop(): its address stops routing at once and its room is free, and the socket is closed
+// after the datagrams already sent on it (a WebSocket sends its close frame after them).
+// hostOf("ws:N") is "ws:IP", the remote address the socket came from (an IPv4-mapped IPv6
+// address as plain IPv4), while the link exists.
 //
 // LinkServerEndpoint is what this endpoint and the WebRTC server endpoint (webrtc.ts) have in
 // common: a bounded set of client links by address, taken from HTTP upgrades, feeding one
@@ -78,6 +82,17 @@ export function checkMs(where: string, field: string, value: number): void {
   }
 }
 
+/**
+ * The host a remote socket address names, as bans and per-host limits key it: an IPv4-mapped
+ * IPv6 address ("::ffff:203.0.113.9", what a dual-stack listener reports) as plain IPv4; an
+ * unknown address as "".
+ */
+export function remoteHost(address: string | undefined): string {
+  if (address === undefined) return '';
+  if (address.startsWith('::ffff:') && address.includes('.', 7)) return address.slice(7);
+  return address;
+}
+
 /** How often poll() looks for links to time out, ms of engine time. */
 export const SWEEP_INTERVAL_MS = 250;
 
@@ -85,7 +100,7 @@ export const SWEEP_INTERVAL_MS = 250;
 export interface ClientLink {
   /** "prefix:N", never reused. */
   readonly address: string;
-  /** The remote IP address its WebSocket came from. */
+  /** The remote IP address its WebSocket came from (see remoteHost). */
   readonly host: string;
   /** Engine time the link began carrying datagrams (NaN until the first poll after). */
   linkOpenedMs: number;
@@ -140,8 +155,8 @@ export interface LinkServerSetup {
 /**
  * What the WebSocket and WebRTC server endpoints share: client links by address (at most
  * maxLinks, counting upgrades in progress and links still closing, and at most maxPerHost from
- * one remote IP address, counting its upgrades in progress), taken from WebSocket upgrades on one path, feeding one datagram queue, sent to with the same checks, and timed out
- * by the same rules on engine time. A subclass accepts each upgraded WebSocket (making its link),
+ * one remote IP address, counting its upgrades in progress), taken from WebSocket upgrades on one path, feeding one datagram queue, sent to with the same checks, timed out
+ * by the same rules on engine time, and dropped by the engine the same way (hostOf, drop). A subclass accepts each upgraded WebSocket (making its link),
  * sweeps its links when poll() says, and closes them.
  */
 export abstract class LinkServerEndpoint<L extends ClientLink, S extends TransportStats>
@@ -213,7 +228,7 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends Transpo
       refuseUpgrade(socket, 503, 'Service Unavailable');
       return true;
     }
-    const host = request.socket.remoteAddress ?? '';
+    const host = remoteHost(request.socket.remoteAddress);
     const fromHost = this.perHost.get(host) ?? 0;
     if (fromHost >= this.maxPerHost) {
       this.countRefused();
@@ -284,8 +299,32 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends Transpo
     }
   }
 
+  /**
+   * The network host behind the link at `address`: "prefix:IP", the remote address its
+   * WebSocket came from; null when no link has that address (never had, or no longer has).
+   */
+  hostOf(address: string): string | null {
+    const link = this.links.get(address);
+    return link === undefined ? null : `${this.prefix}:${link.host}`;
+  }
+
+  /**
+   * The engine is done with the link at `address`: it is forgotten at once (sends to it are
+   * dropped, it no longer counts against its host or the link limit) and closed once what was
+   * already sent to it has gone out (see each endpoint); counted in closedDropped. Nothing for
+   * an address with no link, or after close().
+   */
+  drop(address: string): void {
+    if (!this.open) return;
+    const link = this.links.get(address);
+    if (link !== undefined) this.dismiss(link);
+  }
+
   /** Closes every link and resolves once all are closed (see each endpoint). Idempotent. */
   abstract close(): Promise<void>;
+
+  /** Forgets `link` at once, counts it in closedDropped, and closes it after what was sent to it (drop()). */
+  protected abstract dismiss(link: L): void;
 
   /** Makes a link of a WebSocket upgraded from `host` (only called while open). */
   protected abstract accept(ws: WebSocket, host: string): void;
@@ -377,7 +416,12 @@ export interface WebSocketServerStats extends TransportStats {
   closedUnanswered: number;
   /** Sockets closed after idleTimeoutMs of silence. */
   closedIdle: number;
+  /** Sockets closed because the engine dropped them (drop()). */
+  closedDropped: number;
 }
+
+/** Longest a socket the server closes may take over its closing handshake before it is cut, ms. */
+const CLOSE_HANDSHAKE_MS = 2000;
 
 /** One accepted WebSocket, as a client link; sends go through the endpoint's pooled buffers. */
 class SocketLink implements ClientLink {
@@ -412,6 +456,8 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
   private readonly sendPool = new SendPool(this.stats);
   private closing: Promise<void> | null = null;
   private detach: (() => void) | null = null;
+  /** Sockets the server is closing, until each reports closed. */
+  private readonly closingSockets = new Map<WebSocket, Promise<void>>();
 
   /** Throws a RangeError naming the bad option. */
   constructor(options: WebSocketServerOptions = {}) {
@@ -436,6 +482,7 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
         closedBadMessage: 0,
         closedUnanswered: 0,
         closedIdle: 0,
+        closedDropped: 0,
       },
     );
   }
@@ -452,32 +499,16 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
   }
 
   /**
-   * Refuses new sockets, closes every open one (going away) and resolves once all have closed
-   * (a socket that does not finish its closing handshake within 2 s is cut). Idempotent.
+   * Refuses new sockets, closes every open one (going away) and resolves once all have closed,
+   * those already closing too (a socket that does not finish its closing handshake within 2 s
+   * is cut). Idempotent.
    */
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
     this.shut();
     this.detach?.();
-    const waits: Promise<void>[] = [];
-    for (const link of this.links.values()) {
-      const ws = link.ws;
-      waits.push(
-        new Promise<void>((resolve) => {
-          if (ws.readyState === ws.CLOSED) {
-            resolve();
-            return;
-          }
-          const timer = setTimeout(() => ws.terminate(), 2000);
-          ws.once('close', () => {
-            clearTimeout(timer);
-            resolve();
-          });
-          ws.close(1001, 'server closing');
-        }),
-      );
-    }
-    this.closing = Promise.all(waits).then(() => this.closeServer());
+    for (const link of this.links.values()) this.closeSocket(link.ws, 1001, 'server closing');
+    this.closing = Promise.all(this.closingSockets.values()).then(() => this.closeServer());
     return this.closing;
   }
 
@@ -490,7 +521,7 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
       if (!this.open || this.links.get(link.address) !== link) return;
       if (!isBinary || !Buffer.isBuffer(data)) {
         this.stats.closedBadMessage++;
-        this.drop(link, 1003, 'binary datagrams only');
+        this.closeLink(link, 1003, 'binary datagrams only');
         return;
       }
       this.receive(link, data);
@@ -500,10 +531,10 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
       if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
         this.stats.droppedOversizeReceived++;
         this.stats.closedOversize++;
-        this.drop(link, 1009, 'message too big');
+        this.closeLink(link, 1009, 'message too big');
       } else {
         this.stats.closedBadMessage++;
-        this.drop(link, 1002, 'protocol error');
+        this.closeLink(link, 1002, 'protocol error');
       }
     });
     ws.on('close', () => {
@@ -517,10 +548,10 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
       const expiry = this.expiry(link, nowMs);
       if (expiry === LINK_UNANSWERED) {
         this.stats.closedUnanswered++;
-        this.drop(link, 1008, 'no valid request');
+        this.closeLink(link, 1008, 'no valid request');
       } else if (expiry === LINK_IDLE) {
         this.stats.closedIdle++;
-        this.drop(link, 1000, 'idle');
+        this.closeLink(link, 1000, 'idle');
       }
     }
   }
@@ -529,10 +560,33 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
     this.stats.socketsRefused++;
   }
 
+  /** The socket's close frame follows the datagrams already sent on it, so they are delivered first. */
+  protected dismiss(link: SocketLink): void {
+    this.stats.closedDropped++;
+    this.closeLink(link, 1000, 'dropped');
+  }
+
   /** Forgets a socket at once (its address stops receiving) and closes it. */
-  private drop(link: SocketLink, code: number, reason: string): void {
+  private closeLink(link: SocketLink, code: number, reason: string): void {
     this.forget(link);
-    const ws = link.ws;
+    this.closeSocket(link.ws, code, reason);
+  }
+
+  /**
+   * Closes `ws` with `code` when it is open (cut otherwise, or when its closing handshake takes
+   * over CLOSE_HANDSHAKE_MS); close() waits for it. Nothing for a socket closed or being closed.
+   */
+  private closeSocket(ws: WebSocket, code: number, reason: string): void {
+    if (ws.readyState === ws.CLOSED || this.closingSockets.has(ws)) return;
+    const closed = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS);
+      ws.once('close', () => {
+        clearTimeout(timer);
+        this.closingSockets.delete(ws);
+        resolve();
+      });
+    });
+    this.closingSockets.set(ws, closed);
     if (ws.readyState === ws.OPEN) ws.close(code, reason);
     else ws.terminate();
   }

@@ -8,8 +8,10 @@ import { type Received, rawWebSocket, receive, until } from './loopback.ts';
 
 /** The server endpoint under test, as far as this suite looks at it. */
 export interface LinkServer {
-  readonly stats: TransportStats & { closedUnanswered: number; closedIdle: number };
+  readonly stats: TransportStats & { closedUnanswered: number; closedIdle: number; closedDropped: number };
   send(to: string, data: Uint8Array): void;
+  hostOf(address: string): string | null;
+  drop(address: string): void;
   poll(nowMs: number, onPacket: (from: string, data: Uint8Array) => void): void;
   close(): Promise<void>;
 }
@@ -100,6 +102,71 @@ export function describeLinkServer<S extends LinkServer>(h: LinkServerHarness<S>
       client.send('server', new Uint8Array([3]));
       expect(delivered).toBe(0);
       expect(client.stats.packetsSent).toBe(1);
+    });
+
+    it(`names the host behind a link, "${h.prefix}:127.0.0.1", while the link exists`, async () => {
+      const { server, url } = await h.start({});
+      const client = await h.connect(url);
+      client.send('server', new Uint8Array([1]));
+      const [first] = await receive(server, 1);
+      expect(server.hostOf(first.from)).toBe(`${h.prefix}:127.0.0.1`);
+      expect(server.hostOf(`${h.prefix}:999`)).toBeNull();
+      expect(server.hostOf('udp:127.0.0.1:9')).toBeNull();
+      expect(server.hostOf('')).toBeNull();
+      await client.close();
+      expect(await until(() => h.links(server) === 0)).toBe(true);
+      expect(server.hostOf(first.from)).toBeNull();
+    });
+
+    it('drops a link the engine is done with: gone at once, its host has room again, closed after what was sent to it', async () => {
+      const { server, url } = await h.start({ maxPerHost: 2 });
+      const a = await h.connect(url);
+      const b = await h.connect(url);
+      a.send('server', new Uint8Array([1]));
+      b.send('server', new Uint8Array([2]));
+      const got = await receive(server, 2);
+      const atA = got.find((r) => r.data[0] === 1)!.from;
+      const atB = got.find((r) => r.data[0] === 2)!.from;
+      // The engine's goodbye, then drop (as GameServer.disconnect does).
+      server.send(atA, new Uint8Array([7, 7]));
+      server.send(atA, new Uint8Array([8]));
+      server.drop(atA);
+      expect(h.links(server)).toBe(1);
+      expect(server.stats.closedDropped).toBe(1);
+      expect(server.hostOf(atA)).toBeNull();
+      server.send(atA, new Uint8Array([9]));
+      expect(server.stats.droppedNoRoute).toBe(1);
+      server.drop(atA);
+      server.drop(`${h.prefix}:999`);
+      server.drop('udp:127.0.0.1:9');
+      expect(server.stats.closedDropped).toBe(1);
+      const goodbye = await receive(a, 2);
+      expect(goodbye.map((r) => [...r.data]).sort((x, y) => y.length - x.length)).toEqual([[7, 7], [8]]);
+      expect(await until(() => !a.isOpen)).toBe(true);
+      // The host's room came back with the drop: a third link from it is not refused (429).
+      const c = await h.connect(url);
+      expect(h.links(server)).toBe(2);
+      c.send('server', new Uint8Array([3]));
+      b.send('server', new Uint8Array([4]));
+      const after = await receive(server, 2);
+      expect(after.map((r) => r.data[0]).sort()).toEqual([3, 4]);
+      expect(after.find((r) => r.data[0] === 4)!.from).toBe(atB);
+      server.send(atB, new Uint8Array([5]));
+      expect((await receive(b, 1)).map((r) => [...r.data])).toEqual([[5]]);
+      expect(b.isOpen).toBe(true);
+    });
+
+    it('close resolves after a link dropped just before it has closed', async () => {
+      const { server, url } = await h.start({});
+      const client = await h.connect(url);
+      client.send('server', new Uint8Array([1]));
+      const [first] = await receive(server, 1);
+      server.send(first.from, new Uint8Array([2]));
+      server.drop(first.from);
+      await server.close();
+      expect(await until(() => !client.isOpen)).toBe(true);
+      server.drop(first.from);
+      expect(server.stats.closedDropped).toBe(1);
     });
 
     it('closes links the engine never answers, and silent ones, by the engine time given to poll', async () => {

@@ -37,6 +37,16 @@ describe('parseUdpAddress', () => {
 });
 
 describe('UdpEndpoint', () => {
+  it('names the host behind an address, "udp:IP" for every port of it, and null for anything else', async () => {
+    const endpoint = await open();
+    expect(endpoint.hostOf('udp:203.0.113.9:4000')).toBe('udp:203.0.113.9');
+    expect(endpoint.hostOf('udp:203.0.113.9:4001')).toBe('udp:203.0.113.9');
+    expect(endpoint.hostOf(endpoint.address)).toBe('udp:127.0.0.1');
+    for (const bad of ['', 'ws:1', 'rtc:2', 'udp:127.0.0.1', 'udp:999.0.0.1:5', 'udp:127.0.0.1:0']) {
+      expect(endpoint.hostOf(bad), bad).toBeNull();
+    }
+  });
+
   it('carries datagrams both ways with exact bytes and addresses', async () => {
     const server = await open();
     const client = await open();

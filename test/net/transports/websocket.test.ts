@@ -4,12 +4,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { MAX_PACKET_BYTES } from '../../../src/net/transport.ts';
 import {
+  remoteHost,
   WebSocketServerEndpoint,
   type WebSocketServerOptions,
 } from '../../../src/net/transports/websocket.ts';
 import { WebSocketClientEndpoint } from '../../../src/net/transports/websocket-client.ts';
 import { describeLinkServer } from './link-server.ts';
-import { closeAll, listenHttp, onCleanup, rawWebSocket, receive } from './loopback.ts';
+import { closeAll, listenHttp, onCleanup, rawWebSocket, receive, until } from './loopback.ts';
 
 afterEach(closeAll);
 
@@ -78,6 +79,34 @@ describe('WebSocket transport', () => {
       WebSocketClientEndpoint.connect({ url: url.replace('/ws', '/nope'), WebSocket }),
     ).rejects.toThrow(/WebSocket/);
     expect(server.socketCount).toBe(2);
+  });
+
+  it('closes a dropped socket normally (1000) after the datagrams sent before, and frees its room at once', async () => {
+    const { server, url } = await setup({ maxSockets: 1 });
+    const client = await connect(url);
+    client.send('server', new Uint8Array([1]));
+    const [first] = await receive(server, 1);
+    for (let i = 0; i < 50; i++) server.send(first.from, new Uint8Array(MAX_PACKET_BYTES).fill(i));
+    server.drop(first.from);
+    expect(server.socketCount).toBe(0);
+    // The socket still finishes its closing handshake, but takes no room: the next one gets in.
+    const next = await connect(url);
+    expect(server.socketCount).toBe(1);
+    const got = await receive(client, 50);
+    expect(got.map((r) => r.data[0])).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    expect(await until(() => client.closeCode !== 0)).toBe(true);
+    expect(client.closeCode).toBe(1000);
+    expect(client.isOpen).toBe(false);
+    expect(await until(() => server.stats.socketsClosed === 1)).toBe(true);
+    expect(next.isOpen).toBe(true);
+  });
+
+  it('keys hosts as plain IPv4 whether the listener is IPv4 or dual-stack', () => {
+    expect(remoteHost('127.0.0.1')).toBe('127.0.0.1');
+    expect(remoteHost('::ffff:203.0.113.9')).toBe('203.0.113.9');
+    expect(remoteHost('::ffff:7f00:1')).toBe('::ffff:7f00:1');
+    expect(remoteHost('2001:db8::1')).toBe('2001:db8::1');
+    expect(remoteHost(undefined)).toBe('');
   });
 
   it('names the bad option, before opening anything', async () => {
