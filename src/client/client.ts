@@ -21,6 +21,7 @@ import type { DatagramEndpoint } from '../net/transport.ts';
 import type { BitStream } from '../protocol/bitstream.ts';
 import {
   type ClientFlags,
+  checkEventTable,
   createWireEvent,
   type FrameHeader,
   MAX_COMMANDS_PER_PACKET,
@@ -219,6 +220,7 @@ export class GameClient<P, W> {
     this.random = new Random(this.config.seed);
     this.nonce = this.random.nextU32();
     this.frameState = game.player.create();
+    if (game.events !== undefined) checkEventTable(game.events);
     this.cmd.randomSeed = this.random.nextU32();
     this.snapshots = new SnapshotReader(game.entities);
     this.view = new RemoteView(game.entities, this.snapshots, this.config.view);
@@ -502,7 +504,7 @@ export class GameClient<P, W> {
     const count = s.int(0, 0, MAX_EVENTS_PER_FRAME);
     const e = this.event;
     for (let i = 0; i < count && s.ok; i++) {
-      if (!serializeWireEvent(s, e)) break;
+      if (!serializeWireEvent(s, e, this.game.events ?? null)) break;
       this.stats.eventsReceived++;
       this.hooks.onEvent?.(e, false);
     }

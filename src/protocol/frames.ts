@@ -23,6 +23,7 @@
 //   +-------------------+-------+--------------------------------------------------+
 
 import type { BitStream } from './bitstream.ts';
+import type { NumberFieldSpec } from './schema.ts';
 import { createUserCommand, serializeUserCommand, type UserCommand } from './usercmd.ts';
 
 export const MAX_COMMANDS_PER_PACKET = 64;
@@ -70,16 +71,91 @@ export function createWireEvent(): WireEvent {
   return { type: 0, source: 0, p0: 0, p1: 0, p2: 0, p3: 0 };
 }
 
-/** Bits of one event on the wire. */
+/** How one event type's parameters travel: up to four quantized numbers, in order. */
+export interface EventSpec {
+  readonly name: string;
+  readonly params: readonly NumberFieldSpec[];
+}
+
+/**
+ * A game's event types by type number (the index). With a table, an event costs its type, its
+ * source and its parameters at their own precision; a type without a spec cannot be sent or
+ * read. Without one, every event carries four float32 parameters.
+ */
+export type EventTable = readonly (EventSpec | undefined)[];
+
+/** Bits of one event without an event table. */
 export const WIRE_EVENT_BITS = 8 + 16 + 4 * 32;
 
-export function serializeWireEvent(s: BitStream, e: WireEvent): boolean {
-  e.type = s.uint(e.type, 8);
+/** Checks an event table, throwing an Error that names the event and parameter at fault. */
+export function checkEventTable(table: EventTable): void {
+  if (table.length === 0 || table.length > 256) {
+    throw new RangeError(`event table: must list 1 to 256 types, got ${table.length}`);
+  }
+  table.forEach((spec, type) => {
+    if (spec === undefined) return;
+    if (spec.params.length > 4) throw new RangeError(`event ${spec.name} (${type}): at most 4 parameters`);
+    spec.params.forEach((p, i) => {
+      const where = `event ${spec.name} (${type}), parameter ${i}`;
+      if (p.kind === 'angle') {
+        if (!Number.isInteger(p.bits) || p.bits < 1 || p.bits > 32)
+          throw new RangeError(`${where}: bits must be 1..32`);
+        return;
+      }
+      if (!(p.min < p.max) || !Number.isFinite(p.min) || !Number.isFinite(p.max)) {
+        throw new RangeError(`${where}: needs finite min < max, got [${p.min}, ${p.max}]`);
+      }
+      if (
+        p.kind === 'int' &&
+        (!Number.isInteger(p.min) || !Number.isInteger(p.max) || p.max - p.min > 0xffffffff)
+      ) {
+        throw new RangeError(`${where}: int range must be integers at most 2^32 - 1 wide`);
+      }
+      if (p.kind === 'float' && (!(p.precision > 0) || (p.max - p.min) / p.precision > 0xffffffff)) {
+        throw new RangeError(`${where}: precision must be > 0 and leave at most 2^32 - 1 steps`);
+      }
+    });
+  });
+}
+
+function param(s: BitStream, v: number, p: NumberFieldSpec | undefined): number {
+  if (p === undefined) return 0;
+  switch (p.kind) {
+    case 'float':
+      return s.float(v, p.min, p.max, p.precision);
+    case 'angle':
+      return s.angle(v, p.bits);
+    default: {
+      // Writing clamps to the declared range, as floats do; reading checks it.
+      const r = Math.round(v);
+      return s.int(Number.isNaN(r) ? p.min : Math.min(p.max, Math.max(p.min, r)), p.min, p.max);
+    }
+  }
+}
+
+/**
+ * One event, with the game's event table (parameters at their own precision; an unknown type
+ * fails the read) or without one (four float32 parameters).
+ */
+export function serializeWireEvent(s: BitStream, e: WireEvent, table: EventTable | null = null): boolean {
+  if (table === null) {
+    e.type = s.uint(e.type, 8);
+    e.source = s.uint(e.source, 16);
+    e.p0 = s.float32(e.p0);
+    e.p1 = s.float32(e.p1);
+    e.p2 = s.float32(e.p2);
+    e.p3 = s.float32(e.p3);
+    return s.ok;
+  }
+  e.type = s.int(e.type, 0, table.length - 1);
+  const spec = table[e.type];
+  if (spec === undefined) return s.fail('unknown event type');
   e.source = s.uint(e.source, 16);
-  e.p0 = s.float32(e.p0);
-  e.p1 = s.float32(e.p1);
-  e.p2 = s.float32(e.p2);
-  e.p3 = s.float32(e.p3);
+  const params = spec.params;
+  e.p0 = param(s, e.p0, params[0]);
+  e.p1 = param(s, e.p1, params[1]);
+  e.p2 = param(s, e.p2, params[2]);
+  e.p3 = param(s, e.p3, params[3]);
   return s.ok;
 }
 

@@ -25,9 +25,10 @@ import {
   writeHandshakePacket,
 } from '../net/handshake.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
-import type { BitStream } from '../protocol/bitstream.ts';
+import { BitStream } from '../protocol/bitstream.ts';
 import {
   type ClientFlags,
+  checkEventTable,
   type FrameHeader,
   MAX_COMMANDS_PER_PACKET,
   MAX_EVENTS_PER_FRAME,
@@ -35,7 +36,6 @@ import {
   serializeCommandRun,
   serializeFrameHeader,
   serializeWireEvent,
-  WIRE_EVENT_BITS,
 } from '../protocol/frames.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import type { GameDefinition } from '../sim/game.ts';
@@ -273,6 +273,7 @@ export class GameServer<P, W> {
   private readonly viewer = { x: 0, y: 0, z: 0 };
   private readonly eventOrigin = { x: 0, y: 0, z: 0 };
   private readonly eventPick = new Int32Array(MAX_EVENTS_PER_FRAME);
+  private readonly eventMeasure = new BitStream(0);
   private readonly shotEvents = new EventCapture();
   /** Entity indices of the connected players: the targets a shot can hit. */
   private readonly playerEntities: Int32Array;
@@ -308,6 +309,7 @@ export class GameServer<P, W> {
         ? null
         : new LagCompensator(this.entities, game.hitscan, this.tickIntervalMs, this.config.lagCompensation);
     this.shadowState = game.player.create();
+    if (game.events !== undefined) checkEventTable(game.events);
     this.playerEntities = new Int32Array(this.config.maxClients);
     for (let i = 0; i < MAX_COMMANDS_PER_PACKET; i++) this.cmds.push(createUserCommand());
   }
@@ -537,10 +539,10 @@ export class GameServer<P, W> {
   private writeEvents(client: ServerClient<P>, s: BitStream): void {
     const log = this.events;
     if (client.eventCursor < log.tail) client.eventCursor = log.tail;
-    const budget = Math.min(
-      MAX_EVENTS_PER_FRAME,
-      Math.floor((s.bitsRemaining * this.config.eventBudgetShare) / WIRE_EVENT_BITS),
-    );
+    const budgetBits = s.bitsRemaining * this.config.eventBudgetShare;
+    const table = this.game.events ?? null;
+    const m = this.eventMeasure;
+    let used = 0;
     const here = this.game.player.origin(client.state, this.viewer);
     const hx = here.x;
     const hy = here.y;
@@ -549,11 +551,17 @@ export class GameServer<P, W> {
     let count = 0;
     for (let p = client.eventCursor; p < log.head; p++) {
       if (!this.hears(client, p, hx, hy, hz, r2)) continue;
-      if (count < budget) this.eventPick[count++] = p;
-      else client.eventsDropped++;
+      m.beginMeasure();
+      serializeWireEvent(m, log.at(p), table);
+      if (count < MAX_EVENTS_PER_FRAME && used + m.bitsProcessed <= budgetBits) {
+        this.eventPick[count++] = p;
+        used += m.bitsProcessed;
+      } else {
+        client.eventsDropped++;
+      }
     }
     s.int(count, 0, MAX_EVENTS_PER_FRAME);
-    for (let i = 0; i < count; i++) serializeWireEvent(s, log.at(this.eventPick[i]));
+    for (let i = 0; i < count; i++) serializeWireEvent(s, log.at(this.eventPick[i]), table);
     client.eventCursor = log.head;
   }
 

@@ -2,6 +2,7 @@
 // the engine (Quake 3's bg_* / Half-Life's pm_shared seen from the engine's side).
 
 import type { BitStream } from '../protocol/bitstream.ts';
+import type { EventTable } from '../protocol/frames.ts';
 import type { GameSchema } from '../protocol/schema.ts';
 import type { UserCommand } from '../protocol/usercmd.ts';
 import type { Vec3 } from './math.ts';
@@ -81,6 +82,11 @@ export interface GameDefinition<P, W> {
   spawn(state: P, world: W, index: number): void;
   /** The entity types the game replicates to clients (field tables). */
   readonly entities: GameSchema;
+  /**
+   * How the game's effect events travel (each type's parameters at their own precision);
+   * without it, every event carries four float32 parameters.
+   */
+  readonly events?: EventTable;
   /** Hit-scan weapons: present when the game's shared code shoots rays at players. */
   readonly hitscan?: HitscanDefinition<P, W>;
   /** Every player is also an entity that other clients see. */

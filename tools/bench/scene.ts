@@ -5,7 +5,7 @@
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { type NetworkProfile, parseProfile } from '../../src/net/profile.ts';
 import { BitStream } from '../../src/protocol/bitstream.ts';
-import { createWireEvent, serializeWireEvent } from '../../src/protocol/frames.ts';
+import { serializeWireEvent } from '../../src/protocol/frames.ts';
 import { decodeField } from '../../src/protocol/schema.ts';
 import { runnerBot } from '../harness/bots.ts';
 import { Match } from '../harness/match.ts';
@@ -55,16 +55,10 @@ export interface SceneResult {
   entries: number;
   deferred: number;
   choked: number;
-  /** Effect events delivered to clients, and the bits each costs on the wire. */
+  /** Effect events delivered to clients, and the mean bits each cost on the wire. */
   events: number;
   eventBits: number;
   recording: PlayerRecording;
-}
-
-function eventWireBits(): number {
-  const s = new BitStream(0).beginMeasure();
-  serializeWireEvent(s, createWireEvent());
-  return s.bitsProcessed;
 }
 
 /**
@@ -74,6 +68,10 @@ function eventWireBits(): number {
  * the warm-up (the figures would be meaningless).
  */
 export function runScene(o: SceneOptions): SceneResult {
+  // Events are counted while measuring, each at its own size on the wire (the game's event table).
+  const eventMeasure = new BitStream(0);
+  let eventBitsTotal = 0;
+  let measuring = false;
   const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, o.seed, {
     tickRate: o.tickRate,
     maxClients: o.players,
@@ -85,6 +83,14 @@ export function runScene(o: SceneOptions): SceneResult {
       drive: runnerBot(o.seed * 7919 + i),
       frameJitterMs: 2,
       config: { updateRate: o.updateRate, rateBytesPerSecond: 200_000 },
+      hooks: {
+        onEvent: (e, predicted) => {
+          if (predicted || !measuring) return;
+          eventMeasure.beginMeasure();
+          serializeWireEvent(eventMeasure, e, arenaGame.events ?? null);
+          eventBitsTotal += eventMeasure.bitsProcessed;
+        },
+      },
     });
   }
   match.run(o.warmupMs);
@@ -121,6 +127,7 @@ export function runScene(o: SceneOptions): SceneResult {
     choked: c.choked,
   }));
   const eventsBefore = match.clients.map((c) => c.client.stats.eventsReceived);
+  measuring = true;
   const framesSeen = connected.map((c) => c.snapshots.stats.frames);
   const result: SceneResult = {
     players: o.players,
@@ -137,7 +144,7 @@ export function runScene(o: SceneOptions): SceneResult {
     deferred: 0,
     choked: 0,
     events: 0,
-    eventBits: eventWireBits(),
+    eventBits: 0,
     recording,
   };
 
@@ -188,6 +195,8 @@ export function runScene(o: SceneOptions): SceneResult {
   for (let i = 0; i < match.clients.length; i++) {
     result.events += match.clients[i].client.stats.eventsReceived - eventsBefore[i];
   }
+  measuring = false;
+  result.eventBits = result.events > 0 ? eventBitsTotal / result.events : 0;
   match.close();
   return result;
 }

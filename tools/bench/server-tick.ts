@@ -170,7 +170,7 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
       '  frames due in it (frames/tick). The bots run in the same process over the memory transport (20 ms each',
       '  way); only the server update is timed, but garbage collection caused by the bots can land in it (p99),',
       '  and other work on the machine shows as noise. Real sockets would add a system call per packet.',
-      '  packet: mean bytes of a server packet; events: effect events per frame (19 B each); entries, deferred:',
+      '  packet: mean bytes of a server packet; events: effect events per frame; entries, deferred:',
       '  entities written in a frame and those the 1200-byte packet could not hold (sent later, by priority).',
       `Warm-up ${options.warmupMs / 1000} s simulated; seed ${options.seed}.`,
       `Players per core at ${TICK_RATE} Hz (mean tick = ${round(TICK_BUDGET_MS, 3)} ms, log-log interpolation): ${playersPerCore(figures, (f) => f.meanMs)};` +

@@ -9,7 +9,7 @@ export const BUTTON_RELOAD = 1 << 4;
 export const BUTTON_USE = 1 << 5;
 
 // Events the movement emits through the GameEventSink (type, then p0..p3).
-/** A footstep: p0 = horizontal speed (units/s). */
+/** A footstep: p0 = horizontal speed (whole units/s). */
 export const EVENT_FOOTSTEP = 1;
 /** The player left the ground by jumping: p0 = jump velocity (units/s). */
 export const EVENT_JUMP = 2;

@@ -2,6 +2,7 @@
 
 import type { GameDefinition } from '../../../src/sim/game.ts';
 import { ARENA_SCHEMA, arenaHitscan, PLAYER_ENTITY_TYPE, writePlayerEntity } from './entities.ts';
+import { ARENA_EVENTS } from './events.ts';
 import { ARENA_LEVEL } from './level.ts';
 import {
   type ArenaPlayerState,
@@ -27,6 +28,7 @@ export const arenaGame: GameDefinition<ArenaPlayerState, ArenaWorld> = {
     spawnArenaPlayer(state, world, ((slot % count) + count) % count);
   },
   entities: ARENA_SCHEMA,
+  events: ARENA_EVENTS,
   hitscan: arenaHitscan,
   playerEntity: { typeId: PLAYER_ENTITY_TYPE, write: writePlayerEntity },
 };

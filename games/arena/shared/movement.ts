@@ -599,7 +599,14 @@ function footsteps(state: MovementState, distance: number, events: GameEventSink
   let total = state.stepDistance + distance;
   if (total >= FOOTSTEP_DISTANCE) {
     total -= FOOTSTEP_DISTANCE * Math.floor(total / FOOTSTEP_DISTANCE);
-    events.emit(EVENT_FOOTSTEP, Math.sqrt(velocity.x * velocity.x + velocity.y * velocity.y), 0, 0, 0);
+    // Whole units per second: what the event carries on the wire, the same on both sides.
+    events.emit(
+      EVENT_FOOTSTEP,
+      Math.round(Math.sqrt(velocity.x * velocity.x + velocity.y * velocity.y)),
+      0,
+      0,
+      0,
+    );
   }
   state.stepDistance = total;
 }
