@@ -80,6 +80,11 @@ export interface ServerConfig {
   cookieLifetimeMs: number;
   /** Connection attempts (requests and responses) per second allowed from one address. */
   connectAttemptsPerSecond: number;
+  /**
+   * Challenges (each costs a keyed hash) and challenge checks the whole server makes per second,
+   * whatever the source addresses: a flood from spoofed addresses costs at most this much.
+   */
+  maxHandshakesPerSecond: number;
   /** Snapshot rate used until a client asks for another, and the most a client may ask for. */
   defaultUpdateRate: number;
   /** Bytes per second used until a client asks for another. */
@@ -117,6 +122,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   timeoutMs: 10_000,
   cookieLifetimeMs: 10_000,
   connectAttemptsPerSecond: 4,
+  maxHandshakesPerSecond: 2000,
   defaultUpdateRate: 32,
   defaultRateBytesPerSecond: 80_000,
   entityHistoryTicks: 256,
@@ -284,6 +290,8 @@ export class GameServer<P, W> {
   private readonly attempts = new Float64Array(ATTEMPT_BUCKETS);
   private readonly attemptsStartMs = new Float64Array(ATTEMPT_BUCKETS);
   private nowMs = 0;
+  private handshakeAllowance = 0;
+  private handshakeRefillMs = 0;
   private nextTickMs = -1;
   private readonly onPacket = (from: string, data: Uint8Array) => this.receive(from, data);
 
@@ -310,6 +318,7 @@ export class GameServer<P, W> {
         : new LagCompensator(this.entities, game.hitscan, this.tickIntervalMs, this.config.lagCompensation);
     this.shadowState = game.player.create();
     if (game.events !== undefined) checkEventTable(game.events);
+    this.handshakeAllowance = this.config.maxHandshakesPerSecond;
     this.playerEntities = new Int32Array(this.config.maxClients);
     for (let i = 0; i < MAX_COMMANDS_PER_PACKET; i++) this.cmds.push(createUserCommand());
   }
@@ -634,12 +643,29 @@ export class GameServer<P, W> {
     return this.attempts[b] <= this.config.connectAttemptsPerSecond;
   }
 
+  /** Takes one from the server-wide handshake allowance; false (and counted) when it is spent. */
+  private allowHandshake(): boolean {
+    const perSecond = this.config.maxHandshakesPerSecond;
+    this.handshakeAllowance = Math.min(
+      perSecond,
+      this.handshakeAllowance + ((this.nowMs - this.handshakeRefillMs) * perSecond) / 1000,
+    );
+    this.handshakeRefillMs = this.nowMs;
+    if (this.handshakeAllowance < 1) {
+      this.reject('handshake rate');
+      return false;
+    }
+    this.handshakeAllowance--;
+    return true;
+  }
+
   private onConnectRequest(from: string): void {
     const p = this.hs;
     if (!this.allowAttempt(from)) {
       this.reject('too many attempts');
       return;
     }
+    if (!this.allowHandshake()) return;
     if (this.isBanned(from)) {
       this.sendHandshake(from, PACKET_REFUSED, p.clientNonce, REFUSE_BANNED);
       this.endpoint.drop?.(from);
@@ -665,6 +691,7 @@ export class GameServer<P, W> {
       this.sendHandshake(from, PACKET_REFUSED, p.clientNonce, REFUSE_TOO_MANY_ATTEMPTS);
       return;
     }
+    if (!this.allowHandshake()) return;
     // issuedAt is server time in ms modulo 2^32; the difference is taken modulo 2^32 as well.
     const age = ((Math.floor(this.nowMs) >>> 0) - p.issuedAt) >>> 0;
     if (age > this.config.cookieLifetimeMs) {
@@ -773,6 +800,7 @@ function validateServerConfig(c: ServerConfig): void {
     'timeoutMs',
     'cookieLifetimeMs',
     'connectAttemptsPerSecond',
+    'maxHandshakesPerSecond',
     'defaultUpdateRate',
     'defaultRateBytesPerSecond',
   ];

@@ -5,7 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { EVENT_FOOTSTEP } from '../../games/arena/shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import type { GameClient, InputSample } from '../../src/client/client.ts';
-import { DISCONNECT_KICKED, REFUSE_BANNED } from '../../src/net/handshake.ts';
+import {
+  createHandshakePacket,
+  createHandshakeStream,
+  DISCONNECT_KICKED,
+  PACKET_CONNECT_REQUEST,
+  REFUSE_BANNED,
+  writeHandshakePacket,
+} from '../../src/net/handshake.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import type { BitStream } from '../../src/protocol/bitstream.ts';
 import { serializeFrameHeader } from '../../src/protocol/frames.ts';
@@ -264,6 +271,35 @@ describe('a session', () => {
     expect(ran, msg).toBeLessThanOrEqual((match.server.stats.ticks - ticks) * 8);
     expect(ran, msg).toBeGreaterThan(1000);
     expect(honest.client.predictor.stats.corrections, msg).toBe(0);
+    match.close();
+  });
+
+  it('a flood of connect requests from spoofed addresses costs the server a bounded number of handshakes', () => {
+    const seed = 16;
+    const match = new Match(arenaGame, seed, { maxHandshakesPerSecond: 500 });
+    // 500 sources sending 8 a second each (their per-address limit lets 4 through): 8,000 in 2 s.
+    const sources = Array.from({ length: 500 }, (_, i) => match.network.createEndpoint(`spoof${i}`));
+    const s = createHandshakeStream();
+    const p = createHandshakePacket();
+    p.type = PACKET_CONNECT_REQUEST;
+    p.version = 1;
+    for (let round = 0; round < 16; round++) {
+      for (const source of sources) {
+        p.clientNonce = round;
+        source.send('server', writeHandshakePacket(s, match.server.config.protocolId, p));
+      }
+      match.run(125);
+    }
+    const rejected = match.server.stats.rejected;
+    // At most 500 to start with and 500 a second after: about 1,500 of the 8,000 get a handshake.
+    const hashed = 8000 - (rejected['handshake rate'] ?? 0) - (rejected['too many attempts'] ?? 0);
+    expect(hashed, `seed ${seed}`).toBeLessThanOrEqual(1500 + 10);
+    expect(rejected['handshake rate'] ?? 0, `seed ${seed}`).toBeGreaterThan(2000);
+    expect(match.server.clientCount).toBe(0);
+    // A real client still gets in once the flood stops.
+    const c = match.addClient({ profile, drive: runner });
+    match.run(2000);
+    expect(c.client.state, `seed ${seed}`).toBe('connected');
     match.close();
   });
 
