@@ -9,6 +9,11 @@ function cmd(sequence: number, msec = 16): UserCommand {
   return c;
 }
 
+/** A queue with the server's defaults but for the slack. */
+function queue(commandSlackMs: number): CommandQueue {
+  return new CommandQueue({ commandSlackMs, validButtons: 0xffff, catchUpRate: 0.1, maxOwedMs: 1000 });
+}
+
 function drain(q: CommandQueue): number[] {
   const out: number[] = [];
   for (let c = q.next(); c !== undefined; c = q.next()) out.push(c.sequence);
@@ -17,12 +22,7 @@ function drain(q: CommandQueue): number[] {
 
 describe('CommandQueue', () => {
   it('runs each command exactly once, in order, whatever order and how often they arrive', () => {
-    const q = new CommandQueue({
-      commandSlackMs: 1000,
-      validButtons: 0xffff,
-      catchUpRate: 0.1,
-      maxOwedMs: 1000,
-    });
+    const q = queue(1000);
     q.receive(cmd(2), false);
     q.receive(cmd(1), true);
     q.receive(cmd(1), true);
@@ -38,12 +38,7 @@ describe('CommandQueue', () => {
   });
 
   it('waits for a missing command until a packet shows it will never come', () => {
-    const q = new CommandQueue({
-      commandSlackMs: 1000,
-      validButtons: 0xffff,
-      catchUpRate: 0.1,
-      maxOwedMs: 1000,
-    });
+    const q = queue(1000);
     q.receive(cmd(1), true);
     q.receive(cmd(3), false);
     expect(drain(q)).toEqual([1]);
@@ -55,12 +50,7 @@ describe('CommandQueue', () => {
   });
 
   it('does not skip commands that are queued but held by the budget', () => {
-    const q = new CommandQueue({
-      commandSlackMs: 32,
-      validButtons: 0xffff,
-      catchUpRate: 0.1,
-      maxOwedMs: 1000,
-    });
+    const q = queue(32);
     for (let s = 1; s <= 4; s++) q.receive(cmd(s), s === 1);
     expect(drain(q)).toEqual([1, 2]);
     // The client saw 1..4 acknowledged at the packet level and now starts at 5.
@@ -74,12 +64,7 @@ describe('CommandQueue', () => {
 
   it('holds a client to real time plus the slack; the excess is dropped and counted', () => {
     const slack = 100;
-    const q = new CommandQueue({
-      commandSlackMs: slack,
-      validButtons: 0xffff,
-      catchUpRate: 0.1,
-      maxOwedMs: 1000,
-    });
+    const q = queue(slack);
     let seq = 0;
     let realMs = 0;
     // The client claims 32 ms of simulation for every 16 ms of real time.
@@ -96,12 +81,7 @@ describe('CommandQueue', () => {
   });
 
   it('lets an honest client burst after a gap without dropping anything', () => {
-    const q = new CommandQueue({
-      commandSlackMs: 200,
-      validButtons: 0xffff,
-      catchUpRate: 0.1,
-      maxOwedMs: 1000,
-    });
+    const q = queue(200);
     let seq = 0;
     for (let frame = 0; frame < 100; frame++) {
       q.addRealTime(16);
@@ -117,12 +97,7 @@ describe('CommandQueue', () => {
 
   it('after a stall, runs the late commands on the time the client left unused, and drains the rest', () => {
     const slack = 200;
-    const q = new CommandQueue({
-      commandSlackMs: slack,
-      validButtons: 0xffff,
-      catchUpRate: 0.1,
-      maxOwedMs: 1000,
-    });
+    const q = queue(slack);
     let seq = 0;
     let realMs = 0;
     const backlog: number[] = [];
@@ -148,12 +123,7 @@ describe('CommandQueue', () => {
   });
 
   it('refuses commands absurdly far ahead', () => {
-    const q = new CommandQueue({
-      commandSlackMs: 200,
-      validButtons: 0xffff,
-      catchUpRate: 0.1,
-      maxOwedMs: 1000,
-    });
+    const q = queue(200);
     q.receive(cmd(1_000_000), true);
     expect(q.stats.tooFarAhead).toBe(1);
     expect(drain(q)).toEqual([]);
