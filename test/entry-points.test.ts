@@ -195,7 +195,7 @@ describe('entry point contents', () => {
       'serializeUserCommand',
       'quantizeUserCommand',
       'serializeCommandRun',
-      'serializeFrameHeader',
+      'serializeServerFrame',
       'defineEntityType',
       'defineGameSchema',
       'encodeField',

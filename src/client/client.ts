@@ -2,44 +2,32 @@
 // with every unacknowledged one, read the server's packets, predict the local player, render.
 // Driven by time passed in: `update(nowMs, input)` once per frame.
 
-import { PacketChannel } from '../net/channel.ts';
-import {
-  createHandshakePacket,
-  createHandshakeStream,
-  DISCONNECT_CLIENT_LEFT,
-  PACKET_ACCEPTED,
-  PACKET_CHALLENGE,
-  PACKET_CHALLENGE_RESPONSE,
-  PACKET_CONNECT_REQUEST,
-  PACKET_DISCONNECT,
-  PACKET_REFUSED,
-  peekPacketType,
-  readHandshakePacket,
-  writeHandshakePacket,
-} from '../net/handshake.ts';
+import { DEFAULT_PROTOCOL_ID, DEFAULT_PROTOCOL_VERSION } from '../net/channel.ts';
+import { ClientConnection, type ConnectionState } from '../net/client-connection.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
 import type { BitStream } from '../protocol/bitstream.ts';
 import {
   type ClientFlags,
   checkEventTable,
+  createServerFrame,
   createWireEvent,
-  type FrameHeader,
   MAX_COMMANDS_PER_PACKET,
-  MAX_EVENTS_PER_FRAME,
+  type ServerFrame,
+  type ServerFrameCodec,
   serializeClientFlags,
   serializeCommandRun,
-  serializeFrameHeader,
-  serializeWireEvent,
+  serializeServerFrame,
   type WireEvent,
 } from '../protocol/frames.ts';
 import {
+  CMD_MSEC_MAX,
   copyUserCommand,
   createUserCommand,
   nextRandomSeed,
   quantizeUserCommand,
   type UserCommand,
 } from '../protocol/usercmd.ts';
-import type { GameDefinition, GameEventSink } from '../sim/game.ts';
+import { type GameDefinition, type GameEventSink, gameSchemaHash } from '../sim/game.ts';
 import { Random } from '../sim/random.ts';
 import { SequenceBuffer } from '../sim/ring.ts';
 import { ServerClock, type ServerClockConfig } from './clock.ts';
@@ -76,8 +64,8 @@ export interface ClientConfig {
 }
 
 export const DEFAULT_CLIENT_CONFIG: ClientConfig = {
-  protocolId: 0x42535450,
-  protocolVersion: 1,
+  protocolId: DEFAULT_PROTOCOL_ID,
+  protocolVersion: DEFAULT_PROTOCOL_VERSION,
   updateRate: 32,
   rateBytesPerSecond: 80_000,
   commandRate: 64,
@@ -107,13 +95,7 @@ export function createInputSample(): InputSample {
   return { pitch: 0, yaw: 0, roll: 0, forwardMove: 0, sideMove: 0, upMove: 0, buttons: 0, impulse: 0 };
 }
 
-export type ClientState =
-  | 'disconnected'
-  | 'connecting'
-  | 'challenged'
-  | 'connected'
-  | 'refused'
-  | 'timed out';
+export type ClientState = ConnectionState;
 
 export interface ClientHooks {
   /** An effect event: from the local player's first prediction of a command, or from the server. */
@@ -139,16 +121,47 @@ export interface ClientStats {
   choked: number;
 }
 
+/**
+ * Everything one connection to a server knows: the connection, the clock, prediction, the
+ * snapshots and the remote view. Connecting again makes a new one, so nothing carries over.
+ */
+class Session<P, W> {
+  readonly connection: ClientConnection;
+  readonly predictor: Predictor<P, W>;
+  readonly clock: ServerClock;
+  readonly snapshots: SnapshotReader;
+  readonly view: RemoteView;
+  readonly adaptiveDelay: AdaptiveDelay | null;
+  /** Newest command carried by each sent packet, by packet sequence. */
+  readonly packetCommands = new SequenceBuffer<{ newest: number }>(1024, () => ({ newest: 0 }));
+  /** Newest command the server is known to have received (its packet was acknowledged). */
+  serverHasCommand = 0;
+  /** Newest server tick received. */
+  serverTick = 0;
+  spawned = false;
+  lastFrameMs = -1;
+  msecRemainder = 0;
+  nextCommandSendMs = 0;
+
+  constructor(client: GameClient<P, W>, connection: ClientConnection) {
+    const { game, config } = client;
+    this.connection = connection;
+    this.predictor = new Predictor(game.player, client.world, config.prediction);
+    this.clock = new ServerClock(config.clock);
+    this.snapshots = new SnapshotReader(game.entities);
+    this.view = new RemoteView(game.entities, this.snapshots, config.view);
+    this.adaptiveDelay =
+      config.interpolationDelayMs === 'adaptive'
+        ? new AdaptiveDelay({ updateRateHz: config.updateRate })
+        : null;
+  }
+}
+
 /** A game client: connection, command stream, prediction and clock for one local player. */
 export class GameClient<P, W> {
   readonly config: ClientConfig;
   readonly game: GameDefinition<P, W>;
   readonly world: W;
-  readonly predictor: Predictor<P, W>;
-  readonly clock: ServerClock;
-  /** Decoded snapshots, and remote entities as drawn this frame. */
-  readonly snapshots: SnapshotReader;
-  readonly view: RemoteView;
   readonly stats: ClientStats = {
     commandsSent: 0,
     commandPackets: 0,
@@ -158,46 +171,24 @@ export class GameClient<P, W> {
     eventsReceived: 0,
     choked: 0,
   };
-  state: ClientState = 'disconnected';
-  /** Slot the server gave this client. */
-  slot = -1;
-  tickRate = 0;
-  /** Newest server tick received. */
-  serverTick = 0;
-  /** Lifecycle reason the connection ended with (refused or disconnected). */
-  endReason = 0;
-  channel: PacketChannel | null = null;
 
   private readonly endpoint: DatagramEndpoint;
   private readonly serverAddress: string;
   private readonly hooks: ClientHooks;
   private readonly random: Random;
-  private nonce: number;
-  private readonly hs = createHandshakePacket();
-  private readonly hsStream = createHandshakeStream();
-  private readonly cookie = { issuedAt: 0, hi: 0, lo: 0 };
+  private readonly schemaHash: number;
+  private session: Session<P, W>;
   private readonly cmd: UserCommand = createUserCommand();
   private readonly sendCmds: UserCommand[] = [];
   private readonly run = { count: 0 };
   private readonly flags: ClientFlags = { resetBaseline: false };
-  private readonly adaptiveDelay: AdaptiveDelay | null;
   /** Entities the next command's shots are tested against (the remote players drawn). */
   private readonly targets: Int32Array;
-  private readonly header: FrameHeader = { serverTick: 0, choked: 0, hasPlayer: false, ackedCommand: 0 };
-  private readonly frameState: P;
+  private readonly frame: ServerFrame<P>;
+  private readonly frameCodec: ServerFrameCodec<P>;
   private readonly event = createWireEvent();
-  /** Newest command carried by each sent packet, by packet sequence. */
-  private readonly packetCommands = new SequenceBuffer<{ newest: number }>(1024, () => ({ newest: 0 }));
-  /** Newest command the server is known to have received (its packet was acknowledged). */
-  private serverHasCommand = 0;
-  private spawned = false;
-  private connectStartMs = 0;
-  private lastConnectSendMs = -Infinity;
-  private lastFrameMs = -1;
-  private msecRemainder = 0;
-  private nextCommandSendMs = 0;
   private nowMs = 0;
-  private readonly onPacket = (from: string, data: Uint8Array) => this.receive(from, data);
+  private readonly onPacket = (from: string, data: Uint8Array) => this.session.connection.receive(from, data);
   private readonly writeCommands = (s: BitStream) => this.writeCommandRun(s);
   private readonly localEvents: GameEventSink;
 
@@ -215,20 +206,19 @@ export class GameClient<P, W> {
     this.serverAddress = serverAddress;
     this.hooks = hooks;
     this.world = game.createWorld();
-    this.predictor = new Predictor(game.player, this.world, this.config.prediction);
-    this.clock = new ServerClock(this.config.clock);
     this.random = new Random(this.config.seed);
-    this.nonce = this.random.nextU32();
-    this.frameState = game.player.create();
+    this.schemaHash = gameSchemaHash(game);
     if (game.events !== undefined) checkEventTable(game.events);
+    this.session = this.newSession(0);
+    this.session.connection.disconnect();
     this.cmd.randomSeed = this.random.nextU32();
-    this.snapshots = new SnapshotReader(game.entities);
-    this.view = new RemoteView(game.entities, this.snapshots, this.config.view);
     this.targets = new Int32Array(game.entities.maxEntities);
-    this.adaptiveDelay =
-      this.config.interpolationDelayMs === 'adaptive'
-        ? new AdaptiveDelay({ updateRateHz: this.config.updateRate })
-        : null;
+    this.frame = createServerFrame(game.player.create());
+    this.frameCodec = {
+      serializePlayer: (s, state) => game.player.serialize(s, state),
+      events: game.events ?? null,
+      serializeSnapshot: (s, tick) => this.session.snapshots.read(s, tick),
+    };
     for (let i = 0; i < MAX_COMMANDS_PER_PACKET; i++) this.sendCmds.push(createUserCommand());
     const event = this.event;
     this.localEvents = {
@@ -244,108 +234,161 @@ export class GameClient<P, W> {
     };
   }
 
+  get state(): ClientState {
+    return this.session.connection.state;
+  }
+
+  /** Slot the server gave this client (-1 until connected). */
+  get slot(): number {
+    return this.session.connection.slot;
+  }
+
+  get tickRate(): number {
+    return this.session.connection.tickRate;
+  }
+
+  /** Lifecycle reason the connection ended with (refused or disconnected). */
+  get endReason(): number {
+    return this.session.connection.endReason;
+  }
+
+  get channel(): ClientConnection['channel'] {
+    return this.session.connection.channel;
+  }
+
+  /** Newest server tick received. */
+  get serverTick(): number {
+    return this.session.serverTick;
+  }
+
+  get predictor(): Predictor<P, W> {
+    return this.session.predictor;
+  }
+
+  get clock(): ServerClock {
+    return this.session.clock;
+  }
+
+  /** Decoded snapshots. */
+  get snapshots(): SnapshotReader {
+    return this.session.snapshots;
+  }
+
+  /** Remote entities as drawn this frame. */
+  get view(): RemoteView {
+    return this.session.view;
+  }
+
   /**
-   * Starts connecting; `update` carries the handshake on. Everything of a previous connection is
-   * forgotten (a new nonce, commands from 1, no snapshots, the clock unsynchronised).
+   * Starts connecting; `update` carries the handshake on. Nothing of a previous connection is
+   * kept: a new session (connection, nonce, prediction, snapshots, view, clock) is made.
    */
   connect(nowMs: number): void {
-    this.nonce = this.random.nextU32();
-    this.slot = -1;
-    this.tickRate = 0;
-    this.serverTick = 0;
-    this.endReason = 0;
-    this.channel = null;
-    this.spawned = false;
-    this.serverHasCommand = 0;
-    this.packetCommands.clear();
-    this.msecRemainder = 0;
-    this.nextCommandSendMs = 0;
-    this.lastFrameMs = -1;
-    this.cookie.issuedAt = this.cookie.hi = this.cookie.lo = 0;
-    this.snapshots.reset();
-    this.view.reset();
-    this.clock.reset();
-    this.state = 'connecting';
-    this.connectStartMs = nowMs;
-    this.lastConnectSendMs = -Infinity;
-    this.nowMs = nowMs;
+    this.nowMs = Math.max(this.nowMs, nowMs);
+    this.session = this.newSession(nowMs);
   }
 
   /** Tells the server this client is leaving (three copies) and stops. */
   disconnect(): void {
-    if (this.state === 'connected' || this.state === 'challenged') {
-      for (let i = 0; i < 3; i++) this.sendHandshake(PACKET_DISCONNECT, DISCONNECT_CLIENT_LEFT);
-    }
-    this.state = 'disconnected';
+    this.session.connection.disconnect();
   }
 
   /** The interpolation delay in use now, ms. */
   interpolationDelayMs(nowMs: number): number {
+    const adaptive = this.session.adaptiveDelay;
+    if (adaptive !== null) return adaptive.delayMs(nowMs);
     const d = this.config.interpolationDelayMs;
-    if (this.adaptiveDelay !== null) return this.adaptiveDelay.delayMs(nowMs);
     return d === 'adaptive' || d === 0 ? defaultInterpolationDelayMs(this.config.updateRate) : d;
   }
 
   /** True once the server has given this client its player. */
   get isSpawned(): boolean {
-    return this.spawned;
+    return this.session.spawned;
   }
 
   /**
    * One client frame at `nowMs`: with `input`, makes this frame's command (its msec is the
-   * frame's time), predicts it and sends it with every unacknowledged command; reads packets;
+   * frame's time), predicts it and sends it with every unacknowledged one; reads packets;
    * replays prediction from the newest acknowledged state.
    */
   update(nowMs: number, input: InputSample | null): void {
     if (nowMs < this.nowMs) nowMs = this.nowMs;
     this.nowMs = nowMs;
-    const frameMs = this.lastFrameMs < 0 ? 0 : nowMs - this.lastFrameMs;
-    this.lastFrameMs = nowMs;
-    if (this.state === 'connecting' || this.state === 'challenged') this.updateConnecting(nowMs);
-    if (this.state === 'connected' && this.spawned && input !== null) {
+    const session = this.session;
+    const connection = session.connection;
+    const frameMs = session.lastFrameMs < 0 ? 0 : nowMs - session.lastFrameMs;
+    session.lastFrameMs = nowMs;
+    if (connection.state === 'connecting' || connection.state === 'challenged') connection.update(nowMs);
+    if (connection.state === 'connected' && session.spawned && input !== null) {
       this.makeCommand(frameMs, input);
-      if (nowMs >= this.nextCommandSendMs && this.predictor.newestSequence > this.serverHasCommand) {
+      if (nowMs >= session.nextCommandSendMs && session.predictor.newestSequence > session.serverHasCommand) {
         this.sendCommands(nowMs);
       }
     }
     this.endpoint.poll(nowMs, this.onPacket);
-    const channel = this.channel;
-    if (this.state === 'connected' && channel !== null) {
-      if (nowMs - channel.lastReceivedMs > this.config.timeoutMs) {
-        this.end('timed out', 0);
-        return;
-      }
-      channel.update(nowMs);
+    if (connection.state === 'connected') {
+      connection.update(nowMs);
+      if (connection.state !== 'connected') return;
     }
-    this.predictor.predict(nowMs);
-    if (this.tickRate > 0 && this.clock.synced) {
-      const tickMs = 1000 / this.tickRate;
-      const renderTimeMs = this.clock.receivedNow(nowMs) - this.interpolationDelayMs(nowMs);
-      this.view.update(renderTimeMs / tickMs, tickMs);
+    session.predictor.predict(nowMs);
+    const tickRate = connection.tickRate;
+    if (tickRate > 0 && session.clock.synced) {
+      const tickMs = 1000 / tickRate;
+      const renderTimeMs = session.clock.receivedNow(nowMs) - this.interpolationDelayMs(nowMs);
+      session.view.update(renderTimeMs / tickMs, tickMs);
     }
   }
 
-  private updateConnecting(nowMs: number): void {
-    if (nowMs - this.connectStartMs > this.config.connectTimeoutMs) {
-      this.end('timed out', 0);
-      return;
-    }
-    if (nowMs - this.lastConnectSendMs < this.config.connectRetryMs) return;
-    this.lastConnectSendMs = nowMs;
-    if (this.state === 'connecting') this.sendHandshake(PACKET_CONNECT_REQUEST, 0);
-    else this.sendHandshake(PACKET_CHALLENGE_RESPONSE, 0);
+  private newSession(nowMs: number): Session<P, W> {
+    const c = this.config;
+    const connection = new ClientConnection(
+      this.endpoint,
+      this.serverAddress,
+      {
+        protocolId: c.protocolId,
+        protocolVersion: c.protocolVersion,
+        schemaHash: this.schemaHash,
+        updateRate: c.updateRate,
+        rateBytesPerSecond: c.rateBytesPerSecond,
+        connectRetryMs: c.connectRetryMs,
+        connectTimeoutMs: c.connectTimeoutMs,
+        timeoutMs: c.timeoutMs,
+      },
+      this.random.nextU32(),
+      nowMs,
+      {
+        connected: () => this.onConnected(),
+        payload: (s) => this.receiveFrame(s),
+        ended: (_state, reason) => this.hooks.onDisconnect?.(reason),
+      },
+    );
+    return new Session(this, connection);
+  }
+
+  private onConnected(): void {
+    const session = this.session;
+    const channel = session.connection.channel;
+    if (channel === null) return;
+    channel.onAck = (sequence) => {
+      const sent = session.packetCommands.get(sequence);
+      if (sent !== undefined && sent.newest > session.serverHasCommand)
+        session.serverHasCommand = sent.newest;
+    };
   }
 
   private makeCommand(frameMs: number, input: InputSample): void {
+    const session = this.session;
     // Commands carry whole milliseconds; the fraction is carried to the next frame so the sum
     // of msec follows real time.
-    this.msecRemainder += frameMs;
-    let msec = Math.floor(this.msecRemainder);
+    session.msecRemainder += frameMs;
+    let msec = Math.floor(session.msecRemainder);
     if (msec < 1) return;
-    if (msec > 250) msec = 250;
-    this.msecRemainder -= Math.floor(this.msecRemainder);
+    if (msec > CMD_MSEC_MAX) msec = CMD_MSEC_MAX;
+    session.msecRemainder -= Math.floor(session.msecRemainder);
+    const predictor = session.predictor;
+    const view = session.view;
     const c = this.cmd;
-    c.sequence = this.predictor.newestSequence + 1;
+    c.sequence = predictor.newestSequence + 1;
     c.msec = msec;
     c.pitch = input.pitch;
     c.yaw = input.yaw;
@@ -358,172 +401,94 @@ export class GameClient<P, W> {
     c.randomSeed = nextRandomSeed(c.randomSeed);
     // The view the player was looking at when they made this command: last frame's.
     c.lerpMsec = Math.round(this.interpolationDelayMs(this.nowMs));
-    c.viewTickA = this.view.tickA;
-    c.viewTickB = this.view.tickB;
-    c.viewFraction = this.view.fraction;
+    c.viewTickA = view.tickA;
+    c.viewTickB = view.tickB;
+    c.viewFraction = view.fraction;
     quantizeUserCommand(c);
     // Its first prediction is the client's verdict on any shot: against the players as drawn.
     const hitscan = this.game.hitscan;
     if (hitscan !== undefined) {
-      const view = this.view;
       let count = 0;
       for (let k = 0; k < view.count; k++) {
         const e = view.list[k];
         if (view.types[e] === hitscan.targetType) this.targets[count++] = e;
       }
       hitscan.setTargets(this.world, -1, count, this.targets, view.values, view.stride);
-      this.predictor.addCommand(c, this.localEvents);
+      predictor.addCommand(c, this.localEvents);
       hitscan.setTargets(this.world, -1, 0, this.targets, view.values, view.stride);
     } else {
-      this.predictor.addCommand(c, this.localEvents);
+      predictor.addCommand(c, this.localEvents);
     }
-    this.hooks.onPredicted?.(c, this.predictor.current);
+    this.hooks.onPredicted?.(c, predictor.current);
   }
 
   private sendCommands(nowMs: number): void {
-    const channel = this.channel;
+    const session = this.session;
+    const channel = session.connection.channel;
     if (channel === null) return;
     const sequence = channel.send(nowMs, this.writeCommands);
-    this.packetCommands.insert(sequence).newest = this.predictor.newestSequence;
+    session.packetCommands.insert(sequence).newest = session.predictor.newestSequence;
     this.stats.commandPackets++;
     const interval = 1000 / this.config.commandRate;
-    this.nextCommandSendMs = Math.max(this.nextCommandSendMs + interval, nowMs - interval);
+    session.nextCommandSendMs = Math.max(session.nextCommandSendMs + interval, nowMs - interval);
   }
 
   /** Every command the server has not acknowledged, newest last, at most a packet's worth. */
   private writeCommandRun(s: BitStream): void {
-    const newest = this.predictor.newestSequence;
-    let first = Math.max(this.serverHasCommand + 1, this.predictor.ackedSequence + 1);
+    const session = this.session;
+    const predictor = session.predictor;
+    const newest = predictor.newestSequence;
+    let first = Math.max(session.serverHasCommand + 1, predictor.ackedSequence + 1);
     if (newest - first + 1 > MAX_COMMANDS_PER_PACKET) first = newest - MAX_COMMANDS_PER_PACKET + 1;
     let count = 0;
     for (let seq = first; seq <= newest; seq++) {
-      const c = this.predictor.command(seq);
+      const c = predictor.command(seq);
       if (c === undefined) break;
       copyUserCommand(this.sendCmds[count++], c);
     }
     this.run.count = count;
-    this.flags.resetBaseline = this.snapshots.needsFullUpdate;
+    this.flags.resetBaseline = session.snapshots.needsFullUpdate;
     serializeClientFlags(s, this.flags);
     serializeCommandRun(s, this.sendCmds, this.run);
     this.stats.commandsSent += count;
   }
 
-  private receive(from: string, data: Uint8Array): void {
-    if (from !== this.serverAddress) return;
-    const type = peekPacketType(data);
-    if (type === 0) {
-      if (this.state === 'connected') this.receiveData(data);
-      return;
-    }
-    if (readHandshakePacket(this.hsStream, this.config.protocolId, data, this.hs) !== '') return;
-    const p = this.hs;
-    if (p.clientNonce !== this.nonce) return;
-    switch (p.type) {
-      case PACKET_CHALLENGE:
-        if (this.state !== 'connecting') return;
-        this.cookie.issuedAt = p.issuedAt;
-        this.cookie.hi = p.cookieHi;
-        this.cookie.lo = p.cookieLo;
-        this.state = 'challenged';
-        this.lastConnectSendMs = -Infinity;
-        this.updateConnecting(this.nowMs);
-        return;
-      case PACKET_ACCEPTED:
-        if (this.state !== 'challenged') return;
-        this.slot = p.slot;
-        this.tickRate = p.tickRate;
-        this.state = 'connected';
-        this.channel = new PacketChannel((bytes) => this.endpoint.send(this.serverAddress, bytes), {
-          protocolId: this.config.protocolId,
-        });
-        this.channel.lastReceivedMs = this.nowMs;
-        this.channel.onAck = (sequence) => {
-          const sent = this.packetCommands.get(sequence);
-          if (sent !== undefined && sent.newest > this.serverHasCommand) this.serverHasCommand = sent.newest;
-        };
-        return;
-      case PACKET_REFUSED:
-        if (this.state === 'connecting' || this.state === 'challenged') this.end('refused', p.reason);
-        return;
-      case PACKET_DISCONNECT:
-        if (this.state === 'connected') this.end('disconnected', p.reason);
-        return;
-    }
-  }
-
-  private end(state: ClientState, reason: number): void {
-    this.state = state;
-    this.endReason = reason;
-    this.hooks.onDisconnect?.(reason);
-  }
-
-  private receiveData(data: Uint8Array): void {
-    const channel = this.channel;
-    if (channel === null) return;
-    const s = channel.receive(this.nowMs, data);
-    // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
-    if (s === null || s.bitsRemaining < 8) return;
-    const h = this.header;
+  /** One server frame: the player state acknowledges prediction, events play, the snapshot decodes. */
+  private receiveFrame(s: BitStream): void {
+    const session = this.session;
+    const f = this.frame;
     // A command number past 2^31 could not be followed by ours on the wire: refuse it.
-    if (
-      !serializeFrameHeader(s, h) ||
-      !h.hasPlayer ||
-      h.ackedCommand > 0x7fffffff ||
-      !this.game.player.serialize(s, this.frameState)
-    ) {
+    if (!serializeServerFrame(s, f, this.frameCodec) || f.ackedCommand > 0x7fffffff) {
       this.stats.framesBad++;
       return;
     }
+    const tickRate = session.connection.tickRate;
     // A frame older than the newest (reordered) still brings its events and may become a
     // snapshot baseline; its player state and clock sample are out of date.
-    const newest = h.serverTick > this.serverTick || !this.spawned;
-    if (newest) {
-      this.serverTick = h.serverTick;
-      this.clock.onServerTime(this.nowMs, (h.serverTick * 1000) / this.tickRate, channel.stats.rttMs);
-      this.adaptiveDelay?.onSnapshot(this.nowMs, (h.serverTick * 1000) / this.tickRate);
-      if (!this.spawned) {
-        this.spawned = true;
-        this.predictor.reset(this.frameState, h.ackedCommand);
+    if (f.serverTick > session.serverTick || !session.spawned) {
+      session.serverTick = f.serverTick;
+      const rtt = session.connection.channel?.stats.rttMs ?? 0;
+      session.clock.onServerTime(this.nowMs, (f.serverTick * 1000) / tickRate, rtt);
+      session.adaptiveDelay?.onSnapshot(this.nowMs, (f.serverTick * 1000) / tickRate);
+      if (!session.spawned) {
+        session.spawned = true;
+        session.predictor.reset(f.player, f.ackedCommand);
       } else {
-        this.predictor.acknowledge(h.ackedCommand, this.frameState);
+        session.predictor.acknowledge(f.ackedCommand, f.player);
       }
     } else {
       this.stats.framesStale++;
     }
     this.stats.framesReceived++;
-    this.stats.choked += h.choked;
-    if (!this.readEvents(s)) return;
-    if (this.snapshots.read(s, h.serverTick)) {
-      this.view.onFrame(h.serverTick);
-      this.hooks.onSnapshot?.(h.serverTick);
-    }
-  }
-
-  /** Reads the frame's events, plays them, and returns whether they decoded. */
-  private readEvents(s: BitStream): boolean {
-    const count = s.int(0, 0, MAX_EVENTS_PER_FRAME);
-    const e = this.event;
-    for (let i = 0; i < count && s.ok; i++) {
-      if (!serializeWireEvent(s, e, this.game.events ?? null)) break;
+    this.stats.choked += f.choked;
+    for (let i = 0; i < f.eventCount; i++) {
       this.stats.eventsReceived++;
-      this.hooks.onEvent?.(e, false);
+      this.hooks.onEvent?.(f.events[i], false);
     }
-    if (!s.ok) this.stats.framesBad++;
-    return s.ok;
-  }
-
-  private sendHandshake(type: number, reason: number): void {
-    const p = this.hs;
-    p.type = type;
-    p.clientNonce = this.nonce;
-    p.version = this.config.protocolVersion;
-    p.issuedAt = this.cookie.issuedAt;
-    p.cookieHi = this.cookie.hi;
-    p.cookieLo = this.cookie.lo;
-    p.updateRate = this.config.updateRate;
-    p.rate = this.config.rateBytesPerSecond;
-    p.reason = reason;
-    this.endpoint.send(this.serverAddress, writeHandshakePacket(this.hsStream, this.config.protocolId, p));
+    if (f.snapshotOk) {
+      session.view.onFrame(f.serverTick);
+      this.hooks.onSnapshot?.(f.serverTick);
+    }
   }
 }
 

@@ -49,6 +49,11 @@ export const PacketType = {
 } as const;
 export type PacketTypeValue = (typeof PacketType)[keyof typeof PacketType];
 
+/** The protocol id both ends use unless configured otherwise ("BSTP"): it salts every checksum. */
+export const DEFAULT_PROTOCOL_ID = 0x42535450;
+/** The protocol version both ends use unless configured otherwise: another version is refused. */
+export const DEFAULT_PROTOCOL_VERSION = 1;
+
 /** Bytes of the fixed header: type, checksum, sequence, ack, ack bits. */
 export const PACKET_HEADER_BYTES = 13;
 /** The shortest valid data packet: the header and the reliable count. */

@@ -7,7 +7,7 @@
 //   | checksum    | 32   | as in every packet: see channel.ts                           |
 //   | body        | var  | per type, below                                              |
 //   +-------------+------+--------------------------------------------------------------+
-// connect request (1):    clientNonce 32 | version 32 | zero padding to REQUEST_BYTES
+// connect request (1):    clientNonce 32 | version 32 | schemaHash 32 | zero padding to REQUEST_BYTES
 // challenge (2):          clientNonce 32 | issuedAt 32 | cookie 64
 // challenge response (3): clientNonce 32 | issuedAt 32 | cookie 64 | updateRate 8 | rate 32
 //                         | zero padding to REQUEST_BYTES
@@ -18,40 +18,56 @@
 // address never gets more bytes sent to it than the attacker sent.
 
 import { BitStream } from '../protocol/bitstream.ts';
-import { PACKET_CHECKSUM_OFFSET, packetChecksum, writePacketChecksum } from './channel.ts';
+import { PACKET_CHECKSUM_OFFSET, PacketType, packetChecksum, writePacketChecksum } from './channel.ts';
 
-export const PACKET_CONNECT_REQUEST = 1;
-export const PACKET_CHALLENGE = 2;
-export const PACKET_CHALLENGE_RESPONSE = 3;
-export const PACKET_ACCEPTED = 4;
-export const PACKET_REFUSED = 5;
-export const PACKET_DISCONNECT = 6;
+// The lifecycle's packet types: the same numbers as the channel's PacketType, by name.
+export const PACKET_CONNECT_REQUEST = PacketType.ConnectRequest;
+export const PACKET_CHALLENGE = PacketType.Challenge;
+export const PACKET_CHALLENGE_RESPONSE = PacketType.ChallengeResponse;
+export const PACKET_ACCEPTED = PacketType.Accepted;
+export const PACKET_REFUSED = PacketType.Refused;
+export const PACKET_DISCONNECT = PacketType.Disconnect;
 
 /** Requests are padded to this many bytes (at least the size of any answer). */
 export const REQUEST_BYTES = 48;
 
 const HANDSHAKE_STREAM_BYTES = REQUEST_BYTES + 16;
 
+// Why a connection was refused (1..15) or ended (16..31): one set of codes, disjoint, so a
+// reason names itself wherever it travels.
 export const REFUSE_SERVER_FULL = 1;
 export const REFUSE_WRONG_VERSION = 2;
 export const REFUSE_BANNED = 3;
 export const REFUSE_TOO_MANY_ATTEMPTS = 4;
+/** The client was built against other entity or event tables (its schema hash differs). */
+export const REFUSE_WRONG_SCHEMA = 5;
 
-export const DISCONNECT_CLIENT_LEFT = 1;
-export const DISCONNECT_SERVER_SHUTDOWN = 2;
-export const DISCONNECT_TIMED_OUT = 3;
-export const DISCONNECT_KICKED = 4;
+export const DISCONNECT_CLIENT_LEFT = 16;
+export const DISCONNECT_SERVER_SHUTDOWN = 17;
+export const DISCONNECT_TIMED_OUT = 18;
+export const DISCONNECT_KICKED = 19;
 
-export const REASON_NAMES: Record<number, string> = {
+export const REASON_NAMES: Readonly<Record<number, string>> = {
   [REFUSE_SERVER_FULL]: 'server full',
   [REFUSE_WRONG_VERSION]: 'wrong protocol version',
   [REFUSE_BANNED]: 'banned',
   [REFUSE_TOO_MANY_ATTEMPTS]: 'too many connection attempts',
+  [REFUSE_WRONG_SCHEMA]: 'built against another game schema',
+  [DISCONNECT_CLIENT_LEFT]: 'client left',
+  [DISCONNECT_SERVER_SHUTDOWN]: 'server shut down',
+  [DISCONNECT_TIMED_OUT]: 'timed out',
+  [DISCONNECT_KICKED]: 'kicked',
 };
+
+/** A reason's name, or 'reason N' for a code this build does not know. */
+export function reasonName(reason: number): string {
+  return REASON_NAMES[reason] ?? `reason ${reason}`;
+}
 
 export interface HandshakePacket {
   type: number;
   version: number;
+  schemaHash: number;
   clientNonce: number;
   issuedAt: number;
   cookieHi: number;
@@ -68,6 +84,7 @@ export function createHandshakePacket(): HandshakePacket {
   return {
     type: 0,
     version: 0,
+    schemaHash: 0,
     clientNonce: 0,
     issuedAt: 0,
     cookieHi: 0,
@@ -87,6 +104,7 @@ function serializeBody(s: BitStream, p: HandshakePacket): boolean {
   switch (p.type) {
     case PACKET_CONNECT_REQUEST:
       p.version = s.uint(p.version, 32);
+      p.schemaHash = s.uint(p.schemaHash, 32);
       break;
     case PACKET_CHALLENGE:
     case PACKET_CHALLENGE_RESPONSE:
@@ -124,7 +142,7 @@ export function writeHandshakePacket(s: BitStream, protocolId: number, p: Handsh
   return s.buffer.subarray(0, length);
 }
 
-/** The packet type byte of any Backstep packet (0 for connected data), or -1 if too short. */
+/** The packet type byte of any Backstep packet (PacketType.Data for connected data), or -1 if too short. */
 export function peekPacketType(data: Uint8Array): number {
   return data.length < 1 ? -1 : data[0];
 }

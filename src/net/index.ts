@@ -3,6 +3,8 @@
 export {
   type ChannelStats,
   DEFAULT_CHANNEL_CONFIG,
+  DEFAULT_PROTOCOL_ID,
+  DEFAULT_PROTOCOL_VERSION,
   DROP_REASONS as CHANNEL_DROP_REASONS,
   type DropReason as ChannelDropReason,
   MIN_PACKET_BYTES,
@@ -13,6 +15,12 @@ export {
   type PacketTypeValue,
   RELIABLE_MESSAGE_BYTES_LIMIT,
 } from './channel.ts';
+export {
+  ClientConnection,
+  type ClientConnectionConfig,
+  type ClientConnectionHandler,
+  type ConnectionState,
+} from './client-connection.ts';
 export {
   type DropReason as LinkDropReason,
   LinkConditioner,
@@ -36,8 +44,10 @@ export {
   REFUSE_BANNED,
   REFUSE_SERVER_FULL,
   REFUSE_TOO_MANY_ATTEMPTS,
+  REFUSE_WRONG_SCHEMA,
   REFUSE_WRONG_VERSION,
   REQUEST_BYTES,
+  reasonName,
 } from './handshake.ts';
 export {
   type BurstLoss,

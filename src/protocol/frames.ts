@@ -1,5 +1,6 @@
-// The payloads of connected data packets: the client's command run and the server's frame
-// header (its tick, the last command it ran, the owner's player state, and effect events).
+// The payloads of connected data packets: the client's command run, and the server's frame (its
+// tick, the last command it ran, the owner's player state, effect events and the snapshot), each
+// written, read and measured by one serialize function.
 //
 // Client packet payload:
 //   +-------------------+-------+--------------------------------------------------+
@@ -9,17 +10,17 @@
 //   | commands          | var   | each delta-encoded against the previous one      |
 //   +-------------------+-------+--------------------------------------------------+
 //
-// Server packet payload (the entity snapshot follows; layout in snapshot.ts):
+// Server packet payload (serializeServerFrame):
 //   +-------------------+-------+--------------------------------------------------+
 //   | serverTick        | 32    | tick the frame was built at                      |
 //   | choked            | 8     | frames held back by the rate since the last one  |
-//   | hasPlayer         | 1     | the client owns a player                         |
-//   | ackedCommand      | 32    | last command executed (if hasPlayer)             |
-//   | playerState       | var   | the game's player serialize (if hasPlayer)       |
+//   | ackedCommand      | 32    | last command executed                            |
+//   | playerState       | var   | the game's player serialize                      |
 //   | eventCount        | 6     | 0..63 effect events of other players             |
 //   | event: type       | 8     | game-defined                                     |
 //   | event: source     | 16    | slot/entity that caused it                       |
 //   | event: p0..p3     | 4x32  | float32 parameters                               |
+//   | snapshot          | var   | the entity delta snapshot (layout in snapshot.ts) |
 //   +-------------------+-------+--------------------------------------------------+
 
 import type { BitStream } from './bitstream.ts';
@@ -159,19 +160,58 @@ export function serializeWireEvent(s: BitStream, e: WireEvent, table: EventTable
   return s.ok;
 }
 
-/** The fixed part of a server frame; the player state and events follow (see the layout). */
-export interface FrameHeader {
+/**
+ * One server-to-client frame: what serializeServerFrame writes from, reads into and measures.
+ * `events[0 .. eventCount)` are the effect events it carries (a pool of MAX_EVENTS_PER_FRAME).
+ */
+export interface ServerFrame<P> {
   serverTick: number;
   /** Frames the server held back by the client's rate since the previous frame (saturates). */
   choked: number;
-  hasPlayer: boolean;
+  /** The newest of the client's commands the server has run (the player state is its result). */
   ackedCommand: number;
+  /** The owner's player state. */
+  player: P;
+  eventCount: number;
+  readonly events: readonly WireEvent[];
+  /** After a read: whether the snapshot decoded (a frame whose snapshot failed still brings the rest). */
+  snapshotOk: boolean;
 }
 
-export function serializeFrameHeader(s: BitStream, h: FrameHeader): boolean {
-  h.serverTick = s.uint(h.serverTick, 32);
-  h.choked = s.uint(h.choked, 8);
-  h.hasPlayer = s.bool(h.hasPlayer);
-  h.ackedCommand = h.hasPlayer ? s.uint(h.ackedCommand, 32) : 0;
-  return s.ok;
+/** How a frame's game-defined parts travel: the player state, the event table, the snapshot. */
+export interface ServerFrameCodec<P> {
+  serializePlayer(s: BitStream, state: P): boolean;
+  readonly events: EventTable | null;
+  /**
+   * Writes or reads the snapshot of `serverTick` at the stream's position (the server's writer
+   * fills what room is left; the client's reader decodes). False when it failed.
+   */
+  serializeSnapshot(s: BitStream, serverTick: number): boolean;
+}
+
+export function createServerFrame<P>(player: P): ServerFrame<P> {
+  const events: WireEvent[] = [];
+  for (let i = 0; i < MAX_EVENTS_PER_FRAME; i++) events.push(createWireEvent());
+  return { serverTick: 0, choked: 0, ackedCommand: 0, player, eventCount: 0, events, snapshotOk: false };
+}
+
+/**
+ * The whole server frame (layout above), one function for write, read and measure. Returns false
+ * when the header, the player state or the events failed to read; the snapshot's own result is
+ * in `f.snapshotOk`, since its reader recovers on its own (it asks for a full update).
+ */
+export function serializeServerFrame<P>(
+  s: BitStream,
+  f: ServerFrame<P>,
+  codec: ServerFrameCodec<P>,
+): boolean {
+  f.serverTick = s.uint(f.serverTick, 32);
+  f.choked = s.uint(f.choked, 8);
+  f.ackedCommand = s.uint(f.ackedCommand, 32);
+  if (!s.ok || !codec.serializePlayer(s, f.player)) return false;
+  f.eventCount = s.int(f.eventCount, 0, MAX_EVENTS_PER_FRAME);
+  for (let i = 0; i < f.eventCount && s.ok; i++) serializeWireEvent(s, f.events[i], codec.events);
+  if (!s.ok) return false;
+  f.snapshotOk = codec.serializeSnapshot(s, f.serverTick);
+  return true;
 }

@@ -12,13 +12,15 @@ export {
 } from './bitstream.ts';
 export {
   type ClientFlags,
+  createServerFrame,
   createWireEvent,
-  type FrameHeader,
   MAX_COMMANDS_PER_PACKET,
   MAX_EVENTS_PER_FRAME,
+  type ServerFrame,
+  type ServerFrameCodec,
   serializeClientFlags,
   serializeCommandRun,
-  serializeFrameHeader,
+  serializeServerFrame,
   serializeWireEvent,
   type WireEvent,
 } from './frames.ts';

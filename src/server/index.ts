@@ -1,5 +1,13 @@
 // The server entry point (Node): the game server and its parts (entity store with history, per-client snapshot writer, command queue with time budget, interest grid).
 
+export {
+  type ConnectionHandler,
+  type ConnectionStats,
+  ServerConnection,
+  ServerConnections,
+  type ServerConnectionsConfig,
+} from '../net/server-connections.ts';
+export { FramePacing } from './client-frames.ts';
 export { type CommandBudgetConfig, CommandQueue, type CommandStats } from './commands.ts';
 export {
   DEFAULT_ENTITY_STORE_CONFIG,
@@ -8,6 +16,7 @@ export {
   type HistorySlot,
 } from './entities.ts';
 export type { EventCapture, EventLog } from './events.ts';
+export { combineHooks, type ServerHooks } from './hooks.ts';
 export { DEFAULT_INTEREST_CONFIG, type InterestConfig, type InterestGrid } from './interest.ts';
 export {
   DEFAULT_LAG_COMPENSATION_CONFIG,
@@ -23,7 +32,6 @@ export {
   GameServer,
   type ServerClient,
   type ServerConfig,
-  type ServerHooks,
   type ServerStats,
 } from './server.ts';
 export {

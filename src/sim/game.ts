@@ -3,7 +3,7 @@
 
 import type { BitStream } from '../protocol/bitstream.ts';
 import type { EventTable } from '../protocol/frames.ts';
-import type { GameSchema } from '../protocol/schema.ts';
+import { type GameSchema, schemaHash } from '../protocol/schema.ts';
 import type { UserCommand } from '../protocol/usercmd.ts';
 import type { Vec3 } from './math.ts';
 
@@ -132,4 +132,29 @@ export interface HitscanDefinition<P, W> {
     values: Float64Array,
     stride: number,
   ): void;
+}
+
+/**
+ * A 32-bit fingerprint of everything in a game definition that shapes the wire: its entity
+ * tables (`schemaHash`) and its event table. Exchanged at connect: a client built against other
+ * tables is refused with REFUSE_WRONG_SCHEMA instead of decoding garbage that may still parse.
+ */
+export function gameSchemaHash(game: {
+  readonly entities: GameSchema;
+  readonly events?: EventTable;
+}): number {
+  let h = schemaHash(game.entities);
+  const mix = (text: string): void => {
+    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+    h = Math.imul(h ^ 0xff, 0x01000193);
+  };
+  const events = game.events;
+  if (events === undefined) mix('events:float32');
+  else
+    events.forEach((spec, type) => {
+      if (spec === undefined) return;
+      mix(`${type}:${spec.name}`);
+      for (const p of spec.params) mix(JSON.stringify(p));
+    });
+  return h >>> 0;
 }

@@ -4,6 +4,7 @@ export { blendEntity, DEFAULT_TELEPORT_DISTANCE, decodeNumber } from './blend.ts
 export {
   type GameDefinition,
   type GameEventSink,
+  gameSchemaHash,
   type HitscanDefinition,
   NO_EVENTS,
   type PlayerDefinition,

@@ -2,7 +2,7 @@
 // simulated time. A shot that hits on the shooter's screen hits on the server.
 
 import { describe, expect, it } from 'vitest';
-import { arenaRules, combineHooks } from '../../games/arena/server/rules.ts';
+import { arenaRules } from '../../games/arena/server/rules.ts';
 import {
   EVENT_DEPLOY,
   EVENT_HOLSTER,
@@ -12,6 +12,7 @@ import {
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import type { GameClient } from '../../src/client/client.ts';
 import { parseProfile } from '../../src/net/profile.ts';
+import { combineHooks } from '../../src/server/hooks.ts';
 import type { LagCompensationMode } from '../../src/server/lag-compensation.ts';
 import { Match } from '../../tools/harness/match.ts';
 import { aimBot, ShotLedger } from '../../tools/harness/shots.ts';
@@ -30,7 +31,7 @@ function fight(
   const match = new Match(
     arenaGame,
     seed,
-    { judgeAllModes: true, lagCompensation: { mode } },
+    { lagCompensation: { mode } },
     combineHooks(rules, ledger.serverHooks()),
   );
   const oneWay = rttMs / 2;
@@ -96,8 +97,7 @@ describe('lag compensation: hit agreement', () => {
       seed,
       { lagCompensation: { maxUnlagMs } },
       combineHooks(ledger.serverHooks(), {
-        onShot: (server, _c, _cmd, _mode, _events, decisive) => {
-          if (!decisive) return;
+        onShot: (server) => {
           shots++;
           const report = server.lagCompensation!.report;
           oldest = Math.min(oldest, report.viewTick - (server.tick - 1));

@@ -11,11 +11,12 @@ import {
   DISCONNECT_KICKED,
   PACKET_CONNECT_REQUEST,
   REFUSE_BANNED,
+  REFUSE_WRONG_SCHEMA,
+  reasonName,
   writeHandshakePacket,
 } from '../../src/net/handshake.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import type { BitStream } from '../../src/protocol/bitstream.ts';
-import { serializeFrameHeader } from '../../src/protocol/frames.ts';
 import { Random } from '../../src/sim/random.ts';
 import { Match } from '../../tools/harness/match.ts';
 
@@ -166,16 +167,15 @@ describe('a session', () => {
     const c = match.addClient({ profile, drive: runner });
     match.run(2000);
     const sc = match.server.clients[c.client.slot]!;
-    const header = { serverTick: 0, choked: 0, hasPlayer: true, ackedCommand: 0 };
     for (let i = 0; i < 5000; i++) {
       // Half: random bytes; half: a plausible frame header (current tick and ack), then garbage
       // where the player state, events and snapshot should be.
       const plausible = i % 2 === 1;
       sc.channel.send(match.nowMs, (s: BitStream) => {
         if (plausible) {
-          header.serverTick = match.server.tick;
-          header.ackedCommand = sc.commands.lastDone;
-          serializeFrameHeader(s, header);
+          s.uint(match.server.tick, 32);
+          s.uint(0, 8);
+          s.uint(sc.commands.lastDone, 32);
         }
         const n = rng.int(0, 300);
         for (let k = 0; k < n; k++) s.uint(rng.int(0, 255), 8);
@@ -187,6 +187,22 @@ describe('a session', () => {
     expect(c.client.state, msg).toBe('connected');
     expect(c.client.stats.framesBad + c.client.snapshots.stats.framesRead, msg).toBeGreaterThan(100);
     expect(c.client.stats.framesBad, msg).toBeGreaterThan(100);
+    match.close();
+  });
+
+  it('refuses a client built against another game schema, naming the reason', () => {
+    const seed = 9;
+    const match = new Match(arenaGame, seed);
+    // The same game without its event table: every event would travel differently.
+    const other = match.addClient({ profile, game: { ...arenaGame, events: undefined } });
+    const same = match.addClient({ profile, drive: runner });
+    match.run(1000);
+    const msg = `seed ${seed}`;
+    expect(other.client.state, msg).toBe('refused');
+    expect(other.client.endReason, msg).toBe(REFUSE_WRONG_SCHEMA);
+    expect(reasonName(other.client.endReason), msg).toBe('built against another game schema');
+    expect(same.client.state, msg).toBe('connected');
+    expect(match.server.clientCount, msg).toBe(1);
     match.close();
   });
 
@@ -242,17 +258,24 @@ describe('a session', () => {
     const match = new Match(arenaGame, seed);
     const c = match.addClient({ profile, drive: runner });
     match.run(3000);
+    const first = { snapshots: c.client.snapshots, view: c.client.view, predictor: c.client.predictor };
     c.client.disconnect();
     match.run(1000);
     expect(match.server.clientCount, msg).toBe(0);
     c.client.connect(match.nowMs);
+    // A new session: nothing of the first connection's snapshots, view or prediction is kept.
+    expect(c.client.snapshots, msg).not.toBe(first.snapshots);
+    expect(c.client.view, msg).not.toBe(first.view);
+    expect(c.client.predictor, msg).not.toBe(first.predictor);
+    expect(c.client.snapshots.stats.framesRead, msg).toBe(0);
     match.run(3000);
     expect(c.client.state, msg).toBe('connected');
     const sc = match.server.clients[c.client.slot]!;
     expect(sc.commandStats.executed, msg).toBeGreaterThan(100);
     expect(sc.commandStats.tooFarAhead, msg).toBe(0);
     expect(c.client.predictor.stats.corrections, msg).toBe(0);
-    expect(c.client.snapshots.stats.framesRead, msg).toBeGreaterThan(150);
+    // Three seconds at 32 snapshots per second, less the handshake.
+    expect(c.client.snapshots.stats.framesRead, msg).toBeGreaterThan(75);
     match.close();
   });
 

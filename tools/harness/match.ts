@@ -12,7 +12,8 @@ import {
 import type { NetworkProfile } from '../../src/net/profile.ts';
 import type { DatagramEndpoint } from '../../src/net/transport.ts';
 import { MemoryNetwork } from '../../src/net/transports/memory.ts';
-import { GameServer, type ServerConfig, type ServerHooks } from '../../src/server/server.ts';
+import type { ServerHooks } from '../../src/server/hooks.ts';
+import { GameServer, type ServerConfig } from '../../src/server/server.ts';
 import type { GameDefinition } from '../../src/sim/game.ts';
 import { Random } from '../../src/sim/random.ts';
 
@@ -43,6 +44,8 @@ export interface AddClientOptions<P, W> {
   wrapEndpoint?: (endpoint: DatagramEndpoint) => DatagramEndpoint;
   /** Maps simulated time to the time the client believes it is (a speed hack). */
   clientTime?: (nowMs: number) => number;
+  /** The game the client is built against, when not the server's (a mismatched build, say). */
+  game?: GameDefinition<P, W>;
 }
 
 export class Match<P, W> {
@@ -76,7 +79,7 @@ export class Match<P, W> {
     let endpoint: DatagramEndpoint = this.network.createEndpoint(`client${index}`, options.profile);
     if (options.wrapEndpoint) endpoint = options.wrapEndpoint(endpoint);
     const client = new GameClient(
-      this.game,
+      options.game ?? this.game,
       endpoint,
       'server',
       { seed: this.random.nextU32(), ...options.config },

@@ -16,9 +16,11 @@ import { eyeHeight } from '../../games/arena/shared/player.ts';
 import { createTraceResult } from '../../games/arena/shared/trace.ts';
 import type { ClientHooks, GameClient, InputSample } from '../../src/client/client.ts';
 import type { WireEvent } from '../../src/protocol/frames.ts';
+import type { UserCommand } from '../../src/protocol/usercmd.ts';
 import type { EventCapture } from '../../src/server/events.ts';
-import type { LagCompensationMode } from '../../src/server/lag-compensation.ts';
-import type { GameServer, ServerClient, ServerHooks } from '../../src/server/server.ts';
+import type { ServerHooks } from '../../src/server/hooks.ts';
+import { LAG_COMPENSATION_MODES, type LagCompensationMode } from '../../src/server/lag-compensation.ts';
+import type { GameServer, ServerClient } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';
 import type { InputDriver } from './match.ts';
 
@@ -190,17 +192,16 @@ export class ShotLedger {
         mine.health = shooter.state.health;
         if (!arenaGame.player.equals(mine, shooter.state)) this.mispredicted.add(key);
       },
-      onShot: (server, shooter, cmd, mode, events, decisive) => {
-        const into = this.server[mode];
-        for (let i = 0; i < events.count; i++) {
-          const t = events.type[i];
-          const key = (pellet: number) => `${shooter.slot}:${cmd.sequence}:${pellet}`;
-          if (t === EVENT_HIT) {
-            into.set(key(events.p2[i]), verdict(events.p0[i], events.p1[i]));
-            if (decisive) this.checkCorner(server, shooter, events, i);
-          } else if (t === EVENT_IMPACT_WORLD) into.set(key(Math.floor(events.p3[i] / PELLET_SHIFT)), -1);
-          else if (t === EVENT_MISS) into.set(key(events.p0[i]), -1);
+      beforeShot: (server, shooter, cmd) => {
+        const deciding = server.lagCompensation?.config.mode;
+        for (const mode of LAG_COMPENSATION_MODES) {
+          if (mode !== deciding)
+            this.record(server, shooter, cmd, mode, server.judgeShot(shooter, cmd, mode), false);
         }
+      },
+      onShot: (server, shooter, cmd, events) => {
+        const mode = server.lagCompensation?.config.mode ?? 'exact';
+        this.record(server, shooter, cmd, mode, events, true);
       },
     };
   }
@@ -226,6 +227,27 @@ export class ShotLedger {
     let hits = 0;
     for (const [key, v] of this.client) if (v >= 0 && this.server.exact.has(key)) hits++;
     return hits;
+  }
+
+  /** One mode's verdicts on a shot's rays; shots around a corner are counted in the deciding mode. */
+  private record(
+    server: Server,
+    shooter: ServerClient<ArenaPlayerState>,
+    cmd: UserCommand,
+    mode: LagCompensationMode,
+    events: EventCapture,
+    deciding: boolean,
+  ): void {
+    const into = this.server[mode];
+    for (let i = 0; i < events.count; i++) {
+      const t = events.type[i];
+      const key = (pellet: number) => `${shooter.slot}:${cmd.sequence}:${pellet}`;
+      if (t === EVENT_HIT) {
+        into.set(key(events.p2[i]), verdict(events.p0[i], events.p1[i]));
+        if (deciding) this.checkCorner(server, shooter, events, i);
+      } else if (t === EVENT_IMPACT_WORLD) into.set(key(Math.floor(events.p3[i] / PELLET_SHIFT)), -1);
+      else if (t === EVENT_MISS) into.set(key(events.p0[i]), -1);
+    }
   }
 
   private checkCorner(

@@ -3,7 +3,7 @@
 // time; samples the metrics every bucket, reports progress, and returns every figure.
 
 import { performance } from 'node:perf_hooks';
-import { type ArenaRules, arenaRules, combineHooks } from '../../games/arena/server/rules.ts';
+import { type ArenaRules, arenaRules } from '../../games/arena/server/rules.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import {
   type ClientConfig,
@@ -13,13 +13,9 @@ import {
   type InputSample,
 } from '../../src/client/client.ts';
 import { UdpEndpoint } from '../../src/net/transports/udp.ts';
+import { combineHooks, type ServerHooks } from '../../src/server/hooks.ts';
 import { LAG_COMPENSATION_MODES } from '../../src/server/lag-compensation.ts';
-import {
-  GameServer,
-  type ServerClient,
-  type ServerConfig,
-  type ServerHooks,
-} from '../../src/server/server.ts';
+import { GameServer, type ServerClient, type ServerConfig } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';
 import { runnerBot } from '../harness/bots.ts';
 import { type InputDriver, Match } from '../harness/match.ts';
@@ -102,7 +98,6 @@ function createFight(plan: SimPlan): Fight {
       maxClients: plan.bots.length,
       defaultUpdateRate: s.updateRate,
       defaultRateBytesPerSecond: s.rateBytesPerSecond,
-      judgeAllModes: true,
       lagCompensation: { mode: s.lagCompensation, maxUnlagMs: s.maxUnlagMs },
     },
     serverHooks: combineHooks(...hooks),

@@ -2,7 +2,8 @@
 // that counts (lag compensated), the launcher's projectiles, deaths, and respawning after a delay.
 
 import type { EventCapture } from '../../../src/server/events.ts';
-import type { GameServer, ServerClient, ServerHooks } from '../../../src/server/server.ts';
+import type { ServerHooks } from '../../../src/server/hooks.ts';
+import type { GameServer, ServerClient } from '../../../src/server/server.ts';
 import { EVENT_HIT, EVENT_WEAPON_FIRE } from '../shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../shared/game.ts';
 import { damageArenaPlayer } from '../shared/player.ts';
@@ -46,15 +47,7 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
     kills: 0,
     damageDealt: 0,
     projectiles,
-    onShot(
-      server: Server,
-      _shooter: Client,
-      _cmd: unknown,
-      _mode: unknown,
-      events: EventCapture,
-      decisive: boolean,
-    ) {
-      if (!decisive) return;
+    onShot(server: Server, _shooter: Client, _cmd: unknown, events: EventCapture) {
       let weapon = 0;
       for (let i = 0; i < events.count; i++) {
         const type = events.type[i];
@@ -91,25 +84,4 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
     },
   };
   return rules;
-}
-
-/** One set of hooks that calls each given set in turn. */
-export function combineHooks<P, W>(...all: ServerHooks<P, W>[]): ServerHooks<P, W> {
-  return {
-    onTick: (s, t) => {
-      for (const h of all) h.onTick?.(s, t);
-    },
-    onCommand: (s, c, cmd) => {
-      for (const h of all) h.onCommand?.(s, c, cmd);
-    },
-    onShot: (s, c, cmd, mode, events, decisive) => {
-      for (const h of all) h.onShot?.(s, c, cmd, mode, events, decisive);
-    },
-    onConnect: (s, c) => {
-      for (const h of all) h.onConnect?.(s, c);
-    },
-    onDisconnect: (s, c, r) => {
-      for (const h of all) h.onDisconnect?.(s, c, r);
-    },
-  };
 }

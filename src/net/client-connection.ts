@@ -1,0 +1,196 @@
+// The client's connection layer: one attempt to connect to a server (connect request, challenge,
+// response, accepted or refused), then the packet channel of the connection and its timeout. It
+// reports the connection, each payload and the end to the game loop above it; a new attempt is
+// a new object, so nothing of an earlier connection survives.
+
+import type { BitStream } from '../protocol/bitstream.ts';
+import { PacketChannel, PacketType } from './channel.ts';
+import {
+  createHandshakePacket,
+  createHandshakeStream,
+  DISCONNECT_CLIENT_LEFT,
+  PACKET_ACCEPTED,
+  PACKET_CHALLENGE,
+  PACKET_CHALLENGE_RESPONSE,
+  PACKET_CONNECT_REQUEST,
+  PACKET_DISCONNECT,
+  PACKET_REFUSED,
+  peekPacketType,
+  readHandshakePacket,
+  writeHandshakePacket,
+} from './handshake.ts';
+import type { DatagramEndpoint } from './transport.ts';
+
+export interface ClientConnectionConfig {
+  protocolId: number;
+  protocolVersion: number;
+  /** The client's game schema hash (refused by a server built against other tables). */
+  schemaHash: number;
+  /** Snapshots per second and bytes per second asked of the server. */
+  updateRate: number;
+  rateBytesPerSecond: number;
+  /** Connection attempts are resent this often until answered. */
+  connectRetryMs: number;
+  /** Give up connecting after this long. */
+  connectTimeoutMs: number;
+  /** The server silent this long means the connection is gone. */
+  timeoutMs: number;
+}
+
+export type ConnectionState =
+  | 'connecting'
+  | 'challenged'
+  | 'connected'
+  | 'refused'
+  | 'timed out'
+  | 'disconnected';
+
+/** The game loop above: told when the connection is made, of each payload, and when it ends. */
+export interface ClientConnectionHandler {
+  connected(slot: number, tickRate: number, serverTick: number): void;
+  /** A data packet's payload (at least a byte: keepalives are not reported). */
+  payload(stream: BitStream): void;
+  /** The connection ended: refused, timed out or disconnected, with the reason code (0: timed out). */
+  ended(state: ConnectionState, reason: number): void;
+}
+
+/** One connection to one server, from the first connect request to its end. */
+export class ClientConnection {
+  readonly config: ClientConnectionConfig;
+  state: ConnectionState = 'connecting';
+  /** Slot the server gave this client (-1 until accepted). */
+  slot = -1;
+  tickRate = 0;
+  /** The reason code the connection ended with (refused or disconnected). */
+  endReason = 0;
+  /** The packet channel, once connected. */
+  channel: PacketChannel | null = null;
+  readonly nonce: number;
+
+  private readonly endpoint: DatagramEndpoint;
+  private readonly serverAddress: string;
+  private readonly handler: ClientConnectionHandler;
+  private readonly hs = createHandshakePacket();
+  private readonly hsStream = createHandshakeStream();
+  private readonly cookie = { issuedAt: 0, hi: 0, lo: 0 };
+  private readonly startMs: number;
+  private lastSendMs = -Infinity;
+  private nowMs: number;
+
+  constructor(
+    endpoint: DatagramEndpoint,
+    serverAddress: string,
+    config: ClientConnectionConfig,
+    nonce: number,
+    nowMs: number,
+    handler: ClientConnectionHandler,
+  ) {
+    this.endpoint = endpoint;
+    this.serverAddress = serverAddress;
+    this.config = config;
+    this.nonce = nonce;
+    this.startMs = nowMs;
+    this.nowMs = nowMs;
+    this.handler = handler;
+  }
+
+  get isConnected(): boolean {
+    return this.state === 'connected';
+  }
+
+  /** Resends handshake packets that are due and checks timeouts, at `nowMs`. */
+  update(nowMs: number): void {
+    if (nowMs > this.nowMs) this.nowMs = nowMs;
+    if (this.state === 'connecting' || this.state === 'challenged') {
+      if (this.nowMs - this.startMs > this.config.connectTimeoutMs) {
+        this.end('timed out', 0);
+        return;
+      }
+      if (this.nowMs - this.lastSendMs < this.config.connectRetryMs) return;
+      this.lastSendMs = this.nowMs;
+      this.sendHandshake(this.state === 'connecting' ? PACKET_CONNECT_REQUEST : PACKET_CHALLENGE_RESPONSE, 0);
+      return;
+    }
+    const channel = this.channel;
+    if (this.state !== 'connected' || channel === null) return;
+    if (this.nowMs - channel.lastReceivedMs > this.config.timeoutMs) {
+      this.end('timed out', 0);
+      return;
+    }
+    channel.update(this.nowMs);
+  }
+
+  /** Handles one packet from the endpoint; packets from anyone but the server are ignored. */
+  receive(from: string, data: Uint8Array): void {
+    if (from !== this.serverAddress) return;
+    if (peekPacketType(data) === PacketType.Data) {
+      const channel = this.channel;
+      if (this.state !== 'connected' || channel === null) return;
+      const s = channel.receive(this.nowMs, data);
+      // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
+      if (s !== null && s.bitsRemaining >= 8) this.handler.payload(s);
+      return;
+    }
+    if (readHandshakePacket(this.hsStream, this.config.protocolId, data, this.hs) !== '') return;
+    const p = this.hs;
+    if (p.clientNonce !== this.nonce) return;
+    switch (p.type) {
+      case PACKET_CHALLENGE:
+        if (this.state !== 'connecting') return;
+        this.cookie.issuedAt = p.issuedAt;
+        this.cookie.hi = p.cookieHi;
+        this.cookie.lo = p.cookieLo;
+        this.state = 'challenged';
+        this.lastSendMs = -Infinity;
+        this.update(this.nowMs);
+        return;
+      case PACKET_ACCEPTED:
+        if (this.state !== 'challenged') return;
+        this.slot = p.slot;
+        this.tickRate = p.tickRate;
+        this.state = 'connected';
+        this.channel = new PacketChannel((bytes) => this.endpoint.send(this.serverAddress, bytes), {
+          protocolId: this.config.protocolId,
+        });
+        this.channel.lastReceivedMs = this.nowMs;
+        this.handler.connected(p.slot, p.tickRate, p.serverTick);
+        return;
+      case PACKET_REFUSED:
+        if (this.state === 'connecting' || this.state === 'challenged') this.end('refused', p.reason);
+        return;
+      case PACKET_DISCONNECT:
+        if (this.state === 'connected') this.end('disconnected', p.reason);
+        return;
+    }
+  }
+
+  /** Tells the server this client is leaving (three copies) and ends the connection. */
+  disconnect(): void {
+    if (this.state === 'connected' || this.state === 'challenged') {
+      for (let i = 0; i < 3; i++) this.sendHandshake(PACKET_DISCONNECT, DISCONNECT_CLIENT_LEFT);
+    }
+    this.state = 'disconnected';
+  }
+
+  private end(state: ConnectionState, reason: number): void {
+    this.state = state;
+    this.endReason = reason;
+    this.handler.ended(state, reason);
+  }
+
+  private sendHandshake(type: number, reason: number): void {
+    const p = this.hs;
+    const c = this.config;
+    p.type = type;
+    p.clientNonce = this.nonce;
+    p.version = c.protocolVersion;
+    p.schemaHash = c.schemaHash;
+    p.issuedAt = this.cookie.issuedAt;
+    p.cookieHi = this.cookie.hi;
+    p.cookieLo = this.cookie.lo;
+    p.updateRate = c.updateRate;
+    p.rate = c.rateBytesPerSecond;
+    p.reason = reason;
+    this.endpoint.send(this.serverAddress, writeHandshakePacket(this.hsStream, c.protocolId, p));
+  }
+}

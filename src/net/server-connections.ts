@@ -1,0 +1,419 @@
+// The server's connection layer: the handshake with challenge cookies, refusals, bans, per-address
+// and server-wide handshake allowances, per-connection packet allowances, timeouts and
+// disconnects. It owns one packet channel per connected slot and reports connect, payload and
+// disconnect by slot to the game loop above it; it knows nothing of games.
+
+import type { BitStream } from '../protocol/bitstream.ts';
+import { PacketChannel, PacketType } from './channel.ts';
+import { CookieJar } from './cookie.ts';
+import {
+  createHandshakePacket,
+  createHandshakeStream,
+  DISCONNECT_CLIENT_LEFT,
+  DISCONNECT_KICKED,
+  DISCONNECT_SERVER_SHUTDOWN,
+  DISCONNECT_TIMED_OUT,
+  PACKET_ACCEPTED,
+  PACKET_CHALLENGE,
+  PACKET_CHALLENGE_RESPONSE,
+  PACKET_CONNECT_REQUEST,
+  PACKET_DISCONNECT,
+  PACKET_REFUSED,
+  peekPacketType,
+  REFUSE_BANNED,
+  REFUSE_SERVER_FULL,
+  REFUSE_TOO_MANY_ATTEMPTS,
+  REFUSE_WRONG_SCHEMA,
+  REFUSE_WRONG_VERSION,
+  readHandshakePacket,
+  writeHandshakePacket,
+} from './handshake.ts';
+import type { DatagramEndpoint } from './transport.ts';
+
+export interface ServerConnectionsConfig {
+  maxClients: number;
+  /** The game loop's ticks per second, told to each client it accepts. */
+  tickRate: number;
+  /** Packets of another protocol id are rejected by checksum. */
+  protocolId: number;
+  /** Clients of another version are refused with a reason. */
+  protocolVersion: number;
+  /** Clients whose game schema hashes differently are refused with a reason. */
+  schemaHash: number;
+  /** A client silent this long is disconnected. */
+  timeoutMs: number;
+  /** A challenge cookie is honoured for this long. */
+  cookieLifetimeMs: number;
+  /** Connection attempts (requests and responses) per second allowed from one address. */
+  connectAttemptsPerSecond: number;
+  /**
+   * Challenges (each costs a keyed hash) and challenge checks the whole server makes per second,
+   * whatever the source addresses: a flood from spoofed addresses costs at most this much.
+   */
+  maxHandshakesPerSecond: number;
+  /** Data packets per second one connection may send (bursts up to a second's worth); the rest are dropped and counted. */
+  maxPacketsPerSecond: number;
+  /** Secret for challenge cookies (random when omitted). */
+  cookieSecret?: Uint8Array;
+}
+
+/** What the connection layer counts: refused and rejected packets by reason, connects, disconnects. */
+export interface ConnectionStats {
+  /** Packets from unknown addresses that were not valid lifecycle packets, by reason. */
+  rejected: Record<string, number>;
+  connects: number;
+  disconnects: number;
+}
+
+/** One connected client as the connection layer sees it. */
+export class ServerConnection {
+  readonly slot: number;
+  readonly address: string;
+  readonly nonce: number;
+  readonly channel: PacketChannel;
+  /** Snapshots per second and bytes per second the client asked for in its challenge response. */
+  readonly requestedUpdateRate: number;
+  readonly requestedRateBytesPerSecond: number;
+  /** Packets dropped for coming faster than maxPacketsPerSecond. */
+  packetsThrottled = 0;
+  /** Data packets this connection may still send before its allowance refills. */
+  packetAllowance: number;
+
+  constructor(
+    slot: number,
+    address: string,
+    nonce: number,
+    channel: PacketChannel,
+    updateRate: number,
+    rate: number,
+    allowance: number,
+  ) {
+    this.slot = slot;
+    this.address = address;
+    this.nonce = nonce;
+    this.channel = channel;
+    this.requestedUpdateRate = updateRate;
+    this.requestedRateBytesPerSecond = rate;
+    this.packetAllowance = allowance;
+  }
+}
+
+/** The game loop above the connection layer: told of every connect, payload and disconnect. */
+export interface ConnectionHandler {
+  /**
+   * A client proved its address and has a free slot: return 0 to take it, or a refusal reason
+   * (the connection is then refused and forgotten).
+   */
+  accept(connection: ServerConnection): number;
+  /** A data packet's payload (at least a byte: keepalives are not reported). */
+  payload(connection: ServerConnection, stream: BitStream): void;
+  /** The connection ended (the slot is already free); `reason` is a DISCONNECT_* code. */
+  disconnected(connection: ServerConnection, reason: number): void;
+}
+
+const ATTEMPT_BUCKETS = 4096;
+
+/** Every connection of one server: the handshake in front, a channel per slot behind. */
+export class ServerConnections {
+  readonly config: ServerConnectionsConfig;
+  readonly stats: ConnectionStats;
+  /** Connections by slot (null: free). */
+  readonly slots: (ServerConnection | null)[];
+  /**
+   * Refused with REFUSE_BANNED: exact addresses, an address without its port ("udp:203.0.113.9"
+   * bans every port of that host), or a host as the transport names it (`hostOf`).
+   */
+  readonly banned = new Set<string>();
+  /** The game loop's newest tick, told to each client it accepts. */
+  serverTick = 0;
+
+  private readonly endpoint: DatagramEndpoint;
+  private readonly handler: ConnectionHandler;
+  private readonly byAddress = new Map<string, ServerConnection>();
+  private readonly cookies: CookieJar;
+  private readonly hs = createHandshakePacket();
+  private readonly hsStream = createHandshakeStream();
+  private readonly cookie = { hi: 0, lo: 0 };
+  /** Connection attempts per hashed address bucket: bounded state, whatever the source addresses. */
+  private readonly attempts = new Float64Array(ATTEMPT_BUCKETS);
+  private readonly attemptsStartMs = new Float64Array(ATTEMPT_BUCKETS);
+  private handshakeAllowance: number;
+  private handshakeRefillMs = 0;
+  private nowMs = 0;
+  private readonly onPacket = (from: string, data: Uint8Array) => this.handle(from, data);
+
+  /** `stats` is filled in place (the game loop may share it with its own figures). */
+  constructor(
+    endpoint: DatagramEndpoint,
+    config: ServerConnectionsConfig,
+    handler: ConnectionHandler,
+    stats: ConnectionStats = { rejected: {}, connects: 0, disconnects: 0 },
+  ) {
+    validateConnectionsConfig(config);
+    this.config = config;
+    this.endpoint = endpoint;
+    this.handler = handler;
+    this.stats = stats;
+    this.slots = new Array(config.maxClients).fill(null);
+    this.cookies = new CookieJar(config.cookieSecret);
+    this.handshakeAllowance = config.maxHandshakesPerSecond;
+  }
+
+  get count(): number {
+    return this.byAddress.size;
+  }
+
+  /** Reads every packet waiting at `nowMs`: lifecycle packets here, payloads to the handler. */
+  receive(nowMs: number): void {
+    if (nowMs > this.nowMs) this.nowMs = nowMs;
+    this.endpoint.poll(this.nowMs, this.onPacket);
+  }
+
+  /**
+   * Real time `elapsedMs` passed (a server tick): refills each connection's packet allowance and
+   * disconnects any silent for longer than timeoutMs.
+   */
+  advance(nowMs: number, elapsedMs: number): void {
+    if (nowMs > this.nowMs) this.nowMs = nowMs;
+    const perSecond = this.config.maxPacketsPerSecond;
+    const refill = (perSecond * elapsedMs) / 1000;
+    for (const c of this.slots) {
+      if (c === null) continue;
+      if (this.nowMs - c.channel.lastReceivedMs > this.config.timeoutMs) {
+        this.disconnect(c, DISCONNECT_TIMED_OUT);
+        continue;
+      }
+      c.packetAllowance = Math.min(perSecond, c.packetAllowance + refill);
+    }
+  }
+
+  /** Ends a connection, telling the client why (three copies, since packets may be lost). */
+  disconnect(connection: ServerConnection, reason: number): void {
+    if (this.slots[connection.slot] !== connection) return;
+    for (let i = 0; i < 3; i++)
+      this.sendHandshake(connection.address, PACKET_DISCONNECT, connection.nonce, reason);
+    this.slots[connection.slot] = null;
+    this.byAddress.delete(connection.address);
+    this.endpoint.drop?.(connection.address);
+    this.stats.disconnects++;
+    this.handler.disconnected(connection, reason);
+  }
+
+  /** Disconnects everyone (server shutdown) and closes the endpoint. */
+  close(): void | Promise<void> {
+    for (const c of this.slots) if (c !== null) this.disconnect(c, DISCONNECT_SERVER_SHUTDOWN);
+    return this.endpoint.close();
+  }
+
+  /** Bans an address (or a host: an address without its port) and disconnects whoever matches. */
+  ban(address: string): void {
+    this.banned.add(address);
+    for (const c of this.slots)
+      if (c !== null && this.isBanned(c.address)) this.disconnect(c, DISCONNECT_KICKED);
+  }
+
+  isBanned(address: string): boolean {
+    if (this.banned.size === 0) return false;
+    if (this.banned.has(address)) return true;
+    const host = this.endpoint.hostOf?.(address);
+    if (host !== undefined && host !== null && this.banned.has(host)) return true;
+    const port = address.lastIndexOf(':');
+    return port > 0 && this.banned.has(address.slice(0, port));
+  }
+
+  private handle(from: string, data: Uint8Array): void {
+    const connection = this.byAddress.get(from);
+    const type = peekPacketType(data);
+    if (connection !== undefined && type === PacketType.Data) {
+      this.receiveData(connection, data);
+      return;
+    }
+    if (type < PACKET_CONNECT_REQUEST || type > PACKET_DISCONNECT) {
+      this.reject(connection === undefined ? 'unknown address' : 'bad type');
+      return;
+    }
+    const error = readHandshakePacket(this.hsStream, this.config.protocolId, data, this.hs);
+    if (error !== '') {
+      this.reject(error);
+      return;
+    }
+    const p = this.hs;
+    if (connection !== undefined) {
+      if (p.clientNonce !== connection.nonce) this.reject('wrong nonce');
+      else if (p.type === PACKET_DISCONNECT) this.disconnect(connection, DISCONNECT_CLIENT_LEFT);
+      else if (p.type === PACKET_CHALLENGE_RESPONSE) this.sendAccepted(connection);
+      else this.reject('lifecycle packet while connected');
+      return;
+    }
+    if (p.type === PACKET_CONNECT_REQUEST) this.onConnectRequest(from);
+    else if (p.type === PACKET_CHALLENGE_RESPONSE) this.onChallengeResponse(from);
+    else this.reject('unexpected lifecycle packet');
+  }
+
+  private reject(reason: string): void {
+    this.stats.rejected[reason] = (this.stats.rejected[reason] ?? 0) + 1;
+  }
+
+  /** Counts an attempt from `address` in its hashed bucket; false when over the limit. */
+  private allowAttempt(address: string): boolean {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < address.length; i++) h = Math.imul(h ^ address.charCodeAt(i), 0x01000193);
+    const b = (h >>> 0) & (ATTEMPT_BUCKETS - 1);
+    if (this.nowMs - this.attemptsStartMs[b] >= 1000) {
+      this.attemptsStartMs[b] = this.nowMs;
+      this.attempts[b] = 0;
+    }
+    this.attempts[b]++;
+    return this.attempts[b] <= this.config.connectAttemptsPerSecond;
+  }
+
+  /** Takes one from the server-wide handshake allowance; false (and counted) when it is spent. */
+  private allowHandshake(): boolean {
+    const perSecond = this.config.maxHandshakesPerSecond;
+    this.handshakeAllowance = Math.min(
+      perSecond,
+      this.handshakeAllowance + ((this.nowMs - this.handshakeRefillMs) * perSecond) / 1000,
+    );
+    this.handshakeRefillMs = this.nowMs;
+    if (this.handshakeAllowance < 1) {
+      this.reject('handshake rate');
+      return false;
+    }
+    this.handshakeAllowance--;
+    return true;
+  }
+
+  private onConnectRequest(from: string): void {
+    const p = this.hs;
+    if (!this.allowAttempt(from)) {
+      this.reject('too many attempts');
+      return;
+    }
+    if (!this.allowHandshake()) return;
+    if (this.isBanned(from)) {
+      this.refuse(from, p.clientNonce, REFUSE_BANNED);
+      this.endpoint.drop?.(from);
+      return;
+    }
+    if (p.version !== this.config.protocolVersion) {
+      this.refuse(from, p.clientNonce, REFUSE_WRONG_VERSION);
+      return;
+    }
+    if (p.schemaHash !== this.config.schemaHash) {
+      this.refuse(from, p.clientNonce, REFUSE_WRONG_SCHEMA);
+      return;
+    }
+    const issuedAt = Math.floor(this.nowMs) >>> 0;
+    this.cookies.make(from, issuedAt, p.clientNonce, this.cookie);
+    const out = this.hs;
+    out.type = PACKET_CHALLENGE;
+    out.issuedAt = issuedAt;
+    out.cookieHi = this.cookie.hi;
+    out.cookieLo = this.cookie.lo;
+    this.endpoint.send(from, writeHandshakePacket(this.hsStream, this.config.protocolId, out));
+  }
+
+  private onChallengeResponse(from: string): void {
+    const p = this.hs;
+    if (!this.allowAttempt(from)) {
+      this.refuse(from, p.clientNonce, REFUSE_TOO_MANY_ATTEMPTS);
+      return;
+    }
+    if (!this.allowHandshake()) return;
+    // issuedAt is server time in ms modulo 2^32; the difference is taken modulo 2^32 as well.
+    const age = ((Math.floor(this.nowMs) >>> 0) - p.issuedAt) >>> 0;
+    if (age > this.config.cookieLifetimeMs) {
+      this.reject('cookie expired');
+      return;
+    }
+    if (!this.cookies.check(from, p.issuedAt, p.clientNonce, p.cookieHi, p.cookieLo)) {
+      this.reject('bad cookie');
+      return;
+    }
+    if (this.isBanned(from)) {
+      this.refuse(from, p.clientNonce, REFUSE_BANNED);
+      this.endpoint.drop?.(from);
+      return;
+    }
+    const slot = this.slots.indexOf(null);
+    if (slot < 0) {
+      this.refuse(from, p.clientNonce, REFUSE_SERVER_FULL);
+      return;
+    }
+    const channel = new PacketChannel((bytes) => this.endpoint.send(from, bytes), {
+      protocolId: this.config.protocolId,
+    });
+    channel.lastReceivedMs = this.nowMs;
+    const connection = new ServerConnection(
+      slot,
+      from,
+      p.clientNonce,
+      channel,
+      p.updateRate,
+      p.rate,
+      this.config.maxPacketsPerSecond,
+    );
+    const refusal = this.handler.accept(connection);
+    if (refusal !== 0) {
+      this.refuse(from, p.clientNonce, refusal);
+      return;
+    }
+    this.slots[slot] = connection;
+    this.byAddress.set(from, connection);
+    this.stats.connects++;
+    this.sendAccepted(connection);
+  }
+
+  private receiveData(connection: ServerConnection, data: Uint8Array): void {
+    if (connection.packetAllowance < 1) {
+      connection.packetsThrottled++;
+      return;
+    }
+    connection.packetAllowance--;
+    const s = connection.channel.receive(this.nowMs, data);
+    // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
+    if (s === null || s.bitsRemaining < 8) return;
+    this.handler.payload(connection, s);
+  }
+
+  private sendAccepted(connection: ServerConnection): void {
+    const out = this.hs;
+    out.type = PACKET_ACCEPTED;
+    out.clientNonce = connection.nonce;
+    out.slot = connection.slot;
+    out.tickRate = this.config.tickRate;
+    out.serverTick = this.serverTick;
+    this.endpoint.send(connection.address, writeHandshakePacket(this.hsStream, this.config.protocolId, out));
+  }
+
+  private refuse(to: string, nonce: number, reason: number): void {
+    this.sendHandshake(to, PACKET_REFUSED, nonce, reason);
+  }
+
+  private sendHandshake(to: string, type: number, nonce: number, reason: number): void {
+    const out = this.hs;
+    out.type = type;
+    out.clientNonce = nonce;
+    out.reason = reason;
+    this.endpoint.send(to, writeHandshakePacket(this.hsStream, this.config.protocolId, out));
+  }
+}
+
+function validateConnectionsConfig(c: ServerConnectionsConfig): void {
+  for (const key of [
+    'maxClients',
+    'timeoutMs',
+    'cookieLifetimeMs',
+    'connectAttemptsPerSecond',
+    'maxHandshakesPerSecond',
+    'maxPacketsPerSecond',
+  ] as const) {
+    const v = c[key];
+    if (typeof v !== 'number' || !(v > 0) || !Number.isFinite(v)) {
+      throw new RangeError(`server config: ${key} must be a positive number, got ${String(v)}`);
+    }
+  }
+  if (!Number.isInteger(c.maxClients) || c.maxClients > 65535) {
+    throw new RangeError(`server config: maxClients must be an integer in 1..65535, got ${c.maxClients}`);
+  }
+}

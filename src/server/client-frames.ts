@@ -1,0 +1,199 @@
+// Each client's frames: when the next may go (the update rate the client asked for, its rate in
+// bytes per second, choke) and what it holds (header, the owner's player state, the effect
+// events within hearing, the delta snapshot), written by the one serialize function of frames.ts.
+
+import type { BitStream } from '../protocol/bitstream.ts';
+import {
+  createServerFrame,
+  MAX_EVENTS_PER_FRAME,
+  type ServerFrame,
+  type ServerFrameCodec,
+  serializeServerFrame,
+  serializeWireEvent,
+} from '../protocol/frames.ts';
+import type { GameDefinition } from '../sim/game.ts';
+import type { EventLog } from './events.ts';
+import type { SnapshotWriter } from './snapshot-writer.ts';
+
+/**
+ * The paper's footnote 7: after each packet the server works out when the next may go, from the
+ * update rate the client asked for and its rate in bytes per second, so spacing varies. A frame
+ * due by the update rate but held back by the rate is counted as choke.
+ */
+export class FramePacing {
+  /** Snapshots per second and bytes per second this client gets. */
+  updateRate: number;
+  rateBytesPerSecond: number;
+  /** Frames sent, and frames held back by the rate (choke). */
+  framesSent = 0;
+  choked = 0;
+  /** Frames due by the update rate but held back by the rate since the last frame sent. */
+  chokedSinceSent = 0;
+  private nextUpdateMs: number;
+  private rateFreeMs = 0;
+  private chokeCountedFor = -1;
+
+  constructor(updateRate: number, rateBytesPerSecond: number, nowMs: number) {
+    this.updateRate = updateRate;
+    this.rateBytesPerSecond = rateBytesPerSecond;
+    this.nextUpdateMs = nowMs;
+  }
+
+  /** Whether a frame may go at `nowMs`; counts choke when the update rate wants one the rate holds back. */
+  due(nowMs: number): boolean {
+    if (nowMs < this.nextUpdateMs) return false;
+    if (nowMs >= this.rateFreeMs) return true;
+    if (this.chokeCountedFor !== this.nextUpdateMs) {
+      this.chokeCountedFor = this.nextUpdateMs;
+      this.chokedSinceSent++;
+      this.choked++;
+    }
+    return false;
+  }
+
+  /** A frame of `bytes` went at `nowMs`: schedules the next by update rate and by rate. */
+  sent(nowMs: number, bytes: number): void {
+    this.framesSent++;
+    this.chokedSinceSent = 0;
+    this.nextUpdateMs = Math.max(this.nextUpdateMs + 1000 / this.updateRate, nowMs);
+    this.rateFreeMs = nowMs + (bytes * 1000) / this.rateBytesPerSecond;
+  }
+}
+
+/** What the frame writer needs of one client. */
+export interface FrameClient<P> {
+  readonly slot: number;
+  readonly state: P;
+  readonly entity: number;
+  readonly snapshots: SnapshotWriter;
+  readonly pacing: FramePacing;
+  /** The newest command the server ran for this client. */
+  readonly lastCommand: number;
+  /** Position in the server's event log of the next event to send. */
+  eventCursor: number;
+  /** Effect events within hearing that did not fit the frame's event budget (not resent). */
+  eventsDropped: number;
+}
+
+export interface FrameWriterConfig {
+  /** Effect events reach only clients within this distance of the player who caused them. */
+  eventRadius: number;
+  /** Share of a frame's room (after the player state) that effect events may take. */
+  eventBudgetShare: number;
+}
+
+/** Writes clients' frames; one per server, shared by every client. */
+export class FrameWriter<P, W> {
+  private readonly game: GameDefinition<P, W>;
+  private readonly log: EventLog;
+  private readonly clients: readonly (FrameClient<P> | null)[];
+  private readonly config: FrameWriterConfig;
+  private readonly frame: ServerFrame<P>;
+  private readonly codec: ServerFrameCodec<P>;
+  private readonly measure: BitStream;
+  private readonly viewer = { x: 0, y: 0, z: 0 };
+  private readonly sourceOrigin = { x: 0, y: 0, z: 0 };
+  private current: FrameClient<P> | null = null;
+
+  constructor(
+    game: GameDefinition<P, W>,
+    log: EventLog,
+    clients: readonly (FrameClient<P> | null)[],
+    config: FrameWriterConfig,
+    measure: BitStream,
+  ) {
+    this.game = game;
+    this.log = log;
+    this.clients = clients;
+    this.config = config;
+    this.measure = measure;
+    this.frame = createServerFrame(game.player.create());
+    this.codec = {
+      serializePlayer: (s, state) => game.player.serialize(s, state),
+      events: game.events ?? null,
+      serializeSnapshot: (s, tick) => this.writeSnapshot(s, tick),
+    };
+  }
+
+  /** Writes `client`'s frame of server tick `tick` into `s`. */
+  write(client: FrameClient<P>, tick: number, s: BitStream): void {
+    const f = this.frame;
+    f.serverTick = tick;
+    f.ackedCommand = client.lastCommand;
+    f.choked = Math.min(client.pacing.chokedSinceSent, 255);
+    f.player = client.state;
+    const m = this.measure;
+    m.beginMeasure();
+    this.game.player.serialize(m, client.state);
+    // Header (72 bits) and player state come first; events may take their share of what is left.
+    this.pickEvents(client, (s.bitsRemaining - 72 - m.bitsProcessed) * this.config.eventBudgetShare);
+    this.current = client;
+    serializeServerFrame(s, f, this.codec);
+    this.current = null;
+  }
+
+  private writeSnapshot(s: BitStream, tick: number): boolean {
+    const client = this.current as FrameClient<P>;
+    const v = this.game.player.origin(client.state, this.viewer);
+    client.snapshots.write(s, tick, v.x, v.y, v.z, s.bitsRemaining, client.entity);
+    return s.ok;
+  }
+
+  /**
+   * Copies into the frame the effect events this client has not been sent: only those of players
+   * within eventRadius (and the world's), never its own predicted ones, within the event budget.
+   * Events past the budget are dropped and counted: effects are not worth a late delivery.
+   */
+  private pickEvents(client: FrameClient<P>, budgetBits: number): void {
+    const log = this.log;
+    const f = this.frame;
+    if (client.eventCursor < log.tail) client.eventCursor = log.tail;
+    const table = this.game.events ?? null;
+    const m = this.measure;
+    const here = this.game.player.origin(client.state, this.viewer);
+    const r2 = this.config.eventRadius * this.config.eventRadius;
+    let used = 0;
+    let count = 0;
+    for (let p = client.eventCursor; p < log.head; p++) {
+      if (!this.hears(client, p, here.x, here.y, here.z, r2)) continue;
+      const e = log.at(p);
+      m.beginMeasure();
+      serializeWireEvent(m, e, table);
+      if (count < MAX_EVENTS_PER_FRAME && used + m.bitsProcessed <= budgetBits) {
+        const out = f.events[count++];
+        out.type = e.type;
+        out.source = e.source;
+        out.p0 = e.p0;
+        out.p1 = e.p1;
+        out.p2 = e.p2;
+        out.p3 = e.p3;
+        used += m.bitsProcessed;
+      } else {
+        client.eventsDropped++;
+      }
+    }
+    f.eventCount = count;
+    client.eventCursor = log.head;
+  }
+
+  /** Whether `client` should be sent event `position`: not its own prediction, and within hearing. */
+  private hears(
+    client: FrameClient<P>,
+    position: number,
+    hx: number,
+    hy: number,
+    hz: number,
+    r2: number,
+  ): boolean {
+    const log = this.log;
+    if (log.isOwnPrediction(position, client.slot)) return false;
+    const source = log.at(position).source;
+    const from = source < this.clients.length ? this.clients[source] : null;
+    if (from === null || from === undefined) return true;
+    const o = this.game.player.origin(from.state, this.sourceOrigin);
+    const dx = o.x - hx;
+    const dy = o.y - hy;
+    const dz = o.z - hz;
+    return dx * dx + dy * dy + dz * dz <= r2;
+  }
+}

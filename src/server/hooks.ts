@@ -1,0 +1,50 @@
+// Server-side game code's hooks into the game loop, and a combiner so several sets (the game's
+// rules, a tool's measurements) can listen at once.
+
+import type { UserCommand } from '../protocol/usercmd.ts';
+import type { EventCapture } from './events.ts';
+import type { GameServer, ServerClient } from './server.ts';
+
+/** Server-side game code: server-controlled objects and reactions to clients coming and going. */
+export interface ServerHooks<P, W> {
+  /** After every client's commands ran this tick. */
+  onTick?(server: GameServer<P, W>, tick: number): void;
+  /** After a client's command ran (its state is the result). */
+  onCommand?(server: GameServer<P, W>, client: ServerClient<P>, cmd: UserCommand): void;
+  /**
+   * Before a command that may fire a hit-scan weapon runs: the place for tools that judge the
+   * same shot in other ways (`GameServer.judgeShot`, which changes nothing).
+   */
+  beforeShot?(server: GameServer<P, W>, client: ServerClient<P>, cmd: UserCommand): void;
+  /**
+   * A command that may fire a hit-scan weapon ran against the world as the shooter saw it (lag
+   * compensation in the configured mode); `events` holds what the shared code emitted (its hits).
+   */
+  onShot?(server: GameServer<P, W>, client: ServerClient<P>, cmd: UserCommand, events: EventCapture): void;
+  onConnect?(server: GameServer<P, W>, client: ServerClient<P>): void;
+  onDisconnect?(server: GameServer<P, W>, client: ServerClient<P>, reason: number): void;
+}
+
+/** One set of hooks that calls each given set in turn, in order. */
+export function combineHooks<P, W>(...all: ServerHooks<P, W>[]): ServerHooks<P, W> {
+  return {
+    onTick: (s, t) => {
+      for (const h of all) h.onTick?.(s, t);
+    },
+    onCommand: (s, c, cmd) => {
+      for (const h of all) h.onCommand?.(s, c, cmd);
+    },
+    beforeShot: (s, c, cmd) => {
+      for (const h of all) h.beforeShot?.(s, c, cmd);
+    },
+    onShot: (s, c, cmd, events) => {
+      for (const h of all) h.onShot?.(s, c, cmd, events);
+    },
+    onConnect: (s, c) => {
+      for (const h of all) h.onConnect?.(s, c);
+    },
+    onDisconnect: (s, c, r) => {
+      for (const h of all) h.onDisconnect?.(s, c, r);
+    },
+  };
+}
