@@ -199,6 +199,8 @@ describe('entry point contents', () => {
       'defineEntityType',
       'defineGameSchema',
       'encodeField',
+      'decodeNumber',
+      'DEFAULT_TELEPORT_DISTANCE',
       'SNAPSHOT_DROP_REASONS',
     ]) {
       expect(m[name], name).toBeDefined();
@@ -211,7 +213,8 @@ describe('entry point contents', () => {
     const m: Record<string, unknown> = await import('../src/sim/index.ts');
     for (const name of [
       'blendEntity',
-      'decodeNumber',
+      'drawEntity',
+      'gameSchemaHash',
       'dsin',
       'dcos',
       'lerpAngle',

@@ -24,10 +24,8 @@ export {
   Predictor,
 } from './prediction.ts';
 export {
-  DEFAULT_SNAPSHOT_READER_CONFIG,
   type DecodedFrame,
   SnapshotReader,
-  type SnapshotReaderConfig,
   type SnapshotReaderStats,
 } from './snapshot-reader.ts';
 export {

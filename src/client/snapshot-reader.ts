@@ -16,17 +16,9 @@ import {
   OP_CREATE,
   OP_REMOVE,
   SNAPSHOT_DROP_REASONS,
-  SNAPSHOT_FRAME_HISTORY,
   type SnapshotDropReason,
   serializeEntry,
 } from '../protocol/snapshot.ts';
-
-export interface SnapshotReaderConfig {
-  /** Frames kept, a power of two (default 64): at least the server writers' frameHistory. */
-  frameHistory: number;
-}
-
-export const DEFAULT_SNAPSHOT_READER_CONFIG: SnapshotReaderConfig = { frameHistory: SNAPSHOT_FRAME_HISTORY };
 
 export interface SnapshotReaderStats {
   framesRead: number;
@@ -58,7 +50,6 @@ export class DecodedFrame {
 
 export class SnapshotReader {
   readonly schema: GameSchema;
-  readonly config: SnapshotReaderConfig;
   readonly stats: SnapshotReaderStats;
   /** Set when a new snapshot could not be decoded; cleared by the next successful read. */
   needsFullUpdate = false;
@@ -88,12 +79,9 @@ export class SnapshotReader {
   private readonly pendingRemoved: Uint16Array;
   private readonly header = createEntryHeader();
 
-  constructor(schema: GameSchema, config: Partial<SnapshotReaderConfig> = {}) {
-    this.config = { ...DEFAULT_SNAPSHOT_READER_CONFIG, ...config };
-    const { frameHistory } = this.config;
-    if (!Number.isInteger(frameHistory) || frameHistory < 2 || (frameHistory & (frameHistory - 1)) !== 0) {
-      throw new RangeError(`SnapshotReader: frameHistory must be a power of two >= 2, got ${frameHistory}`);
-    }
+  /** Keeps the schema's frameHistory frames. */
+  constructor(schema: GameSchema) {
+    const { frameHistory } = schema;
     this.schema = schema;
     const n = schema.maxEntities;
     const stride = schema.stride;

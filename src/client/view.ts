@@ -8,7 +8,7 @@
 
 import type { GameSchema } from '../protocol/schema.ts';
 import { quantizeViewFraction } from '../protocol/usercmd.ts';
-import { blendEntity, DEFAULT_TELEPORT_DISTANCE } from '../sim/blend.ts';
+import { drawEntity } from '../sim/blend.ts';
 import type { DecodedFrame, SnapshotReader } from './snapshot-reader.ts';
 
 export const VIEW_EMPTY = 0;
@@ -24,13 +24,10 @@ export type ViewMode =
 export interface RemoteViewConfig {
   /** Longest the view runs past the newest frame before it holds (QuakeWorld's 100 ms). */
   maxExtrapolationMs: number;
-  /** A move longer than this between two frames is a teleport: never interpolated across. */
-  teleportDistance: number;
 }
 
 export const DEFAULT_REMOTE_VIEW_CONFIG: RemoteViewConfig = {
   maxExtrapolationMs: 100,
-  teleportDistance: DEFAULT_TELEPORT_DISTANCE,
 };
 
 export interface RemoteViewStats {
@@ -74,9 +71,6 @@ export class RemoteView {
     this.config = { ...DEFAULT_REMOTE_VIEW_CONFIG, ...config };
     if (!(this.config.maxExtrapolationMs >= 0)) {
       throw new RangeError(`view.maxExtrapolationMs must be >= 0, got ${this.config.maxExtrapolationMs}`);
-    }
-    if (!(this.config.teleportDistance > 0)) {
-      throw new RangeError(`view.teleportDistance must be > 0, got ${this.config.teleportDistance}`);
     }
     this.schema = schema;
     this.reader = reader;
@@ -182,7 +176,7 @@ export class RemoteView {
       const e = frameB.view[k];
       mark[e] = 1;
       const inA = frameA.inView[e] !== 0 && frameA.type[e] === frameB.type[e];
-      blendEntity(
+      drawEntity(
         types[frameB.type[e]],
         inA ? frameA.values : null,
         e * stride,
@@ -191,32 +185,22 @@ export class RemoteView {
         e * stride,
         frameB.parity[e],
         f,
-        this.config.teleportDistance,
+        this.schema.teleportDistance,
         this.values,
         e * stride,
       );
       this.types[e] = frameB.type[e];
       this.list[count++] = e;
     }
-    // An entity B no longer holds is drawn at A's values only while the view is before B.
-    if (frameA !== frameB && f < 1) {
+    // Entities B no longer holds (drawEntity says whether they are still drawn).
+    if (frameA !== frameB) {
       for (let k = 0; k < frameA.viewCount; k++) {
         const e = frameA.view[k];
         if (mark[e] !== 0) continue;
-        blendEntity(
-          types[frameA.type[e]],
-          frameA.values,
-          e * stride,
-          0,
-          null,
-          0,
-          0,
-          f,
-          0,
-          this.values,
-          e * stride,
-        );
-        this.types[e] = frameA.type[e];
+        const t = frameA.type[e];
+        if (!drawEntity(types[t], frameA.values, e * stride, 0, null, 0, 0, f, 0, this.values, e * stride))
+          continue;
+        this.types[e] = t;
         this.list[count++] = e;
       }
     }

@@ -28,8 +28,11 @@ export {
   type AngleField,
   type BoolField,
   type CompiledField,
+  DEFAULT_FRAME_HISTORY,
   DEFAULT_MAX_ENTITIES,
+  DEFAULT_TELEPORT_DISTANCE,
   decodeField,
+  decodeNumber,
   defineEntityType,
   defineGameSchema,
   type EntityType,
@@ -61,7 +64,6 @@ export {
   OP_REMOVE,
   OP_UPDATE,
   SNAPSHOT_DROP_REASONS,
-  SNAPSHOT_FRAME_HISTORY,
   type SnapshotDropReason,
 } from './snapshot.ts';
 export {

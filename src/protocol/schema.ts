@@ -294,11 +294,30 @@ export interface GameSchema {
   readonly stride: number;
   /** Entity capacity, the same on server and client: indices are 0..maxEntities-1. */
   readonly maxEntities: number;
+  /**
+   * A move longer than this between two frames is a teleport: the client's view never
+   * interpolates across it, and the server's rewind (lag compensation) blends exactly as the view.
+   */
+  readonly teleportDistance: number;
+  /**
+   * Snapshot frames both ends keep (a power of two): a writer deltas only against a baseline
+   * younger than this, and a reader keeps this many frames to decode against and to draw from.
+   */
+  readonly frameHistory: number;
 }
+
+/** A move longer than this between two frames is a teleport, unless the game's schema says otherwise. */
+export const DEFAULT_TELEPORT_DISTANCE = 256;
+/** Snapshot frames both ends keep, unless the game's schema says otherwise. */
+export const DEFAULT_FRAME_HISTORY = 64;
 
 export interface GameSchemaOptions {
   /** Entity capacity (default 1024, at most 65536). */
   maxEntities?: number;
+  /** Teleport distance, world units (default 256). */
+  teleportDistance?: number;
+  /** Snapshot frames both ends keep, a power of two >= 2 (default 64). */
+  frameHistory?: number;
 }
 
 /**
@@ -328,11 +347,21 @@ export function defineGameSchema(
       `defineGameSchema: maxEntities must be an integer in 1..${MAX_ENTITY_CAPACITY}, got ${maxEntities}`,
     );
   }
+  const teleportDistance = options.teleportDistance ?? DEFAULT_TELEPORT_DISTANCE;
+  if (!(teleportDistance > 0)) {
+    throw new RangeError(`defineGameSchema: teleportDistance must be > 0, got ${teleportDistance}`);
+  }
+  const frameHistory = options.frameHistory ?? DEFAULT_FRAME_HISTORY;
+  if (!Number.isInteger(frameHistory) || frameHistory < 2 || (frameHistory & (frameHistory - 1)) !== 0) {
+    throw new RangeError(`defineGameSchema: frameHistory must be a power of two >= 2, got ${frameHistory}`);
+  }
   return {
     types: [...types],
     typeBits: bitsRequired(types.length - 1),
     stride: Math.max(stride, 1),
     maxEntities,
+    teleportDistance,
+    frameHistory,
   };
 }
 
@@ -347,7 +376,7 @@ export function schemaHash(schema: GameSchema): number {
     for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
     h = Math.imul(h ^ 0xff, 0x01000193);
   };
-  mix(String(schema.maxEntities));
+  mix(`${schema.maxEntities}:${schema.teleportDistance}:${schema.frameHistory}`);
   for (const t of schema.types) {
     mix(t.name);
     for (const f of t.fields) mix(`${f.name}:${f.kind}:${f.lo}:${f.hi}:${f.min}:${f.max}:${f.precision}`);
@@ -398,16 +427,23 @@ export function encodeField(type: EntityTypeSchema, i: number, value: number | b
  * exactly what `quantize` / `quantizeAngle` give for the value that was encoded.
  */
 export function decodeField(type: EntityTypeSchema, i: number, q: number): number | boolean {
+  return type.fields[i].kind === 'bool' ? q !== 0 : decodeNumber(type, i, q);
+}
+
+/**
+ * The numeric value of stored integer `q` of field `i` (booleans as 0 and 1); a fractional `q`
+ * (between two steps) gives the value that far between them. The one decoding of a field that
+ * the snapshot reader, the client's view and the server's rewind all use.
+ */
+export function decodeNumber(type: EntityTypeSchema, i: number, q: number): number {
   const f = type.fields[i];
   switch (f.kind) {
     case 'float':
       return f.min + q * f.precision;
     case 'angle':
       return (q * 360) / (f.hi + 1);
-    case 'int':
-      return q;
     default:
-      return q !== 0;
+      return q;
   }
 }
 

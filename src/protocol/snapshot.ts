@@ -33,12 +33,6 @@ export const OP_CREATE = 1;
 export const OP_REMOVE = 2;
 export const OP_REFRESH = 3;
 
-/**
- * Frames a writer may delta against (ticks between a frame and its baseline, exclusive), and
- * frames a reader keeps. A writer's value must not exceed its clients' readers'.
- */
-export const SNAPSHOT_FRAME_HISTORY = 64;
-
 /** Why a reader dropped a snapshot. */
 export type SnapshotDropReason =
   | 'duplicate'

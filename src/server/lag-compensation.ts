@@ -14,7 +14,7 @@
 // own history); 'off' tests against the present.
 
 import type { UserCommand } from '../protocol/usercmd.ts';
-import { blendEntity, DEFAULT_TELEPORT_DISTANCE } from '../sim/blend.ts';
+import { drawEntity } from '../sim/blend.ts';
 import type { HitscanDefinition } from '../sim/game.ts';
 import { vec3 } from '../sim/math.ts';
 import type { EntityStore, HistorySlot } from './entities.ts';
@@ -34,15 +34,12 @@ export interface LagCompensationConfig {
    * retransmission timeout does).
    */
   viewToleranceMs: number;
-  /** Must equal the clients' view teleportDistance: never blend across a jump longer than this. */
-  teleportDistance: number;
 }
 
 export const DEFAULT_LAG_COMPENSATION_CONFIG: LagCompensationConfig = {
   mode: 'exact',
   maxUnlagMs: 1000,
   viewToleranceMs: 200,
-  teleportDistance: DEFAULT_TELEPORT_DISTANCE,
 };
 
 export interface LagCompensationStats {
@@ -246,11 +243,8 @@ export class LagCompensator<P, W> {
     const target = this.hitscan.targetType;
     const inA = a !== undefined && a.alive[e] !== 0 && a.type[e] === target;
     const inB = b !== undefined && b.alive[e] !== 0 && b.type[e] === target;
-    // As the client's view: an entity frame B no longer holds is drawn only while before B.
-    if (!inB && (!inA || f >= 1)) return;
-    this.stats.targetsConsidered++;
     const stride = this.stride;
-    blendEntity(
+    const drawn = drawEntity(
       this.store.schema.types[target],
       inA ? (a as HistorySlot).values : null,
       e * stride,
@@ -259,10 +253,13 @@ export class LagCompensator<P, W> {
       e * stride,
       inB ? (b as HistorySlot).parity[e] : 0,
       f,
-      this.config.teleportDistance,
+      this.store.schema.teleportDistance,
       this.report.values,
       e * stride,
     );
+    // As the client's view drew it (drawEntity is the one rule), or not at all.
+    if (!drawn) return;
+    this.stats.targetsConsidered++;
     if (this.reaches(e, reach)) this.report.entities[this.report.count++] = e;
   }
 
@@ -301,8 +298,5 @@ function validate(c: LagCompensationConfig): void {
   }
   if (!(c.viewToleranceMs >= 0)) {
     throw new RangeError(`lagCompensation.viewToleranceMs must be >= 0, got ${c.viewToleranceMs}`);
-  }
-  if (!(c.teleportDistance > 0)) {
-    throw new RangeError(`lagCompensation.teleportDistance must be > 0, got ${c.teleportDistance}`);
   }
 }

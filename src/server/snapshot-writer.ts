@@ -18,7 +18,6 @@ import {
   OP_REFRESH,
   OP_REMOVE,
   OP_UPDATE,
-  SNAPSHOT_FRAME_HISTORY,
   serializeEntry,
 } from '../protocol/snapshot.ts';
 import type { EntityStore, HistorySlot } from './entities.ts';
@@ -28,17 +27,11 @@ export interface SnapshotWriterConfig {
   viewRadius: number;
   /** Distance in world units at which an entity's priority weight is halved (default 1024). */
   priorityDistance: number;
-  /**
-   * Frames remembered, a power of two: the oldest baseline usable, in ticks (default 64). Must
-   * not exceed the clients' SnapshotReader frameHistory.
-   */
-  frameHistory: number;
 }
 
 export const DEFAULT_SNAPSHOT_WRITER_CONFIG: SnapshotWriterConfig = {
   viewRadius: Infinity,
   priorityDistance: 1024,
-  frameHistory: SNAPSHOT_FRAME_HISTORY,
 };
 
 export interface SnapshotWriterStats {
@@ -118,14 +111,13 @@ export class SnapshotWriter {
 
   constructor(store: EntityStore, config: Partial<SnapshotWriterConfig> = {}) {
     this.config = { ...DEFAULT_SNAPSHOT_WRITER_CONFIG, ...config };
-    const { viewRadius, priorityDistance, frameHistory } = this.config;
+    const { viewRadius, priorityDistance } = this.config;
+    // The schema's frame history: the oldest baseline usable, in ticks, as many as readers keep.
+    const { frameHistory } = store.schema;
     if (!(viewRadius >= 0))
       throw new RangeError(`SnapshotWriter: viewRadius must be >= 0, got ${viewRadius}`);
     if (!(priorityDistance > 0)) {
       throw new RangeError(`SnapshotWriter: priorityDistance must be > 0, got ${priorityDistance}`);
-    }
-    if (!Number.isInteger(frameHistory) || frameHistory < 2 || (frameHistory & (frameHistory - 1)) !== 0) {
-      throw new RangeError(`SnapshotWriter: frameHistory must be a power of two >= 2, got ${frameHistory}`);
     }
     this.store = store;
     const n = store.maxEntities;

@@ -1,27 +1,8 @@
 // How a remote entity is drawn between two snapshot frames. One function, used by the client to
 // render and by the server to rewind (lag compensation), so both compute the same numbers.
 
-import type { EntityTypeSchema } from '../protocol/schema.ts';
+import { decodeNumber, type EntityTypeSchema } from '../protocol/schema.ts';
 import { lerpAngle } from './math.ts';
-
-/** A move longer than this between two frames is a teleport (client view and server rewind alike). */
-export const DEFAULT_TELEPORT_DISTANCE = 256;
-
-/**
- * The numeric value of stored integer `q` of field `i` (booleans as 0 and 1); a fractional `q`
- * (between two steps) gives the value that far between them.
- */
-export function decodeNumber(type: EntityTypeSchema, i: number, q: number): number {
-  const f = type.fields[i];
-  switch (f.kind) {
-    case 'float':
-      return f.min + q * f.precision;
-    case 'angle':
-      return (q * 360) / (f.hi + 1);
-    default:
-      return q;
-  }
-}
 
 /**
  * Writes into `out[outOffset ..]` the entity's values at fraction `f` from frame A to frame B,
@@ -96,4 +77,27 @@ function jumped(
   const dy = iy < 0 ? 0 : decodeNumber(type, iy, b[bOff + iy]) - decodeNumber(type, iy, a[aOff + iy]);
   const dz = iz < 0 ? 0 : decodeNumber(type, iz, b[bOff + iz]) - decodeNumber(type, iz, a[aOff + iz]);
   return dx * dx + dy * dy + dz * dz > limit * limit;
+}
+
+/**
+ * The drawn-entity rule both sides apply, the client's view to draw and the server's rewind to
+ * rebuild what was drawn: at fraction `f` from frame A to frame B, an entity is drawn when B
+ * holds it, or when only A holds it and the view has not reached B. Blends a drawn entity into
+ * `out` (see blendEntity) and returns true; returns false for one not drawn.
+ */
+export function drawEntity(
+  type: EntityTypeSchema,
+  a: Int32Array | null,
+  aOffset: number,
+  parityA: number,
+  b: Int32Array | null,
+  bOffset: number,
+  parityB: number,
+  f: number,
+  teleportDistance: number,
+  out: Float64Array,
+  outOffset: number,
+): boolean {
+  if (b === null && (a === null || f >= 1)) return false;
+  return blendEntity(type, a, aOffset, parityA, b, bOffset, parityB, f, teleportDistance, out, outOffset);
 }

@@ -1,6 +1,6 @@
 // The sim entry point (browser-safe): the game definition a game plugs in through, deterministic math, seeded randomness, sequence rings and the remote-entity blend.
 
-export { blendEntity, DEFAULT_TELEPORT_DISTANCE, decodeNumber } from './blend.ts';
+export { blendEntity, drawEntity } from './blend.ts';
 export {
   type GameDefinition,
   type GameEventSink,

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PLAYER_ENTITY } from '../../games/arena/shared/entities.ts';
-import { SnapshotReader, type SnapshotReaderConfig } from '../../src/client/snapshot-reader.ts';
+import { SnapshotReader } from '../../src/client/snapshot-reader.ts';
 import {
   RemoteView,
   type RemoteViewConfig,
@@ -12,7 +12,13 @@ import {
   VIEW_INTERPOLATED,
 } from '../../src/client/view.ts';
 import { BitStream } from '../../src/protocol/bitstream.ts';
-import { defineEntityType, defineGameSchema, type FieldTable } from '../../src/protocol/schema.ts';
+import {
+  decodeNumber,
+  defineEntityType,
+  defineGameSchema,
+  type FieldTable,
+  type GameSchemaOptions,
+} from '../../src/protocol/schema.ts';
 import {
   CMD_VIEW_FRACTION_STEPS,
   createUserCommand,
@@ -21,7 +27,7 @@ import {
 } from '../../src/protocol/usercmd.ts';
 import { EntityStore } from '../../src/server/entities.ts';
 import { SnapshotWriter } from '../../src/server/snapshot-writer.ts';
-import { blendEntity, decodeNumber } from '../../src/sim/blend.ts';
+import { blendEntity } from '../../src/sim/blend.ts';
 import { Random } from '../../src/sim/random.ts';
 
 const SEED = Number(process.env.SEED ?? 0x71e3);
@@ -57,11 +63,14 @@ const PITCH = PLAYER_ENTITY.fieldNames.indexOf('pitch');
  * hand: `write` makes the frame of a tick, `deliver` reads it on the client (acknowledging it,
  * so later frames are deltas) and tells the view.
  */
-function link(view: Partial<RemoteViewConfig> = {}, reader: Partial<SnapshotReaderConfig> = {}) {
-  const store = new EntityStore(schema, { historyTicks: 256 });
+/** A writer and a reader over one schema (the shared one, or with other schema rules). */
+function link(view: Partial<RemoteViewConfig> = {}, rules: GameSchemaOptions = {}) {
+  const shared =
+    Object.keys(rules).length === 0 ? schema : defineGameSchema(schema.types, { maxEntities: 64, ...rules });
+  const store = new EntityStore(shared, { historyTicks: 256 });
   const writer = new SnapshotWriter(store);
-  const client = new SnapshotReader(schema, reader);
-  const remote = new RemoteView(schema, client, view);
+  const client = new SnapshotReader(shared);
+  const remote = new RemoteView(shared, client, view);
   const out = new BitStream(1 << 16);
   const inStream = new BitStream(0);
   const frames = new Map<number, Uint8Array>();
@@ -158,7 +167,7 @@ describe('RemoteView interpolation', () => {
       fc.property(fc.integer({ min: 0, max: 0x7fffffff }), (seed) => {
         const at = `seed ${seed}`;
         const rng = new Random(seed);
-        const l = link({ teleportDistance: 300 });
+        const l = link({}, { teleportDistance: 300 });
         const players: number[] = [];
         for (let k = 0; k < 5; k++) players.push(l.store.create(PLAYER));
         const delivered: number[] = [];
@@ -459,7 +468,7 @@ describe('RemoteView entities that come, go and jump', () => {
   });
 
   it('a jump longer than teleportDistance is never slid across; a shorter move is', () => {
-    const l = link({ teleportDistance: 256 });
+    const l = link({}, { teleportDistance: 256 });
     const jumper = l.store.create(PLAYER);
     const walker = l.store.create(PLAYER);
     l.place(jumper, 100);
@@ -612,8 +621,8 @@ describe('RemoteView statistics and configuration', () => {
     expect(() => new RemoteView(schema, reader, { maxExtrapolationMs: Number.NaN })).toThrow(
       /maxExtrapolationMs/,
     );
-    expect(() => new RemoteView(schema, reader, { teleportDistance: 0 })).toThrow(/teleportDistance/);
-    expect(() => new RemoteView(schema, reader, { teleportDistance: Number.NaN })).toThrow(
+    expect(() => defineGameSchema(schema.types, { teleportDistance: 0 })).toThrow(/teleportDistance/);
+    expect(() => defineGameSchema(schema.types, { teleportDistance: Number.NaN })).toThrow(
       /teleportDistance/,
     );
   });

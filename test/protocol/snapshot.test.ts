@@ -582,7 +582,9 @@ describe('entity lifecycle on the wire', () => {
     expect(() => writer.write(s, 4, 0, 0, 0, 1000), `seed ${SEED}`).toThrow(/tick 4.*newest commit \(5\)/);
     writer.write(s, 5, 0, 0, 0, 1000);
     expect(() => writer.write(s, 5, 0, 0, 0, 1000), `seed ${SEED}`).toThrow(/already written for tick 5/);
-    expect(() => new SnapshotWriter(store, { frameHistory: 48 }), `seed ${SEED}`).toThrow(/frameHistory.*48/);
+    expect(() => defineGameSchema(schema.types, { frameHistory: 48 }), `seed ${SEED}`).toThrow(
+      /frameHistory.*48/,
+    );
   });
 });
 

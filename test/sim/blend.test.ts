@@ -2,8 +2,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PLAYER_ENTITY } from '../../games/arena/shared/entities.ts';
-import { defineEntityType, encodeField, type FieldTable } from '../../src/protocol/schema.ts';
-import { blendEntity, decodeNumber } from '../../src/sim/blend.ts';
+import { decodeNumber, defineEntityType, encodeField, type FieldTable } from '../../src/protocol/schema.ts';
+import { blendEntity } from '../../src/sim/blend.ts';
 
 const SEED = Number(process.env.SEED ?? 0xb1e4d);
 

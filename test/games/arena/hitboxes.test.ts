@@ -32,8 +32,7 @@ import {
   eyeHeight,
   writeHitTarget,
 } from '../../../games/arena/shared/player.ts';
-import { encodeField } from '../../../src/protocol/schema.ts';
-import { decodeNumber } from '../../../src/sim/blend.ts';
+import { decodeNumber, encodeField } from '../../../src/protocol/schema.ts';
 import { type Vec3, vec3 } from '../../../src/sim/math.ts';
 import { Random } from '../../../src/sim/random.ts';
 
