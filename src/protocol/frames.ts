@@ -76,6 +76,40 @@ export function createWireEvent(): WireEvent {
 export interface EventSpec {
   readonly name: string;
   readonly params: readonly NumberFieldSpec[];
+  /** Each parameter's name, in order (the position it travels at and is emitted at). */
+  readonly paramNames: readonly string[];
+}
+
+/** An event type whose parameters are named by `K`: `index` gives each name's position. */
+export interface NamedEventSpec<K extends string> extends EventSpec {
+  readonly index: { readonly [P in K]: number };
+}
+
+/**
+ * Declares one event type: its parameters by name, in the order they are emitted
+ * (`emit(type, p0, p1, p2, p3)`) and travel, each at its own precision (at most four).
+ * Read a parameter by name with `wireEventParam(event, spec.index.name)`.
+ */
+export function defineEvent<K extends string>(
+  name: string,
+  params: { readonly [P in K]: NumberFieldSpec },
+): NamedEventSpec<K> {
+  const paramNames = Object.keys(params) as K[];
+  if (paramNames.length > 4)
+    throw new RangeError(`event ${name}: at most 4 parameters, got ${paramNames.length}`);
+  return {
+    name,
+    params: paramNames.map((p) => params[p]),
+    paramNames,
+    index: Object.freeze(Object.fromEntries(paramNames.map((p, i) => [p, i]))) as {
+      readonly [P in K]: number;
+    },
+  };
+}
+
+/** Parameter `k` (0..3: a NamedEventSpec's `index.name`) of an event. */
+export function wireEventParam(e: WireEvent, k: number): number {
+  return k === 0 ? e.p0 : k === 1 ? e.p1 : k === 2 ? e.p2 : e.p3;
 }
 
 /**
@@ -96,8 +130,10 @@ export function checkEventTable(table: EventTable): void {
   table.forEach((spec, type) => {
     if (spec === undefined) return;
     if (spec.params.length > 4) throw new RangeError(`event ${spec.name} (${type}): at most 4 parameters`);
+    if (spec.paramNames.length !== spec.params.length)
+      throw new RangeError(`event ${spec.name} (${type}): every parameter needs a name (defineEvent)`);
     spec.params.forEach((p, i) => {
-      const where = `event ${spec.name} (${type}), parameter ${i}`;
+      const where = `event ${spec.name} (${type}), parameter ${spec.paramNames[i] ?? i}`;
       if (p.kind === 'angle') {
         if (!Number.isInteger(p.bits) || p.bits < 1 || p.bits > 32)
           throw new RangeError(`${where}: bits must be 1..32`);

@@ -12,10 +12,15 @@ export {
 } from './bitstream.ts';
 export {
   type ClientFlags,
+  checkEventTable,
   createServerFrame,
   createWireEvent,
+  defineEvent,
+  type EventSpec,
+  type EventTable,
   MAX_COMMANDS_PER_PACKET,
   MAX_EVENTS_PER_FRAME,
+  type NamedEventSpec,
   type ServerFrame,
   type ServerFrameCodec,
   serializeClientFlags,
@@ -23,6 +28,7 @@ export {
   serializeServerFrame,
   serializeWireEvent,
   type WireEvent,
+  wireEventParam,
 } from './frames.ts';
 export {
   type AngleField,

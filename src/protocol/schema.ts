@@ -116,6 +116,11 @@ export interface EntityTypeSchema {
 /** An entity type whose state is `S` (the type parameter only types the object helpers). */
 export interface EntityType<S> extends EntityTypeSchema {
   readonly fieldNames: readonly (keyof S & string)[];
+  /**
+   * Each field's index by name, derived from the table's order: read and write flat value arrays
+   * as `values[offset + type.index.x]` (or destructure once into constants) at no cost per access.
+   */
+  readonly index: { readonly [K in keyof S & string]: number };
   /** Never set: carries `S` for type inference. */
   readonly stateType?: S;
 }
@@ -274,6 +279,7 @@ export function defineEntityType<S>(
     fieldCount: fields.length,
     fields,
     fieldNames: names,
+    index: Object.freeze(Object.fromEntries(names.map((n, i) => [n, i]))) as EntityType<S>['index'],
     lo: Int32Array.from(fields, (f) => f.lo),
     hi: Int32Array.from(fields, (f) => f.hi),
     bits: Uint8Array.from(fields, (f) => f.bits),

@@ -74,6 +74,11 @@ export class EventCapture implements GameEventSink {
     this.p3 = new Float64Array(capacity);
   }
 
+  /** Parameter `k` (0..3: a NamedEventSpec's `index.name`) of captured event `i`. */
+  param(i: number, k: number): number {
+    return (k === 0 ? this.p0 : k === 1 ? this.p1 : k === 2 ? this.p2 : this.p3)[i];
+  }
+
   reset(forward: GameEventSink | null): void {
     this.count = 0;
     this.overflow = 0;

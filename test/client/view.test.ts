@@ -18,6 +18,7 @@ import {
   defineGameSchema,
   type FieldTable,
   type GameSchemaOptions,
+  typeIdOf,
 } from '../../src/protocol/schema.ts';
 import {
   CMD_VIEW_FRACTION_STEPS,
@@ -48,15 +49,15 @@ const flag = defineEntityType<Flag>('flag', {
   team: { kind: 'int', min: 0, max: 3, interp: 'step' },
 } satisfies FieldTable<Flag>);
 
-const PLAYER = 0;
-const FLAG = 1;
 const schema = defineGameSchema([PLAYER_ENTITY, flag], { maxEntities: 64 });
+const PLAYER = typeIdOf(schema, PLAYER_ENTITY);
+const FLAG = typeIdOf(schema, flag);
 const STRIDE = schema.stride;
-const X = PLAYER_ENTITY.fieldNames.indexOf('x');
-const Y = PLAYER_ENTITY.fieldNames.indexOf('y');
-const Z = PLAYER_ENTITY.fieldNames.indexOf('z');
-const YAW = PLAYER_ENTITY.fieldNames.indexOf('yaw');
-const PITCH = PLAYER_ENTITY.fieldNames.indexOf('pitch');
+const X = PLAYER_ENTITY.index.x;
+const Y = PLAYER_ENTITY.index.y;
+const Z = PLAYER_ENTITY.index.z;
+const YAW = PLAYER_ENTITY.index.yaw;
+const PITCH = PLAYER_ENTITY.index.pitch;
 
 /**
  * A server (entity store and snapshot writer) and a client (reader and view) joined by a test
@@ -439,8 +440,8 @@ describe('RemoteView entities that come, go and jump', () => {
     l.store.remove(p1);
     const f = l.store.create(FLAG);
     expect(f).toBe(p1);
-    const fx = flag.fieldNames.indexOf('x');
-    const team = flag.fieldNames.indexOf('team');
+    const fx = flag.index.x;
+    const team = flag.index.team;
     l.store.setField(f, fx, 700);
     l.store.setField(f, team, 2);
     l.write(12);

@@ -17,9 +17,9 @@ import { Match } from '../../tools/harness/match.ts';
 type Server = GameServer<ArenaPlayerState, ArenaWorld>;
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
 
-const X = PLAYER_ENTITY.fieldNames.indexOf('x');
-const Y = PLAYER_ENTITY.fieldNames.indexOf('y');
-const Z = PLAYER_ENTITY.fieldNames.indexOf('z');
+const X = PLAYER_ENTITY.index.x;
+const Y = PLAYER_ENTITY.index.y;
+const Z = PLAYER_ENTITY.index.z;
 
 /** Server-side drones: hundreds of entities that spawn, wander, teleport and die, from a seed. */
 function drones(seed: number, target: number) {

@@ -35,11 +35,11 @@ const mover = defineEntityType<Mover>('mover', {
 } satisfies FieldTable<Mover>);
 
 const N = mover.fieldCount;
-const X = mover.fieldNames.indexOf('x');
-const Y = mover.fieldNames.indexOf('y');
-const Z = mover.fieldNames.indexOf('z');
-const YAW = mover.fieldNames.indexOf('yaw');
-const FRAME = mover.fieldNames.indexOf('frame');
+const X = mover.index.x;
+const Y = mover.index.y;
+const Z = mover.index.z;
+const YAW = mover.index.yaw;
+const FRAME = mover.index.frame;
 const LINEAR = [X, Y, Z, FRAME];
 /** Fields that take A's value until f reaches 1: 'step' and every non-interpolated one. */
 const STEPPED = mover.fieldNames
@@ -114,7 +114,7 @@ describe('decodeNumber', () => {
     expect(decodeNumber(mover, X, encodeField(mover, X, 100.5))).toBe(100.5);
     expect(decodeNumber(mover, YAW, 16384)).toBe(90);
     expect(decodeNumber(mover, FRAME, -7)).toBe(-7);
-    expect(decodeNumber(mover, mover.fieldNames.indexOf('alive'), 1)).toBe(1);
+    expect(decodeNumber(mover, mover.index.alive, 1)).toBe(1);
   });
 
   it('a fractional step lies that far between the two steps', () => {
@@ -322,9 +322,9 @@ describe('blendEntity on flat arrays', () => {
 
 describe('blendEntity on the arena player entity', () => {
   const n = PLAYER_ENTITY.fieldCount;
-  const px = PLAYER_ENTITY.fieldNames.indexOf('x');
-  const pyaw = PLAYER_ENTITY.fieldNames.indexOf('yaw');
-  const pducked = PLAYER_ENTITY.fieldNames.indexOf('ducked');
+  const px = PLAYER_ENTITY.index.x;
+  const pyaw = PLAYER_ENTITY.index.yaw;
+  const pducked = PLAYER_ENTITY.index.ducked;
 
   function player(x: number, yaw: number, ducked: boolean): Int32Array {
     const v = new Int32Array(n);

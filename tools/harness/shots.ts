@@ -11,11 +11,12 @@ import {
   EVENT_WEAPON_FIRE,
 } from '../../games/arena/shared/constants.ts';
 import { PLAYER_ENTITY, PLAYER_ENTITY_TYPE } from '../../games/arena/shared/entities.ts';
+import { HIT_EVENT, IMPACT_EVENT, MISS_EVENT } from '../../games/arena/shared/events.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { eyeHeight } from '../../games/arena/shared/player.ts';
 import { createTraceResult } from '../../games/arena/shared/trace.ts';
 import type { ClientHooks, GameClient, InputSample } from '../../src/client/client.ts';
-import type { WireEvent } from '../../src/protocol/frames.ts';
+import { type WireEvent, wireEventParam } from '../../src/protocol/frames.ts';
 import type { UserCommand } from '../../src/protocol/usercmd.ts';
 import type { EventCapture } from '../../src/server/events.ts';
 import type { ServerHooks } from '../../src/server/hooks.ts';
@@ -24,14 +25,18 @@ import type { GameServer, ServerClient } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';
 import type { InputDriver } from './match.ts';
 
+const HIT = HIT_EVENT.index;
+const IMPACT = IMPACT_EVENT.index;
+const MISS = MISS_EVENT.index;
+
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
 type Server = GameServer<ArenaPlayerState, ArenaWorld>;
 
-const X = PLAYER_ENTITY.fieldNames.indexOf('x');
-const Y = PLAYER_ENTITY.fieldNames.indexOf('y');
-const Z = PLAYER_ENTITY.fieldNames.indexOf('z');
-const DUCKED = PLAYER_ENTITY.fieldNames.indexOf('ducked');
-const ALIVE = PLAYER_ENTITY.fieldNames.indexOf('alive');
+const X = PLAYER_ENTITY.index.x;
+const Y = PLAYER_ENTITY.index.y;
+const Z = PLAYER_ENTITY.index.z;
+const DUCKED = PLAYER_ENTITY.index.ducked;
+const ALIVE = PLAYER_ENTITY.index.alive;
 const PELLET_SHIFT = 2 ** 20;
 
 export interface AimBotOptions {
@@ -165,9 +170,14 @@ export class ShotLedger {
         const c = getClient();
         const key = (pellet: number) => `${c.slot}:${c.predictor.newestSequence}:${pellet}`;
         if (e.type === EVENT_WEAPON_FIRE) this.fired.add(`${c.slot}:${c.predictor.newestSequence}`);
-        else if (e.type === EVENT_HIT) this.client.set(key(e.p2), verdict(e.p0, e.p1));
-        else if (e.type === EVENT_IMPACT_WORLD) this.client.set(key(Math.floor(e.p3 / PELLET_SHIFT)), -1);
-        else if (e.type === EVENT_MISS) this.client.set(key(e.p0), -1);
+        else if (e.type === EVENT_HIT)
+          this.client.set(
+            key(wireEventParam(e, HIT.pellet)),
+            verdict(wireEventParam(e, HIT.target), wireEventParam(e, HIT.box)),
+          );
+        else if (e.type === EVENT_IMPACT_WORLD)
+          this.client.set(key(Math.floor(wireEventParam(e, IMPACT.pelletAndNormal) / PELLET_SHIFT)), -1);
+        else if (e.type === EVENT_MISS) this.client.set(key(wireEventParam(e, MISS.pellet)), -1);
       },
       onPredicted: (cmd, state) => {
         // A command that fired: the state it ends in is what the server's run must match.
@@ -243,10 +253,14 @@ export class ShotLedger {
       const t = events.type[i];
       const key = (pellet: number) => `${shooter.slot}:${cmd.sequence}:${pellet}`;
       if (t === EVENT_HIT) {
-        into.set(key(events.p2[i]), verdict(events.p0[i], events.p1[i]));
+        into.set(
+          key(events.param(i, HIT.pellet)),
+          verdict(events.param(i, HIT.target), events.param(i, HIT.box)),
+        );
         if (deciding) this.checkCorner(server, shooter, events, i);
-      } else if (t === EVENT_IMPACT_WORLD) into.set(key(Math.floor(events.p3[i] / PELLET_SHIFT)), -1);
-      else if (t === EVENT_MISS) into.set(key(events.p0[i]), -1);
+      } else if (t === EVENT_IMPACT_WORLD)
+        into.set(key(Math.floor(events.param(i, IMPACT.pelletAndNormal) / PELLET_SHIFT)), -1);
+      else if (t === EVENT_MISS) into.set(key(events.param(i, MISS.pellet)), -1);
     }
   }
 
@@ -257,7 +271,7 @@ export class ShotLedger {
     i: number,
   ): void {
     this.decisiveHits++;
-    const entity = events.p0[i];
+    const entity = events.param(i, HIT.target);
     let target: ServerClient<ArenaPlayerState> | null = null;
     for (const c of server.clients) if (c !== null && c.entity === entity) target = c;
     if (target === null) return;

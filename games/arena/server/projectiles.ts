@@ -6,7 +6,7 @@
 import type { GameServer, ServerClient } from '../../../src/server/server.ts';
 import { vec3 } from '../../../src/sim/math.ts';
 import { EVENT_PROJECTILE_FIRED, WEAPON_LAUNCHER } from '../shared/constants.ts';
-import { PROJECTILE_ENTITY_TYPE } from '../shared/entities.ts';
+import { PROJECTILE_ENTITY, PROJECTILE_ENTITY_TYPE } from '../shared/entities.ts';
 import type { ArenaPlayerState, ArenaWorld } from '../shared/game.ts';
 import { createHitTargets, createRayHit, rayVsTargets } from '../shared/hitboxes.ts';
 import { damageArenaPlayer, writeHitTarget } from '../shared/player.ts';
@@ -48,9 +48,7 @@ interface Projectile {
   bornMs: number;
 }
 
-const X = 0;
-const Y = 1;
-const Z = 2;
+const { x: X, y: Y, z: Z } = PROJECTILE_ENTITY.index;
 const POINT = vec3();
 
 /** All live projectiles of one server. */
@@ -86,6 +84,7 @@ export class Projectiles {
     if (this.eventCursor < log.tail) this.eventCursor = log.tail;
     for (; this.eventCursor < log.head; this.eventCursor++) {
       const e = log.at(this.eventCursor);
+      // Its parameters in emitted order: x, y, z, direction (PROJECTILE_FIRED_EVENT).
       if (e.type === EVENT_PROJECTILE_FIRED) this.spawn(server, e.source, e.p0, e.p1, e.p2, e.p3);
     }
     const dt = server.tickIntervalMs / 1000;

@@ -5,6 +5,7 @@ import type { EventCapture } from '../../../src/server/events.ts';
 import type { ServerHooks } from '../../../src/server/hooks.ts';
 import type { GameServer, ServerClient } from '../../../src/server/server.ts';
 import { EVENT_HIT, EVENT_WEAPON_FIRE } from '../shared/constants.ts';
+import { HIT_EVENT, WEAPON_FIRE_EVENT } from '../shared/events.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../shared/game.ts';
 import { damageArenaPlayer } from '../shared/player.ts';
 import { hitDamage } from '../shared/weapons.ts';
@@ -51,11 +52,11 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
       let weapon = 0;
       for (let i = 0; i < events.count; i++) {
         const type = events.type[i];
-        if (type === EVENT_WEAPON_FIRE) weapon = events.p0[i];
+        if (type === EVENT_WEAPON_FIRE) weapon = events.param(i, WEAPON_FIRE_EVENT.index.weapon);
         if (type !== EVENT_HIT) continue;
-        const target = byEntity(server, events.p0[i]);
+        const target = byEntity(server, events.param(i, HIT_EVENT.index.target));
         if (target === null || target.state.health <= 0) continue;
-        const amount = hitDamage(weapon, events.p1[i]);
+        const amount = hitDamage(weapon, events.param(i, HIT_EVENT.index.box));
         rules.damageDealt += Math.min(amount, target.state.health);
         if (damageArenaPlayer(target.state, amount)) {
           rules.kills++;

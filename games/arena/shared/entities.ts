@@ -1,7 +1,12 @@
 // The arena's replicated entity types (what other clients see of a player, as a field table
 // ordered by how often each field changes), and how a player entity becomes a hit target.
 
-import { defineEntityType, defineGameSchema, type FieldTable } from '../../../src/protocol/schema.ts';
+import {
+  defineEntityType,
+  defineGameSchema,
+  type FieldTable,
+  typeIdOf,
+} from '../../../src/protocol/schema.ts';
 import type { UserCommand } from '../../../src/protocol/usercmd.ts';
 import type { HitscanDefinition } from '../../../src/sim/game.ts';
 import { dcos, dsin, type Vec3 } from '../../../src/sim/math.ts';
@@ -61,17 +66,19 @@ export const PROJECTILE_ENTITY = defineEntityType<ProjectileEntity>('projectile'
 export const ARENA_SCHEMA = defineGameSchema([PLAYER_ENTITY, PROJECTILE_ENTITY], { maxEntities: 1024 });
 
 /** Type ids in ARENA_SCHEMA. */
-export const PLAYER_ENTITY_TYPE = 0;
-export const PROJECTILE_ENTITY_TYPE = 1;
+export const PLAYER_ENTITY_TYPE = typeIdOf(ARENA_SCHEMA, PLAYER_ENTITY);
+export const PROJECTILE_ENTITY_TYPE = typeIdOf(ARENA_SCHEMA, PROJECTILE_ENTITY);
 
-const X = 0;
-const Y = 1;
-const YAW = 2;
-const PITCH = 3;
-const Z = 4;
-const DUCKED = 5;
-const WEAPON = 6;
-const ALIVE = 7;
+const {
+  x: X,
+  y: Y,
+  yaw: YAW,
+  pitch: PITCH,
+  z: Z,
+  ducked: DUCKED,
+  weapon: WEAPON,
+  alive: ALIVE,
+} = PLAYER_ENTITY.index;
 
 /** Writes the player entity's fields (decoded values, by field index) from a player's state. */
 export function writePlayerEntity(state: ArenaPlayerState, out: Float64Array): void {

@@ -1,7 +1,7 @@
 // How the arena's effect events travel: each type's parameters at the precision the code that
 // emits them already uses (see constants.ts for what each parameter means).
 
-import type { EventTable } from '../../../src/protocol/frames.ts';
+import { defineEvent, type EventTable } from '../../../src/protocol/frames.ts';
 import type { NumberFieldSpec } from '../../../src/protocol/schema.ts';
 import {
   EVENT_DEPLOY,
@@ -31,19 +31,43 @@ const weapon: NumberFieldSpec = { kind: 'int', min: 0, max: 7 };
 const small: NumberFieldSpec = { kind: 'int', min: 0, max: 255 };
 const ms: NumberFieldSpec = { kind: 'int', min: 0, max: 8191 };
 
+/** Each event type's parameters by name, in the order the shared code emits them (constants.ts). */
+export const FOOTSTEP_EVENT = defineEvent('footstep', { speed });
+export const JUMP_EVENT = defineEvent('jump', { speed });
+export const LAND_EVENT = defineEvent('land', { speed });
+export const WEAPON_FIRE_EVENT = defineEvent('weapon fire', { weapon, clip: small });
+export const SHOT_EVENT = defineEvent('shot', { x: eye, y: eye, z: eye, pelletAndDirection: packed });
+export const HIT_EVENT = defineEvent('hit', {
+  target: { kind: 'int', min: 0, max: 65535 },
+  box: weapon,
+  pellet: small,
+  distance,
+});
+export const IMPACT_EVENT = defineEvent('impact', { x: point, y: point, z: point, pelletAndNormal: packed });
+export const MISS_EVENT = defineEvent('miss', { pellet: small, range: { kind: 'int', min: 0, max: 16384 } });
+export const PROJECTILE_FIRED_EVENT = defineEvent('projectile fired', {
+  x: eye,
+  y: eye,
+  z: eye,
+  direction: packed,
+});
+export const RELOAD_EVENT = defineEvent('reload', { weapon, durationMs: ms });
+export const HOLSTER_EVENT = defineEvent('holster', { weapon, next: weapon });
+export const DEPLOY_EVENT = defineEvent('deploy', { weapon, durationMs: ms });
+
 const table: EventTable[number][] = [];
-table[EVENT_FOOTSTEP] = { name: 'footstep', params: [speed] };
-table[EVENT_JUMP] = { name: 'jump', params: [speed] };
-table[EVENT_LAND] = { name: 'land', params: [speed] };
-table[EVENT_WEAPON_FIRE] = { name: 'weapon fire', params: [weapon, small] };
-table[EVENT_SHOT] = { name: 'shot', params: [eye, eye, eye, packed] };
-table[EVENT_HIT] = { name: 'hit', params: [{ kind: 'int', min: 0, max: 65535 }, weapon, small, distance] };
-table[EVENT_IMPACT_WORLD] = { name: 'impact', params: [point, point, point, packed] };
-table[EVENT_MISS] = { name: 'miss', params: [small, { kind: 'int', min: 0, max: 16384 }] };
-table[EVENT_PROJECTILE_FIRED] = { name: 'projectile fired', params: [eye, eye, eye, packed] };
-table[EVENT_RELOAD] = { name: 'reload', params: [weapon, ms] };
-table[EVENT_HOLSTER] = { name: 'holster', params: [weapon, weapon] };
-table[EVENT_DEPLOY] = { name: 'deploy', params: [weapon, ms] };
+table[EVENT_FOOTSTEP] = FOOTSTEP_EVENT;
+table[EVENT_JUMP] = JUMP_EVENT;
+table[EVENT_LAND] = LAND_EVENT;
+table[EVENT_WEAPON_FIRE] = WEAPON_FIRE_EVENT;
+table[EVENT_SHOT] = SHOT_EVENT;
+table[EVENT_HIT] = HIT_EVENT;
+table[EVENT_IMPACT_WORLD] = IMPACT_EVENT;
+table[EVENT_MISS] = MISS_EVENT;
+table[EVENT_PROJECTILE_FIRED] = PROJECTILE_FIRED_EVENT;
+table[EVENT_RELOAD] = RELOAD_EVENT;
+table[EVENT_HOLSTER] = HOLSTER_EVENT;
+table[EVENT_DEPLOY] = DEPLOY_EVENT;
 
 /** The arena's event table, by event type. */
 export const ARENA_EVENTS: EventTable = Array.from({ length: table.length }, (_, i) => table[i]);

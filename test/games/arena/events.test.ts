@@ -9,9 +9,13 @@ import { BitStream } from '../../../src/protocol/bitstream.ts';
 import {
   checkEventTable,
   createWireEvent,
+  defineEvent,
   serializeWireEvent,
   WIRE_EVENT_BITS,
 } from '../../../src/protocol/frames.ts';
+
+const small = { kind: 'int', min: 0, max: 255 } as const;
+
 import { createUserCommand, quantizeUserCommand } from '../../../src/protocol/usercmd.ts';
 import { Random } from '../../../src/sim/random.ts';
 
@@ -87,7 +91,10 @@ describe('arena events on the wire', () => {
     expect(serializeWireEvent(s, e, ARENA_EVENTS)).toBe(false);
     expect(s.error).toBe('unknown event type');
     expect(() =>
-      checkEventTable([{ name: 'boom', params: [{ kind: 'float', min: 1, max: 0, precision: 1 }] }]),
-    ).toThrow(/event boom \(0\), parameter 0/);
+      checkEventTable([defineEvent('boom', { radius: { kind: 'float', min: 1, max: 0, precision: 1 } })]),
+    ).toThrow(/event boom \(0\), parameter radius/);
+    expect(() => defineEvent('wide', { a: small, b: small, c: small, d: small, e: small })).toThrow(
+      /wide: at most 4 parameters/,
+    );
   });
 });
