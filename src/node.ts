@@ -11,16 +11,13 @@ import { UdpEndpoint, type UdpEndpointOptions, udpAddress } from './net/transpor
 import { WebRtcClientEndpoint } from './net/transports/webrtc-client.ts';
 import { WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
 
+export { routeUpgrades } from './net/transports/link-server.ts';
 export { type MultiTransportOptions, MultiTransportServer } from './net/transports/multi.ts';
 export type { TransportStats } from './net/transports/queue.ts';
 export { UdpEndpoint, type UdpEndpointOptions } from './net/transports/udp.ts';
 export { WebRtcServerEndpoint, type WebRtcServerOptions } from './net/transports/webrtc.ts';
 export { WebRtcClientEndpoint } from './net/transports/webrtc-client.ts';
-export {
-  routeUpgrades,
-  WebSocketServerEndpoint,
-  type WebSocketServerOptions,
-} from './net/transports/websocket.ts';
+export { WebSocketServerEndpoint, type WebSocketServerOptions } from './net/transports/websocket.ts';
 export { WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
 
 /**

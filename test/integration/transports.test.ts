@@ -21,7 +21,7 @@ import {
 } from '../../src/net/handshake.ts';
 import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../../src/net/transport.ts';
 import { MemoryNetwork } from '../../src/net/transports/memory.ts';
-import { PipeClientEndpoint } from '../../src/net/transports/websocket-client.ts';
+import { PipeClientEndpoint } from '../../src/net/transports/pipe-client.ts';
 import { type ConnectedEndpoint, closeWebRtc, connectNode, listen } from '../../src/node.ts';
 import { DEFAULT_SERVER_CONFIG, GameServer } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';

@@ -10,7 +10,8 @@ import { NO_EVENTS } from '../../src/sim/game.ts';
 import { Random } from '../../src/sim/random.ts';
 import { runnerBot } from '../harness/bots.ts';
 import { Match } from '../harness/match.ts';
-import { mean, percentile, type Row, round, Samples, table, timed, timePerCall } from './report.ts';
+import { mean, percentile, Samples } from '../stats.ts';
+import { type Row, round, table, timed, timePerCall } from './report.ts';
 
 export interface ClientFrameOptions {
   /** Remote players each client sees (the match has one more). */
@@ -33,10 +34,10 @@ const FRAME_60_FPS_MS = 1000 / 60;
 
 function timingRow(samples: Samples): Row {
   const sorted = samples.sorted();
-  const m = mean(sorted);
+  const m = mean(sorted) ?? 0;
   return {
-    'p50 (us)': round(percentile(sorted, 0.5) * 1000, 1),
-    'p99 (us)': round(percentile(sorted, 0.99) * 1000, 1),
+    'p50 (us)': round((percentile(sorted, 0.5) ?? 0) * 1000, 1),
+    'p99 (us)': round((percentile(sorted, 0.99) ?? 0) * 1000, 1),
     'mean (us)': round(m * 1000, 1),
     'mean share of a 60 fps frame (%)': round((m / FRAME_60_FPS_MS) * 100, 2),
     samples: samples.count,

@@ -3,6 +3,7 @@
 
 import { cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import type { Samples } from '../stats.ts';
 
 /** A table row: column name (with its unit) to value. */
 export type Row = Record<string, string | number>;
@@ -30,44 +31,6 @@ export function table(title: string, rows: Record<string, Row>, notes: readonly 
 export function round(value: number, digits: number): number {
   if (!Number.isFinite(value)) return value;
   return Number(value.toFixed(digits));
-}
-
-/** The value at quantile `p` (0..1) of ascending `sorted`, 0 when empty. */
-export function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
-}
-
-/** Mean of `values`, 0 when empty. */
-export function mean(values: Float64Array): number {
-  if (values.length === 0) return 0;
-  let sum = 0;
-  for (let i = 0; i < values.length; i++) sum += values[i];
-  return sum / values.length;
-}
-
-/** Real-clock samples, milliseconds each, in a growable preallocated buffer. */
-export class Samples {
-  private data: Float64Array;
-  count = 0;
-
-  constructor(capacity = 4096) {
-    this.data = new Float64Array(capacity);
-  }
-
-  add(ms: number): void {
-    if (this.count === this.data.length) {
-      const grown = new Float64Array(this.data.length * 2);
-      grown.set(this.data);
-      this.data = grown;
-    }
-    this.data[this.count++] = ms;
-  }
-
-  /** The samples, ascending (a copy). */
-  sorted(): Float64Array {
-    return this.data.slice(0, this.count).sort();
-  }
 }
 
 /** Runs `fn` until `minMs` have passed (after a warm-up) and returns milliseconds per call. */

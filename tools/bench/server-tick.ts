@@ -6,7 +6,8 @@ import { arenaRules } from '../../games/arena/server/rules.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { Match } from '../harness/match.ts';
 import { aimBot } from '../harness/shots.ts';
-import { mean, percentile, type Row, round, Samples, table } from './report.ts';
+import { mean, percentile, Samples } from '../stats.ts';
+import { type Row, round, table } from './report.ts';
 import { CLEAN_20MS } from './scene.ts';
 
 export interface ServerTickOptions {
@@ -125,14 +126,14 @@ function measure(bots: number, o: ServerTickOptions): { row: Row; figures: TickF
   }
   match.close();
   const sorted = all.sorted();
-  const m = mean(sorted);
-  const p99 = percentile(sorted, 0.99);
+  const m = mean(sorted) ?? 0;
+  const p99 = percentile(sorted, 0.99) ?? 0;
   const perFrame = (x: number) => round(frames > 0 ? x / frames : 0, 1);
   return {
     row: {
       'measured (s)': measureMs / 1000,
       ticks,
-      'p50 (ms)': round(percentile(sorted, 0.5), 3),
+      'p50 (ms)': round(percentile(sorted, 0.5) ?? 0, 3),
       'p99 (ms)': round(p99, 3),
       'mean (ms)': round(m, 3),
       'ticks/s on one core': round(1000 / m, 0),

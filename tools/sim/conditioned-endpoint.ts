@@ -5,6 +5,7 @@
 import { LinkConditioner } from '../../src/net/conditioner.ts';
 import type { NetworkProfile } from '../../src/net/profile.ts';
 import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../../src/net/transport.ts';
+import { MinHeap } from '../../src/sim/heap.ts';
 import { Random } from '../../src/sim/random.ts';
 
 /** One datagram held back, in a pooled buffer. */
@@ -21,46 +22,6 @@ function earlier(a: Held, b: Held): boolean {
   return a.atMs < b.atMs || (a.atMs === b.atMs && a.order < b.order);
 }
 
-/** Binary min-heap of held datagrams by (atMs, order). */
-class HeldHeap {
-  private readonly items: Held[] = [];
-  size = 0;
-
-  peek(): Held | undefined {
-    return this.size > 0 ? this.items[0] : undefined;
-  }
-
-  push(item: Held): void {
-    const items = this.items;
-    let i = this.size++;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!earlier(item, items[parent])) break;
-      items[i] = items[parent];
-      i = parent;
-    }
-    items[i] = item;
-  }
-
-  pop(): Held {
-    const items = this.items;
-    const top = items[0];
-    const last = items[--this.size];
-    const n = this.size;
-    let i = 0;
-    for (;;) {
-      let child = 2 * i + 1;
-      if (child >= n) break;
-      if (child + 1 < n && earlier(items[child + 1], items[child])) child++;
-      if (!earlier(items[child], last)) break;
-      items[i] = items[child];
-      i = child;
-    }
-    if (n > 0) items[i] = last;
-    return top;
-  }
-}
-
 /**
  * Wraps `inner` with a profile. Its clock is the latest time given to setTime, pump or poll (ms
  * since the profile's time 0); sends are stamped with it. Call `pump(nowMs)` often (every
@@ -69,8 +30,8 @@ class HeldHeap {
 export class ConditionedEndpoint implements DatagramEndpoint {
   readonly up: LinkConditioner;
   readonly down: LinkConditioner;
-  private readonly outgoing = new HeldHeap();
-  private readonly incoming = new HeldHeap();
+  private readonly outgoing = new MinHeap<Held>(earlier);
+  private readonly incoming = new MinHeap<Held>(earlier);
   private readonly pool: Held[] = [];
   private clockMs = 0;
   private order = 0;
@@ -143,7 +104,7 @@ export class ConditionedEndpoint implements DatagramEndpoint {
     }
   }
 
-  private hold(heap: HeldHeap, address: string, data: Uint8Array, atMs: number): void {
+  private hold(heap: MinHeap<Held>, address: string, data: Uint8Array, atMs: number): void {
     const h = this.pool.pop() ?? new Held();
     h.bytes.set(data);
     h.length = data.length;

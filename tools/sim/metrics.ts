@@ -7,6 +7,7 @@ import type { GameClient } from '../../src/client/client.ts';
 import { LAG_COMPENSATION_MODES, type LagCompensationMode } from '../../src/server/lag-compensation.ts';
 import type { GameServer, ServerClient } from '../../src/server/server.ts';
 import type { ShotLedger } from '../harness/shots.ts';
+import { percentile, type Samples } from '../stats.ts';
 
 /** A figure: a number, or null when it has no meaning in this run (a share of nothing). */
 export type Figure = number | null;
@@ -30,30 +31,6 @@ export const REAL_CLOCK_SERIES: readonly string[] = [
   'serverTickMs.max',
 ];
 
-/** The real duration of every server update (a tick and its sends), ms, in a growing preallocated buffer. */
-export class TickTimes {
-  private buffer: Float64Array;
-  count = 0;
-
-  constructor(expected: number) {
-    this.buffer = new Float64Array(Math.min(1 << 20, Math.max(64, Math.ceil(expected))));
-  }
-
-  record(ms: number): void {
-    if (this.count === this.buffer.length) {
-      const grown = new Float64Array(this.buffer.length * 2);
-      grown.set(this.buffer);
-      this.buffer = grown;
-    }
-    this.buffer[this.count++] = ms;
-  }
-
-  /** The durations recorded from index `from` on, sorted ascending (a copy). */
-  sortedFrom(from: number): Float64Array {
-    return this.buffer.slice(from, this.count).sort();
-  }
-}
-
 /** What the metrics read. `serverClients` holds every client the server accepted, even after it left. */
 export interface SimSources {
   readonly server: GameServer<ArenaPlayerState, ArenaWorld>;
@@ -61,7 +38,7 @@ export interface SimSources {
   readonly clients: readonly GameClient<ArenaPlayerState, ArenaWorld>[];
   readonly ledger: ShotLedger;
   readonly rules: ArenaRules | null;
-  readonly tickTimes: TickTimes;
+  readonly tickTimes: Samples;
 }
 
 /** Cumulative counters at one moment. */
@@ -103,13 +80,6 @@ function createTotals(): Totals {
 
 function share(part: number, whole: number): Figure {
   return whole > 0 ? part / whole : null;
-}
-
-/** Nearest-rank percentile `p` (0..1) of `sorted` (ascending); null when empty. */
-export function percentile(sorted: ArrayLike<number>, p: number): Figure {
-  const n = sorted.length;
-  if (n === 0) return null;
-  return sorted[Math.min(n - 1, Math.max(0, Math.ceil(p * n) - 1))];
 }
 
 /** Names of the series, in the order the JSON lists them. */
@@ -181,7 +151,7 @@ export class SimMetrics {
     push('choke.share', share(choked, choked + cur.framesSent - prev.framesSent));
     push('kills', cur.kills - prev.kills);
     push('shots.aroundCorner', cur.aroundCorner - prev.aroundCorner);
-    const bucket = this.sources.tickTimes.sortedFrom(this.bucketFirstTick);
+    const bucket = this.sources.tickTimes.sorted(this.bucketFirstTick);
     push('serverTickMs.p50', percentile(bucket, 0.5));
     push('serverTickMs.p99', percentile(bucket, 0.99));
     push('serverTickMs.max', bucket.length > 0 ? bucket[bucket.length - 1] : null);
@@ -264,7 +234,7 @@ export class SimMetrics {
     f['clients.connectedAtEnd'] = connected;
     f['server.ticks'] = server.stats.ticks;
     f['server.ticksSkipped'] = server.stats.ticksSkipped;
-    const sorted = this.sources.tickTimes.sortedFrom(0);
+    const sorted = this.sources.tickTimes.sorted(0);
     let sum = 0;
     for (let i = 0; i < sorted.length; i++) sum += sorted[i];
     f['serverTickMs.p50'] = percentile(sorted, 0.5);

@@ -20,6 +20,7 @@ import { Random } from '../../src/sim/random.ts';
 import { runnerBot } from '../harness/bots.ts';
 import { type InputDriver, Match } from '../harness/match.ts';
 import { aimBot, ShotLedger } from '../harness/shots.ts';
+import { Samples } from '../stats.ts';
 import { ConditionedEndpoint } from './conditioned-endpoint.ts';
 import {
   type Figure,
@@ -27,7 +28,6 @@ import {
   REAL_CLOCK_SERIES,
   type SeriesName,
   SimMetrics,
-  TickTimes,
 } from './metrics.ts';
 import { describePlan, type SimOptionsSummary, type SimPlan } from './options.ts';
 
@@ -112,7 +112,7 @@ function createFight(plan: SimPlan): Fight {
 }
 
 /** Simulated time: the harness's Match over the memory transport and its conditioner. */
-function startMemory(plan: SimPlan, fight: Fight, tickTimes: TickTimes): Session {
+function startMemory(plan: SimPlan, fight: Fight, tickTimes: Samples): Session {
   const match = new Match(arenaGame, plan.seed, fight.serverConfig, fight.serverHooks);
   const clients: Client[] = [];
   for (let i = 0; i < plan.bots.length; i++) {
@@ -135,7 +135,7 @@ function startMemory(plan: SimPlan, fight: Fight, tickTimes: TickTimes): Session
   server.update = (nowMs: number) => {
     const t0 = performance.now();
     update(nowMs);
-    tickTimes.record(performance.now() - t0);
+    tickTimes.add(performance.now() - t0);
   };
   return {
     server,
@@ -164,7 +164,7 @@ interface UdpBot {
  * loop (the server at its tick rate, each bot at its frame rate). A bot's profile conditions its
  * socket (ConditionedEndpoint); "none" leaves the bare loopback.
  */
-async function startUdp(plan: SimPlan, fight: Fight, tickTimes: TickTimes): Promise<Session> {
+async function startUdp(plan: SimPlan, fight: Fight, tickTimes: Samples): Promise<Session> {
   const sockets: UdpEndpoint[] = [];
   const open = async () => {
     const socket = await UdpEndpoint.open({ host: '127.0.0.1', port: 0 });
@@ -183,7 +183,7 @@ async function startUdp(plan: SimPlan, fight: Fight, tickTimes: TickTimes): Prom
 async function connectUdp(
   plan: SimPlan,
   fight: Fight,
-  tickTimes: TickTimes,
+  tickTimes: Samples,
   sockets: UdpEndpoint[],
   open: () => Promise<UdpEndpoint>,
 ): Promise<Session> {
@@ -217,7 +217,7 @@ async function connectUdp(
     if (now >= nextTickMs) {
       const t0 = performance.now();
       server.update(now);
-      tickTimes.record(performance.now() - t0);
+      tickTimes.add(performance.now() - t0);
       while (nextTickMs <= now) nextTickMs += tickMs;
     }
     for (const b of bots) {
@@ -290,7 +290,7 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
   const totalMs = s.seconds * 1000;
   const bucketMs = 1000 * Math.max(1, Math.ceil(s.seconds / 300));
   const fight = createFight(plan);
-  const tickTimes = new TickTimes(s.seconds * s.tickRate * 1.1);
+  const tickTimes = new Samples(s.seconds * s.tickRate * 1.1);
   const wallStart = performance.now();
   const session =
     plan.transport === 'memory'

@@ -17,6 +17,7 @@
 // copies the bytes and allocates nothing once the pool has grown to the traffic (apart from the
 // subarray view handed to the packet handler).
 
+import { MinHeap } from '../../sim/heap.ts';
 import { Random } from '../../sim/random.ts';
 import { LinkConditioner, type LinkStats } from '../conditioner.ts';
 import type { NetworkProfile } from '../profile.ts';
@@ -58,52 +59,6 @@ class InFlight {
 
 function before(a: InFlight, b: InFlight): boolean {
   return a.deliverAtMs < b.deliverAtMs || (a.deliverAtMs === b.deliverAtMs && a.order < b.order);
-}
-
-/** Binary min-heap of datagrams by (deliverAtMs, order). */
-class DeliveryHeap {
-  private readonly items: InFlight[] = [];
-  size = 0;
-
-  peek(): InFlight {
-    return this.items[0];
-  }
-
-  push(item: InFlight): void {
-    const items = this.items;
-    let i = this.size++;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!before(item, items[parent])) break;
-      items[i] = items[parent];
-      i = parent;
-    }
-    items[i] = item;
-  }
-
-  pop(): InFlight {
-    const items = this.items;
-    const top = items[0];
-    const last = items[--this.size];
-    const n = this.size;
-    let i = 0;
-    while (true) {
-      let child = 2 * i + 1;
-      if (child >= n) break;
-      if (child + 1 < n && before(items[child + 1], items[child])) child++;
-      if (!before(items[child], last)) break;
-      items[i] = items[child];
-      i = child;
-    }
-    if (n > 0) items[i] = last;
-    return top;
-  }
-
-  /** Removes every item, handing each to `release`. */
-  drain(release: (item: InFlight) => void): void {
-    for (let i = 0; i < this.size; i++) release(this.items[i]);
-    this.size = 0;
-  }
 }
 
 /** State shared by a network and its endpoints. */
@@ -192,7 +147,7 @@ export class MemoryEndpoint implements DatagramEndpoint {
   private readonly fabric: Fabric;
   private readonly upLink: LinkConditioner | null;
   private readonly downLink: LinkConditioner | null;
-  private readonly queue = new DeliveryHeap();
+  private readonly queue = new MinHeap<InFlight>(before);
   private timeMs = 0;
   private open = true;
 
@@ -237,7 +192,7 @@ export class MemoryEndpoint implements DatagramEndpoint {
    * its delivery, so a poll at that time may deliver nothing.
    */
   get nextEventMs(): number {
-    return this.queue.size > 0 ? this.queue.peek().deliverAtMs : Number.POSITIVE_INFINITY;
+    return this.queue.size > 0 ? (this.queue.peek() as InFlight).deliverAtMs : Number.POSITIVE_INFINITY;
   }
 
   get isOpen(): boolean {
@@ -292,7 +247,7 @@ export class MemoryEndpoint implements DatagramEndpoint {
     const now = this.nowMs;
     const queue = this.queue;
     const fabric = this.fabric;
-    while (this.open && queue.size > 0 && queue.peek().deliverAtMs <= now) {
+    while (this.open && queue.size > 0 && (queue.peek() as InFlight).deliverAtMs <= now) {
       const item = queue.pop();
       if (item.crossDown) {
         this.crossDownLink(item);

@@ -7,9 +7,10 @@
 
 import http from 'node:http';
 import type { DatagramEndpoint, PacketHandler } from '../transport.ts';
+import { routeUpgrades } from './link-server.ts';
 import { UdpEndpoint, type UdpEndpointOptions } from './udp.ts';
 import { WebRtcServerEndpoint, type WebRtcServerOptions } from './webrtc.ts';
-import { routeUpgrades, WebSocketServerEndpoint, type WebSocketServerOptions } from './websocket.ts';
+import { WebSocketServerEndpoint, type WebSocketServerOptions } from './websocket.ts';
 
 export interface MultiTransportOptions {
   /** Port for HTTP (TCP) and UDP alike; 0 (the default) picks one free for both. */

@@ -14,16 +14,18 @@
 // Browser-safe: no Node module is imported; RTCPeerConnection and WebSocket are the globals
 // unless constructors are passed in.
 
-import { candidateAllowed, encodeSignal, filterSdpCandidates, parseSignal } from './signalling.ts';
 import {
   CLOSE_WAIT_MS,
-  type ClientWebSocket,
-  globalWebSocket,
   type MessagePipe,
   PipeClientEndpoint,
   type PipeClientOptions,
   type PipeClientSettings,
   pipeClientSettings,
+} from './pipe-client.ts';
+import { candidateAllowed, encodeSignal, filterSdpCandidates, parseSignal } from './signalling.ts';
+import {
+  type ClientWebSocket,
+  globalWebSocket,
   SOCKET_OPEN,
   type WebSocketConstructor,
 } from './websocket-client.ts';

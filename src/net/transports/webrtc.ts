@@ -26,6 +26,15 @@
 
 import { type DataChannel, type IceServer, PeerConnection } from 'node-datachannel';
 import type { WebSocket } from 'ws';
+import {
+  type ClientLink,
+  checkCount,
+  checkMs,
+  LINK_IDLE,
+  LINK_UNANSWERED,
+  LinkServerEndpoint,
+  type LinkServerOptions,
+} from './link-server.ts';
 import { createTransportStats, type TransportStats } from './queue.ts';
 import {
   candidateAllowed,
@@ -35,15 +44,6 @@ import {
   parseSignal,
   type SignalMessage,
 } from './signalling.ts';
-import {
-  type ClientLink,
-  checkCount,
-  checkMs,
-  LINK_IDLE,
-  LINK_UNANSWERED,
-  LinkServerEndpoint,
-  type LinkServerOptions,
-} from './websocket.ts';
 
 export type { IceServer } from 'node-datachannel';
 

@@ -2,8 +2,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { MAX_PACKET_BYTES } from '../../../src/net/transport.ts';
+import type { PipeClientEndpoint } from '../../../src/net/transports/pipe-client.ts';
 import type { TransportStats } from '../../../src/net/transports/queue.ts';
-import type { PipeClientEndpoint } from '../../../src/net/transports/websocket-client.ts';
 import { type Received, rawWebSocket, receive, until } from './loopback.ts';
 
 /** The server endpoint under test, as far as this suite looks at it. */

@@ -1,7 +1,7 @@
 // The every-transport server endpoint on 127.0.0.1: hostOf and drop go to the transport an address's prefix names.
 
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { PipeClientEndpoint } from '../../../src/net/transports/websocket-client.ts';
+import { PipeClientEndpoint } from '../../../src/net/transports/pipe-client.ts';
 import { type ConnectedEndpoint, closeWebRtc, connectNode, listen } from '../../../src/node.ts';
 import { closeAll, onCleanup, receive, until } from './loopback.ts';
 

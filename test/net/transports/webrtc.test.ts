@@ -4,6 +4,7 @@ import { RTCPeerConnection } from 'node-datachannel/polyfill';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { MAX_PACKET_BYTES } from '../../../src/net/transport.ts';
+import { routeUpgrades } from '../../../src/net/transports/link-server.ts';
 import {
   candidateAddress,
   encodeSignal,
@@ -17,7 +18,6 @@ import {
   DATA_CHANNEL_OPTIONS,
   WebRtcClientEndpoint,
 } from '../../../src/net/transports/webrtc-client.ts';
-import { routeUpgrades } from '../../../src/net/transports/websocket.ts';
 import { closeWebRtc } from '../../../src/node.ts';
 import { describeLinkServer } from './link-server.ts';
 import { closeAll, listenHttp, onCleanup, rawWebSocket, receive, until } from './loopback.ts';

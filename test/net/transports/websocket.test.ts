@@ -3,8 +3,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { MAX_PACKET_BYTES } from '../../../src/net/transport.ts';
+import { remoteHost } from '../../../src/net/transports/link-server.ts';
 import {
-  remoteHost,
   WebSocketServerEndpoint,
   type WebSocketServerOptions,
 } from '../../../src/net/transports/websocket.ts';

@@ -1,0 +1,376 @@
+// The client-link server endpoint (Node only) that the WebSocket and WebRTC servers share: a
+// bounded set of client links by address, taken from HTTP upgrades, feeding one datagram queue,
+// sent to with the same checks, and timed out by the same rules; and the HTTP upgrade routing
+// both use.
+
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type WebSocket, WebSocketServer } from 'ws';
+import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../transport.ts';
+import {
+  checkQueueCapacity,
+  DatagramQueue,
+  DEFAULT_MAX_BUFFERED_BYTES,
+  type TransportStats,
+} from './queue.ts';
+
+/** Something that may take an HTTP upgrade request: true when it did (the socket is then its own). */
+export interface UpgradeHandler {
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+}
+
+/**
+ * Routes `server`'s upgrade requests to the first handler that takes each; one nobody takes is
+ * answered 404 and its socket destroyed. Returns a function that removes the routing.
+ */
+export function routeUpgrades(server: Server, handlers: readonly UpgradeHandler[]): () => void {
+  const listener = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    for (const handler of handlers) if (handler.handleUpgrade(request, socket, head)) return;
+    refuseUpgrade(socket, 404, 'Not Found');
+  };
+  server.on('upgrade', listener);
+  return () => {
+    server.off('upgrade', listener);
+  };
+}
+
+/** Answers an upgrade request with an HTTP error and closes its socket. */
+export function refuseUpgrade(socket: Duplex, status: number, text: string): void {
+  if (socket.writable)
+    socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  socket.destroy();
+}
+
+/** The path of a request URL (what precedes any "?"). */
+export function requestPath(request: IncomingMessage): string {
+  const url = request.url ?? '';
+  const query = url.indexOf('?');
+  return query < 0 ? url : url.slice(0, query);
+}
+
+/** Checks that `value` is a positive integer; names `field` otherwise. */
+export function checkCount(where: string, field: string, value: number): void {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`${where}: ${field} must be a positive integer, got ${value}`);
+  }
+}
+
+/** Checks that `value` is a positive finite number of milliseconds; names `field` otherwise. */
+export function checkMs(where: string, field: string, value: number): void {
+  if (!(value > 0) || !Number.isFinite(value)) {
+    throw new RangeError(`${where}: ${field} must be a positive finite number of ms, got ${value}`);
+  }
+}
+
+/**
+ * The host a remote socket address names, as bans and per-host limits key it: an IPv4-mapped
+ * IPv6 address ("::ffff:203.0.113.9", what a dual-stack listener reports) as plain IPv4; an
+ * unknown address as "".
+ */
+export function remoteHost(address: string | undefined): string {
+  if (address === undefined) return '';
+  if (address.startsWith('::ffff:') && address.includes('.', 7)) return address.slice(7);
+  return address;
+}
+
+/** How often poll() looks for links to time out, ms of engine time. */
+export const SWEEP_INTERVAL_MS = 250;
+
+/** One client's datagram link on a server endpoint with a socket per client (a WebSocket, or a WebRTC data channel). */
+export interface ClientLink {
+  /** "prefix:N", never reused. */
+  readonly address: string;
+  /** The remote IP address its WebSocket came from (see remoteHost). */
+  readonly host: string;
+  /** Engine time the link began carrying datagrams (NaN until the first poll after). */
+  linkOpenedMs: number;
+  /** Engine time of the newest datagram from it (NaN until one arrived, or the first sweep). */
+  lastReceivedMs: number;
+  /** The engine has sent it a datagram: it passed the engine's first check (a valid connection request). */
+  answered: boolean;
+  /** True while datagrams can go out on it. */
+  writable(): boolean;
+  /** Bytes waiting to go out on it. */
+  bufferedAmount(): number;
+  /** Sends one datagram, copying its bytes; false (or a throw) when the network refused it. */
+  write(data: Uint8Array): boolean;
+}
+
+/** What LinkServerEndpoint.expiry() finds: the link may live, or why it must close. */
+export const LINK_ALIVE = 0;
+export const LINK_UNANSWERED = 1;
+export const LINK_IDLE = 2;
+export type LinkExpiry = typeof LINK_ALIVE | typeof LINK_UNANSWERED | typeof LINK_IDLE;
+
+/** The options both socket-per-client server endpoints (WebSocket, WebRTC) take. */
+export interface LinkServerOptions {
+  /** URL path the WebSocket is upgraded on (default: the endpoint's). */
+  path?: string;
+  /** A link the engine has sent nothing to this long after it opened is closed (default 5000). */
+  answerTimeoutMs?: number;
+  /** A link silent this long is closed (default 30 000). */
+  idleTimeoutMs?: number;
+  /** Received datagrams held between polls (default 4096). */
+  queueCapacity?: number;
+  /** Bytes a link may have waiting to go out before a send to it is dropped (default 256 KB). */
+  maxBufferedBytes?: number;
+}
+
+/** What a LinkServerEndpoint is, beyond its options. */
+export interface LinkServerSetup {
+  /** The endpoint's name, for errors. */
+  where: string;
+  /** Links get the addresses "prefix:1", "prefix:2", ...; the endpoint's own address is "prefix". */
+  prefix: string;
+  defaultPath: string;
+  /** The endpoint's options that bound its links, in all and from one host (for errors), and their values. */
+  maxLinksOption: string;
+  maxLinks: number;
+  maxPerHostOption: string;
+  maxPerHost: number;
+  /** Largest message the upgraded WebSockets accept: a bigger one is an error that closes its socket. */
+  maxPayload: number;
+}
+
+/**
+ * What the WebSocket and WebRTC server endpoints share: client links by address (at most
+ * maxLinks, counting upgrades in progress and links still closing, and at most maxPerHost from
+ * one remote IP address, counting its upgrades in progress), taken from WebSocket upgrades on one path, feeding one datagram queue, sent to with the same checks, timed out
+ * by the same rules on engine time, and dropped by the engine the same way (hostOf, drop). A subclass accepts each upgraded WebSocket (making its link),
+ * sweeps its links when poll() says, and closes them.
+ */
+export abstract class LinkServerEndpoint<L extends ClientLink, S extends TransportStats>
+  implements DatagramEndpoint, UpgradeHandler
+{
+  readonly address: string;
+  readonly path: string;
+  readonly stats: S;
+  /** The links, signalling or open, by address. */
+  protected readonly links = new Map<string, L>();
+  /** Engine time: the newest finite time given to poll() (NaN before the first). */
+  protected nowMs = Number.NaN;
+  /** False once shut() was called. */
+  protected open = true;
+  private readonly prefix: string;
+  private readonly maxLinks: number;
+  private readonly maxPerHost: number;
+  /** Links and upgrades in progress by remote IP address (no entry: none). */
+  private readonly perHost = new Map<string, number>();
+  private readonly answerTimeoutMs: number;
+  private readonly idleTimeoutMs: number;
+  private readonly maxBufferedBytes: number;
+  private readonly queue: DatagramQueue;
+  private readonly wss: WebSocketServer;
+  private upgrading = 0;
+  private nextId = 1;
+  private nextSweepMs = Number.NEGATIVE_INFINITY;
+
+  /** Throws a RangeError naming the bad option. */
+  protected constructor(setup: LinkServerSetup, options: LinkServerOptions, stats: S) {
+    const where = setup.where;
+    this.prefix = setup.prefix;
+    this.address = setup.prefix;
+    this.path = options.path ?? setup.defaultPath;
+    if (!this.path.startsWith('/'))
+      throw new RangeError(`${where}: path must start with "/", got ${this.path}`);
+    this.maxLinks = setup.maxLinks;
+    this.maxPerHost = setup.maxPerHost;
+    this.answerTimeoutMs = options.answerTimeoutMs ?? 5000;
+    this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
+    this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
+    const queueCapacity = options.queueCapacity ?? 4096;
+    checkCount(where, setup.maxLinksOption, this.maxLinks);
+    checkCount(where, setup.maxPerHostOption, this.maxPerHost);
+    checkMs(where, 'answerTimeoutMs', this.answerTimeoutMs);
+    checkMs(where, 'idleTimeoutMs', this.idleTimeoutMs);
+    checkCount(where, 'maxBufferedBytes', this.maxBufferedBytes);
+    checkQueueCapacity(where, queueCapacity);
+    this.stats = stats;
+    this.queue = new DatagramQueue(queueCapacity, stats);
+    this.wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: setup.maxPayload,
+      clientTracking: false,
+      perMessageDeflate: false,
+    });
+  }
+
+  /**
+   * Takes an upgrade request on this endpoint's path: refused (and counted) with 503 when the
+   * endpoint is closed or when its links, those still closing and the upgrades in progress
+   * reach maxLinks, with 429 when the request's host already has maxPerHost; else upgraded and
+   * accepted. False (untouched) for another path.
+   */
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    if (requestPath(request) !== this.path) return false;
+    if (!this.open || this.links.size + this.closingCount() + this.upgrading >= this.maxLinks) {
+      this.countRefused();
+      refuseUpgrade(socket, 503, 'Service Unavailable');
+      return true;
+    }
+    const host = remoteHost(request.socket.remoteAddress);
+    const fromHost = this.perHost.get(host) ?? 0;
+    if (fromHost >= this.maxPerHost) {
+      this.countRefused();
+      refuseUpgrade(socket, 429, 'Too Many Requests');
+      return true;
+    }
+    this.perHost.set(host, fromHost + 1);
+    this.upgrading++;
+    let done = false;
+    const finish = (accepted: boolean) => {
+      if (done) return;
+      done = true;
+      this.upgrading--;
+      if (!accepted) this.releaseHost(host);
+    };
+    socket.once('close', () => finish(false));
+    this.wss.handleUpgrade(request, socket, head, (ws) => {
+      finish(this.open);
+      if (this.open) this.accept(ws, host);
+      else ws.terminate();
+    });
+    return true;
+  }
+
+  /**
+   * Sends one datagram to the link at `to` (copying the bytes). Dropped and counted when over
+   * MAX_PACKET_BYTES, when `to` is not an open link, or when the link already has more than
+   * maxBufferedBytes waiting or refuses it; ignored after close(). A datagram sent marks the
+   * link answered.
+   */
+  send(to: string, data: Uint8Array): void {
+    if (!this.open) return;
+    const length = data.length;
+    if (length > MAX_PACKET_BYTES) {
+      this.stats.droppedOversize++;
+      return;
+    }
+    const link = this.links.get(to);
+    if (link === undefined || !link.writable()) {
+      this.stats.droppedNoRoute++;
+      return;
+    }
+    try {
+      if (link.bufferedAmount() > this.maxBufferedBytes || !link.write(data)) {
+        this.stats.sendErrors++;
+        return;
+      }
+    } catch {
+      this.stats.sendErrors++;
+      return;
+    }
+    link.answered = true;
+    this.stats.packetsSent++;
+    this.stats.bytesSent += length;
+  }
+
+  /**
+   * Delivers every datagram received since the last poll, in arrival order, then closes links
+   * past their timeouts (swept every SWEEP_INTERVAL_MS of `nowMs`; engine time never goes back).
+   */
+  poll(nowMs: number, onPacket: PacketHandler): void {
+    if (!this.open) return;
+    if (Number.isFinite(nowMs) && !(nowMs <= this.nowMs)) this.nowMs = nowMs;
+    this.queue.drain(onPacket);
+    if (this.nowMs >= this.nextSweepMs) {
+      this.nextSweepMs = this.nowMs + SWEEP_INTERVAL_MS;
+      this.sweep(this.nowMs);
+    }
+  }
+
+  /**
+   * The network host behind the link at `address`: "prefix:IP", the remote address its
+   * WebSocket came from; null when no link has that address (never had, or no longer has).
+   */
+  hostOf(address: string): string | null {
+    const link = this.links.get(address);
+    return link === undefined ? null : `${this.prefix}:${link.host}`;
+  }
+
+  /**
+   * The engine is done with the link at `address`: it is forgotten at once (sends to it are
+   * dropped, it no longer counts against its host or the link limit) and closed once what was
+   * already sent to it has gone out (see each endpoint); counted in closedDropped. Nothing for
+   * an address with no link, or after close().
+   */
+  drop(address: string): void {
+    if (!this.open) return;
+    const link = this.links.get(address);
+    if (link !== undefined) this.dismiss(link);
+  }
+
+  /** Closes every link and resolves once all are closed (see each endpoint). Idempotent. */
+  abstract close(): Promise<void>;
+
+  /** Forgets `link` at once, counts it in closedDropped, and closes it after what was sent to it (drop()). */
+  protected abstract dismiss(link: L): void;
+
+  /** Makes a link of a WebSocket upgraded from `host` (only called while open). */
+  protected abstract accept(ws: WebSocket, host: string): void;
+
+  /** Closes the links past their timeouts at `nowMs` (see expiry()). */
+  protected abstract sweep(nowMs: number): void;
+
+  /** Counts an upgrade refused for want of room. */
+  protected abstract countRefused(): void;
+
+  /** Links forgotten but still closing, which still take room (none by default). */
+  protected closingCount(): number {
+    return 0;
+  }
+
+  /** The address for a new link: "prefix:N", N never reused. */
+  protected nextAddress(): string {
+    return `${this.prefix}:${this.nextId++}`;
+  }
+
+  /**
+   * Removes `link` (if it is still the one at its address): sends to it are dropped from now on,
+   * and it no longer counts against its host.
+   */
+  protected forget(link: L): void {
+    if (this.links.get(link.address) !== link) return;
+    this.links.delete(link.address);
+    this.releaseHost(link.host);
+  }
+
+  /** Queues one datagram received on `link` (dropped and counted when oversize or the queue is full) and notes the time. */
+  protected receive(link: L, data: Uint8Array): void {
+    link.lastReceivedMs = this.nowMs;
+    this.queue.push(link.address, data);
+  }
+
+  /**
+   * Whether `link` may live at `nowMs`: LINK_UNANSWERED when the engine has sent it nothing
+   * within answerTimeoutMs of its opening, LINK_IDLE when it has been silent for idleTimeoutMs.
+   * Times still unknown (NaN) are taken as `nowMs`.
+   */
+  protected expiry(link: L, nowMs: number): LinkExpiry {
+    if (Number.isNaN(link.linkOpenedMs)) link.linkOpenedMs = nowMs;
+    if (Number.isNaN(link.lastReceivedMs)) link.lastReceivedMs = link.linkOpenedMs;
+    if (!link.answered && nowMs - link.linkOpenedMs > this.answerTimeoutMs) return LINK_UNANSWERED;
+    if (nowMs - link.lastReceivedMs > this.idleTimeoutMs) return LINK_IDLE;
+    return LINK_ALIVE;
+  }
+
+  /** Refuses new links, stops sending and delivering, and discards what is queued: the first step of close(). */
+  protected shut(): void {
+    this.open = false;
+    this.queue.clear();
+  }
+
+  private releaseHost(host: string): void {
+    const count = (this.perHost.get(host) ?? 0) - 1;
+    if (count > 0) this.perHost.set(host, count);
+    else this.perHost.delete(host);
+  }
+
+  /** Closes the WebSocket server (once the links' sockets are closed); resolves when done. */
+  protected closeServer(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.wss.close(() => resolve());
+    });
+  }
+}
