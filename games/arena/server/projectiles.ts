@@ -3,8 +3,8 @@
 // they live in the server's present. Optionally a new projectile is advanced by part of its
 // shooter's latency, so it starts closer to where the shooter's screen put it.
 
-import type { GameServer, ServerClient } from '../../../src/server/server.ts';
-import { vec3 } from '../../../src/sim/math.ts';
+import type { GameServer, ServerClient } from 'backstep/server';
+import { vec3 } from 'backstep/sim';
 import { EVENT_PROJECTILE_FIRED, WEAPON_LAUNCHER } from '../shared/constants.ts';
 import { PROJECTILE_ENTITY, PROJECTILE_ENTITY_TYPE } from '../shared/entities.ts';
 import type { ArenaPlayerState, ArenaWorld } from '../shared/game.ts';

@@ -1,9 +1,7 @@
 // The arena's server-side rules: damage from the hits the shared weapon code reports in the run
 // that counts (lag compensated), the launcher's projectiles, deaths, and respawning after a delay.
 
-import type { EventCapture } from '../../../src/server/events.ts';
-import type { ServerHooks } from '../../../src/server/hooks.ts';
-import type { GameServer, ServerClient } from '../../../src/server/server.ts';
+import type { EventCapture, GameServer, ServerClient, ServerHooks } from 'backstep/server';
 import { EVENT_HIT, EVENT_WEAPON_FIRE } from '../shared/constants.ts';
 import { HIT_EVENT, WEAPON_FIRE_EVENT } from '../shared/events.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../shared/game.ts';

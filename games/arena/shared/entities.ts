@@ -1,15 +1,10 @@
 // The arena's replicated entity types (what other clients see of a player, as a field table
 // ordered by how often each field changes), and how a player entity becomes a hit target.
 
-import {
-  defineEntityType,
-  defineGameSchema,
-  type FieldTable,
-  typeIdOf,
-} from '../../../src/protocol/schema.ts';
-import type { UserCommand } from '../../../src/protocol/usercmd.ts';
-import type { HitscanDefinition } from '../../../src/sim/game.ts';
-import { dcos, dsin, type Vec3 } from '../../../src/sim/math.ts';
+import type { UserCommand } from 'backstep/protocol';
+import { defineEntityType, defineGameSchema, type FieldTable, typeIdOf } from 'backstep/protocol';
+import type { HitscanDefinition } from 'backstep/sim';
+import { dcos, dsin, type Vec3 } from 'backstep/sim';
 import { ANGLE_BITS, BUTTON_ATTACK, ORIGIN_LIMIT, ORIGIN_PRECISION, WEAPON_COUNT } from './constants.ts';
 import { HITBOX_COUNT, type HitTarget, hitboxBounds, viewHeight } from './hitboxes.ts';
 import type { ArenaPlayerState, ArenaWorld } from './player.ts';

@@ -1,8 +1,8 @@
 // How the arena's effect events travel: each type's parameters at the precision the code that
 // emits them already uses (see constants.ts for what each parameter means).
 
-import { defineEvent, type EventTable } from '../../../src/protocol/frames.ts';
-import type { NumberFieldSpec } from '../../../src/protocol/schema.ts';
+import type { NumberFieldSpec } from 'backstep/protocol';
+import { defineEvent, type EventTable } from 'backstep/protocol';
 import {
   EVENT_DEPLOY,
   EVENT_FOOTSTEP,

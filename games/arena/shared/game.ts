@@ -1,6 +1,6 @@
 // The arena as the engine sees it: its player definition, the world it plays in, where players spawn, and what others see of a player.
 
-import type { GameDefinition } from '../../../src/sim/game.ts';
+import type { GameDefinition } from 'backstep/sim';
 import { ARENA_SCHEMA, arenaHitscan, PLAYER_ENTITY_TYPE, writePlayerEntity } from './entities.ts';
 import { ARENA_EVENTS } from './events.ts';
 import { ARENA_LEVEL } from './level.ts';

@@ -12,8 +12,8 @@
 //   | LEGS | +-12, +-12; 0 .. 30       | +-14, +-14; 0 .. 12       |
 //   +------+---------------------------+---------------------------+
 
-import type { Vec3 } from '../../../src/sim/math.ts';
-import { vec3 } from '../../../src/sim/math.ts';
+import type { Vec3 } from 'backstep/sim';
+import { vec3 } from 'backstep/sim';
 import {
   PLAYER_DUCK_EYE_HEIGHT,
   PLAYER_DUCK_HEIGHT,

@@ -1,6 +1,6 @@
 // The level description: every solid is a convex brush (a set of planes), plus spawn points; and the example arena.
 
-import { type Vec3, vec3 } from '../../../src/sim/math.ts';
+import { type Vec3, vec3 } from 'backstep/sim';
 import { ORIGIN_LIMIT } from './constants.ts';
 
 /**

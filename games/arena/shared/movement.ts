@@ -6,10 +6,19 @@
 // groundTrace runs again from where the player now stands. Only IEEE-exact arithmetic and the
 // engine's dsin/dcos are used, and nothing is allocated.
 
-import { quantize, quantizeAngle } from '../../../src/protocol/bitstream.ts';
-import type { UserCommand } from '../../../src/protocol/usercmd.ts';
-import { type GameEventSink, NO_EVENTS, type TraceWorld } from '../../../src/sim/game.ts';
-import { copyVec3, dcos, dot, dsin, type Vec3, vec3 } from '../../../src/sim/math.ts';
+import type { UserCommand } from 'backstep/protocol';
+import { quantize, quantizeAngle } from 'backstep/protocol';
+import {
+  copyVec3,
+  dcos,
+  dot,
+  dsin,
+  type GameEventSink,
+  NO_EVENTS,
+  type TraceWorld,
+  type Vec3,
+  vec3,
+} from 'backstep/sim';
 import {
   ACCELERATE,
   AIR_ACCELERATE,

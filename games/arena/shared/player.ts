@@ -23,10 +23,8 @@
 //
 // What other clients see of a player is the "player" entity type: PLAYER_ENTITY in entities.ts.
 
-import type { BitStream } from '../../../src/protocol/bitstream.ts';
-import type { UserCommand } from '../../../src/protocol/usercmd.ts';
-import type { GameEventSink, PlayerDefinition, TraceResult } from '../../../src/sim/game.ts';
-import type { Vec3 } from '../../../src/sim/math.ts';
+import type { BitStream, UserCommand } from 'backstep/protocol';
+import type { GameEventSink, PlayerDefinition, TraceResult, Vec3 } from 'backstep/sim';
 import {
   ANGLE_BITS,
   CLIP_LIMIT,

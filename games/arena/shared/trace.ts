@@ -1,7 +1,7 @@
 // Box sweep against a level's convex brushes (a Quake-style trace): the collision query shared movement uses.
 
-import type { TraceResult } from '../../../src/sim/game.ts';
-import { type Vec3, vec3 } from '../../../src/sim/math.ts';
+import type { TraceResult } from 'backstep/sim';
+import { type Vec3, vec3 } from 'backstep/sim';
 import type { Brush, Level } from './level.ts';
 
 /**

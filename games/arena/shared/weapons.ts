@@ -18,11 +18,10 @@
 // (.., 2 * pellet + 1), so both sides fire the same pellets. Deterministic (IEEE-exact arithmetic
 // and dsin/dcos only) and allocation-free.
 
-import { quantize } from '../../../src/protocol/bitstream.ts';
-import type { UserCommand } from '../../../src/protocol/usercmd.ts';
-import type { GameEventSink, TraceWorld } from '../../../src/sim/game.ts';
-import { angleVectors, dcos, dsin, type Vec3, vec3 } from '../../../src/sim/math.ts';
-import { sharedRandom } from '../../../src/sim/random.ts';
+import type { UserCommand } from 'backstep/protocol';
+import { quantize } from 'backstep/protocol';
+import type { GameEventSink, TraceWorld } from 'backstep/sim';
+import { angleVectors, dcos, dsin, sharedRandom, type Vec3, vec3 } from 'backstep/sim';
 import {
   BUTTON_ATTACK,
   BUTTON_RELOAD,
