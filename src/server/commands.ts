@@ -54,6 +54,8 @@ export interface CommandStats {
 }
 
 const QUEUE_SIZE = 256;
+/** The most commands one packet's claimed start can mark as never coming. */
+export const MAX_LOST_PER_CLAIM = QUEUE_SIZE / 2;
 
 /**
  * Queues a client's commands as packets bring them (each packet repeats the unacknowledged
@@ -101,10 +103,12 @@ export class CommandQueue {
   receive(cmd: UserCommand, firstInPacket: boolean): void {
     const seq = cmd.sequence;
     // Each packet starts at the oldest command the client has not seen acknowledged, so any
-    // command before it that is not here by now never will be: it is skipped when reached (at
-    // most half a queue at a time, so a forged far-ahead number costs nothing).
+    // command before it that is not here by now never will be: it is skipped when reached, at
+    // most half a queue at a time. A client whose commands ran past the window (sent faster than
+    // the server runs them) is carried on that way; a packet claiming a far-ahead start costs at
+    // most that half queue (MAX_LOST_PER_CLAIM).
     if (firstInPacket && seq > this.lostBelow)
-      this.lostBelow = Math.min(seq, this.lastDone + QUEUE_SIZE / 2 + 1);
+      this.lostBelow = Math.min(seq, this.lastDone + MAX_LOST_PER_CLAIM + 1);
     if (seq - this.lastDone > QUEUE_SIZE / 2) {
       this.stats.tooFarAhead++;
       return;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createUserCommand, type UserCommand } from '../../src/protocol/usercmd.ts';
-import { CommandQueue, sanitize } from '../../src/server/commands.ts';
+import { CommandQueue, MAX_LOST_PER_CLAIM, sanitize } from '../../src/server/commands.ts';
 
 function cmd(sequence: number, msec = 16): UserCommand {
   const c = createUserCommand();
@@ -127,6 +127,27 @@ describe('CommandQueue', () => {
     q.receive(cmd(1_000_000), true);
     expect(q.stats.tooFarAhead).toBe(1);
     expect(drain(q)).toEqual([]);
+  });
+
+  it('a claimed packet start costs exactly the commands it claims, and a far-ahead one at most half the queue', () => {
+    const q = queue(100_000);
+    q.addRealTime(100_000);
+    for (let s = 1; s <= 10; s++) q.receive(cmd(s), s === 1);
+    expect(drain(q)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // Within the window, a packet starting at 30 says 11..29 will never come: exactly 19 lost.
+    q.receive(cmd(30), true);
+    expect(drain(q)).toEqual([30]);
+    expect(q.stats.lost).toBe(19);
+    // Far ahead, first in its packet: refused, and 31..30+MAX_LOST_PER_CLAIM marked lost, no more.
+    q.receive(cmd(1_000_000), true);
+    expect(q.stats.tooFarAhead).toBe(1);
+    expect(drain(q)).toEqual([]);
+    expect(q.stats.lost).toBe(19 + MAX_LOST_PER_CLAIM);
+    q.receive(cmd(31 + MAX_LOST_PER_CLAIM), false);
+    q.receive(cmd(32 + MAX_LOST_PER_CLAIM), false);
+    expect(drain(q)).toEqual([31 + MAX_LOST_PER_CLAIM, 32 + MAX_LOST_PER_CLAIM]);
+    expect(q.stats.lost).toBe(19 + MAX_LOST_PER_CLAIM);
+    expect(q.stats.executed).toBe(13);
   });
 });
 

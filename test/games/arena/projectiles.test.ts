@@ -2,19 +2,85 @@
 // players and the level, damage by distance, and can start advanced by the shooter's latency.
 
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_PROJECTILE_CONFIG } from '../../../games/arena/server/projectiles.ts';
 import { arenaRules } from '../../../games/arena/server/rules.ts';
-import { PROJECTILE_ENTITY_TYPE } from '../../../games/arena/shared/entities.ts';
+import { EVENT_PROJECTILE_FIRED, WEAPON_LAUNCHER } from '../../../games/arena/shared/constants.ts';
+import { PROJECTILE_ENTITY, PROJECTILE_ENTITY_TYPE } from '../../../games/arena/shared/entities.ts';
+import { PROJECTILE_FIRED_EVENT } from '../../../games/arena/shared/events.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../../games/arena/shared/game.ts';
+import { unpackUnitVector, WEAPONS } from '../../../games/arena/shared/weapons.ts';
 import type { GameClient } from '../../../src/client/client.ts';
 import { parseProfile } from '../../../src/net/profile.ts';
+import { wireEventParam } from '../../../src/protocol/frames.ts';
+import { combineHooks, type ServerHooks } from '../../../src/server/hooks.ts';
+import { vec3 } from '../../../src/sim/math.ts';
 import { Match } from '../../../tools/harness/match.ts';
 import { aimBot } from '../../../tools/harness/shots.ts';
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
 
+/**
+ * How far ahead each projectile started, measured: after the tick that fired it, where its
+ * entity is along the ray of its PROJECTILE_FIRED event gives its time in flight, of which one
+ * tick is the tick's own step; the rest is the advance. Beside it, the owner's round trip then.
+ */
+interface Launch {
+  advanceMs: number;
+  rttMs: number;
+}
+
+/** Server hooks that measure launches, and count deaths and respawns. */
+function watch(
+  launches: Launch[],
+  lives: { deaths: number; respawns: number },
+): ServerHooks<ArenaPlayerState, ArenaWorld> {
+  let cursor = 0;
+  const dead: boolean[] = [];
+  const dir = vec3();
+  const speed = WEAPONS[WEAPON_LAUNCHER].projectileSpeed;
+  const { x: X, y: Y, z: Z } = PROJECTILE_ENTITY.index;
+  const AT = PROJECTILE_FIRED_EVENT.index;
+  return {
+    onTick: (server) => {
+      const log = server.events;
+      for (cursor = Math.max(cursor, log.tail); cursor < log.head; cursor++) {
+        const e = log.at(cursor);
+        const owner = server.clients[e.source];
+        if (e.type !== EVENT_PROJECTILE_FIRED || owner === null || owner === undefined) continue;
+        unpackUnitVector(wireEventParam(e, AT.direction), 12, dir);
+        // The live projectile lying on this ray (within a unit of it), nearest its start.
+        let best = Number.POSITIVE_INFINITY;
+        for (let k = 0; k < server.entities.maxEntities; k++) {
+          if (!server.entities.isAlive(k) || server.entities.typeIdAt(k) !== PROJECTILE_ENTITY_TYPE) continue;
+          const dx = (server.entities.getField(k, X) as number) - wireEventParam(e, AT.x);
+          const dy = (server.entities.getField(k, Y) as number) - wireEventParam(e, AT.y);
+          const dz = (server.entities.getField(k, Z) as number) - wireEventParam(e, AT.z);
+          const along = dx * dir.x + dy * dir.y + dz * dir.z;
+          const off2 = dx * dx + dy * dy + dz * dz - along * along;
+          if (along >= 0 && off2 < 1 && along < best) best = along;
+        }
+        if (best === Number.POSITIVE_INFINITY) continue; // exploded before its first tick ended
+        launches.push({
+          advanceMs: (best / speed) * 1000 - server.tickIntervalMs,
+          rttMs: owner.channel.stats.rttMs,
+        });
+      }
+      for (const c of server.clients) {
+        if (c === null) continue;
+        const isDead = c.state.health <= 0;
+        if (isDead && dead[c.slot] !== true) lives.deaths++;
+        if (!isDead && dead[c.slot] === true) lives.respawns++;
+        dead[c.slot] = isDead;
+      }
+    },
+  };
+}
+
 function launcherFight(seed: number, latencyAdvance: number) {
   const rules = arenaRules({ respawnMs: 1000, projectiles: { latencyAdvance } });
-  const match = new Match(arenaGame, seed, {}, rules);
+  const launches: Launch[] = [];
+  const lives = { deaths: 0, respawns: 0 };
+  const match = new Match(arenaGame, seed, {}, combineHooks(rules, watch(launches, lives)));
   const profile = parseProfile({ name: 'rtt200', latencyMs: 100, jitterMs: 10 });
   let seenProjectiles = 0;
   const clients: Client[] = [];
@@ -40,14 +106,14 @@ function launcherFight(seed: number, latencyAdvance: number) {
     clients.push(client);
   }
   match.run(30_000);
-  return { match, rules, seenProjectiles: () => seenProjectiles };
+  return { match, rules, launches, lives, seenProjectiles: () => seenProjectiles };
 }
 
 describe('launcher projectiles', () => {
   it('fly as entities, explode and damage, and players respawn', () => {
     const seed = 41;
     const msg = `seed ${seed}`;
-    const { match, rules, seenProjectiles } = launcherFight(seed, 0);
+    const { match, rules, lives, seenProjectiles } = launcherFight(seed, 0);
     const p = rules.projectiles;
     expect(p.fired, msg).toBeGreaterThan(40);
     expect(p.exploded, msg).toBeGreaterThan(p.fired * 0.8);
@@ -61,18 +127,28 @@ describe('launcher projectiles', () => {
         live++;
     }
     expect(live, msg).toBeLessThan(20);
-    for (const c of match.server.clients) if (c) expect(c.state.health, msg).toBeGreaterThanOrEqual(0);
+    // Every player who died came back within the respawn time, but those who died in the last second.
+    expect(lives.deaths, msg).toBeGreaterThan(0);
+    expect(lives.respawns, msg).toBeGreaterThanOrEqual(lives.deaths - 4);
+    expect(lives.respawns, msg).toBeLessThanOrEqual(lives.deaths);
     match.close();
   });
 
-  it('a projectile advanced by the shooter latency spends less time in flight', () => {
+  it('a projectile starts advanced by half its shooter round trip (capped), measured where it is', () => {
     const seed = 42;
-    const plain = launcherFight(seed, 0);
-    const advanced = launcherFight(seed, 1);
     const msg = `seed ${seed}`;
-    // Same fight inputs; advanced projectiles are seen in fewer snapshots per shot.
-    const perShot = (r: typeof plain) => r.seenProjectiles() / r.rules.projectiles.fired;
-    expect(perShot(advanced), msg).toBeLessThan(perShot(plain));
+    const plain = launcherFight(seed, 0);
+    expect(plain.launches.length, msg).toBeGreaterThan(20);
+    for (const l of plain.launches) expect(Math.abs(l.advanceMs), msg).toBeLessThan(0.5);
+    const advanced = launcherFight(seed, 1);
+    expect(advanced.launches.length, msg).toBeGreaterThan(20);
+    const cap = DEFAULT_PROJECTILE_CONFIG.maxAdvanceMs;
+    for (const l of advanced.launches) {
+      // Positions travel at 1/32 unit: a fraction of a millisecond of flight.
+      expect(Math.abs(l.advanceMs - Math.min(cap, l.rttMs / 2)), `${msg} rtt ${l.rttMs}`).toBeLessThan(0.5);
+    }
+    // 200 ms round trips: half of one is at the cap, and the cap is what they got.
+    expect(Math.min(...advanced.launches.map((l) => l.advanceMs)), msg).toBeGreaterThan(cap - 0.5);
     plain.match.close();
     advanced.match.close();
   });
