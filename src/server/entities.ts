@@ -18,7 +18,7 @@ export interface EntityStoreConfig {
   interest: Partial<InterestConfig>;
 }
 
-export const DEFAULT_ENTITY_STORE_CONFIG: EntityStoreConfig = { historyTicks: 128, interest: {} };
+export const DEFAULT_ENTITY_STORE_CONFIG: EntityStoreConfig = { historyTicks: 256, interest: {} };
 
 /** The committed world at one tick: which slots were alive, their type, parity and values. */
 export interface HistorySlot {

@@ -19,7 +19,7 @@ import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
 import { SequenceBuffer } from '../sim/ring.ts';
 import { FramePacing, FrameWriter } from './client-frames.ts';
 import { CommandQueue, type CommandStats } from './commands.ts';
-import { EntityStore } from './entities.ts';
+import { DEFAULT_ENTITY_STORE_CONFIG, EntityStore } from './entities.ts';
 import { EventCapture, EventLog } from './events.ts';
 import type { ServerHooks } from './hooks.ts';
 import { type LagCompensationConfig, type LagCompensationMode, LagCompensator } from './lag-compensation.ts';
@@ -93,7 +93,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   maxHandshakesPerSecond: 2000,
   defaultUpdateRate: 32,
   defaultRateBytesPerSecond: 80_000,
-  entityHistoryTicks: 256,
+  entityHistoryTicks: DEFAULT_ENTITY_STORE_CONFIG.historyTicks,
   snapshots: {},
   eventRadius: 2000,
   eventBudgetShare: 0.25,

@@ -2,13 +2,13 @@
 // 25% duplicates, reordering) for 2,000 simulated seconds: reliable delivery, RTT and loss.
 
 import { describe, expect, it } from 'vitest';
-import { PacketChannel } from '../../src/net/channel.ts';
+import { DEFAULT_PROTOCOL_ID, PacketChannel } from '../../src/net/channel.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import { MemoryNetwork } from '../../src/net/transports/memory.ts';
 import type { BitStream } from '../../src/protocol/bitstream.ts';
 import { Random, sharedRandom } from '../../src/sim/random.ts';
 
-const PROTOCOL_ID = 0x42535450;
+const PROTOCOL_ID = DEFAULT_PROTOCOL_ID;
 const SEED = Number(process.env.BACKSTEP_SEED ?? 20240611);
 const DURATION_MS = 2_000_000;
 const WARMUP_MS = 20_000;
