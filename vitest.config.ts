@@ -1,6 +1,13 @@
+import { defaultClientConditions, defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
+// The repository runs the engine from its sources: `backstep/...` (the games' imports) resolves
+// through package.json's `backstep-source` condition to src/, so nothing needs building first.
+const SOURCE = 'backstep-source';
+
 export default defineConfig({
+  resolve: { conditions: [SOURCE, ...defaultClientConditions] },
+  ssr: { resolve: { conditions: [SOURCE, ...defaultServerConditions] } },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 120_000,

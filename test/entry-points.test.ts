@@ -105,14 +105,19 @@ function describeBare(r: Reach): string {
 
 describe('package entry points', () => {
   const pkg = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as {
-    exports: Record<string, string>;
+    exports: Record<string, string | Record<string, string>>;
   };
+  /** Each entry point's source file (its `backstep-source` condition). */
+  const sources = Object.entries(pkg.exports).flatMap(([name, target]) =>
+    typeof target === 'string' ? [] : [[name, target['backstep-source']] as const],
+  );
 
-  it('package.json exports point at files that exist, the browser-safe areas among them', () => {
-    for (const [name, target] of Object.entries(pkg.exports)) {
+  it('package.json exports point at source files that exist, the browser-safe areas among them', () => {
+    expect(sources.length).toBe(7);
+    for (const [name, target] of sources) {
       expect(existsSync(resolve(ROOT, target)), `${name} -> ${target}`).toBe(true);
     }
-    const targets = Object.values(pkg.exports).map((t) => t.replace(/^\.\//, ''));
+    const targets = sources.map(([, t]) => t.replace(/^\.\//, ''));
     for (const entry of ['src/protocol/index.ts', 'src/sim/index.ts', 'src/client/index.ts']) {
       expect(targets, entry).toContain(entry);
     }

@@ -46,6 +46,8 @@ async function bundlePage(): Promise<string> {
     format: 'esm',
     platform: 'browser',
     target: 'es2022',
+    // The engine from its sources, as the repository runs it (package.json's exports).
+    conditions: ['backstep-source'],
     write: false,
     logLevel: 'silent',
   });

@@ -466,10 +466,14 @@ process.stdout.write('connected ' + connected + ', left ' + server.clientCount +
 describe('a Node process', () => {
   it('that plays over UDP, WebRTC and WebSocket and closes what it opened exits on its own', async () => {
     const root = fileURLToPath(new URL('../..', import.meta.url));
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', EXITING_PROGRAM], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--conditions=backstep-source', '--import', 'tsx', '--input-type=module', '-e', EXITING_PROGRAM],
+      {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();

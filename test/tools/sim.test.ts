@@ -185,7 +185,18 @@ describe('sim: bad input is refused before anything runs', () => {
     const out = join(dir, 'never.json');
     const r = spawnSync(
       process.execPath,
-      ['--import', 'tsx', 'tools/sim.ts', '--bots', '4', '--profile', lossy, '--json', out],
+      [
+        '--conditions=backstep-source',
+        '--import',
+        'tsx',
+        'tools/sim.ts',
+        '--bots',
+        '4',
+        '--profile',
+        lossy,
+        '--json',
+        out,
+      ],
       { encoding: 'utf8', timeout: 30_000 },
     );
     expect(r.status).toBe(2);

@@ -1,0 +1,67 @@
+// A TypeScript consumer of the public types: a game definition, a server and a client.
+import { GameClient, type InputSample } from 'backstep/client';
+import { MemoryNetwork } from 'backstep/net';
+import {
+  type BitStream,
+  defineEntityType,
+  defineGameSchema,
+  type FieldTable,
+  type UserCommand,
+} from 'backstep/protocol';
+import { GameServer, type ServerHooks } from 'backstep/server';
+import type { GameDefinition, Vec3 } from 'backstep/sim';
+
+interface Dot {
+  x: number;
+  y: number;
+}
+const coordinate = { kind: 'float', min: -1024, max: 1024, precision: 1 / 16 } as const;
+const DOT = defineEntityType<Dot>('dot', { x: coordinate, y: coordinate } satisfies FieldTable<Dot>);
+
+const game: GameDefinition<Dot, object> = {
+  name: 'dots',
+  player: {
+    create: () => ({ x: 0, y: 0 }),
+    copy: (out: Dot, from: Dot) => Object.assign(out, from),
+    move: (state: Dot, cmd: UserCommand) => {
+      state.x += cmd.forwardMove * cmd.msec * 1e-4;
+    },
+    serialize: (s: BitStream, state: Dot) => {
+      state.x = s.float(state.x, -1024, 1024, 1 / 16);
+      state.y = s.float(state.y, -1024, 1024, 1 / 16);
+      return s.ok;
+    },
+    equals: (a: Dot, b: Dot) => a.x === b.x && a.y === b.y,
+    copyClientOnly: () => {},
+    origin: (state: Dot, out: Vec3) => {
+      out.x = state.x;
+      out.y = state.y;
+      out.z = 0;
+      return out;
+    },
+  },
+  createWorld: () => ({}),
+  spawn: () => {},
+  entities: defineGameSchema([DOT]),
+  playerEntity: { typeId: 0, write: (state: Dot, out: Float64Array) => void out.set([state.x, state.y]) },
+};
+
+const hooks: ServerHooks<Dot, object> = { onConnect: (_server, client) => void client.slot };
+const network = new MemoryNetwork({ seed: 1 });
+const server = new GameServer(game, network.createEndpoint('server'), { tickRate: 64 }, hooks);
+const client = new GameClient(game, network.createEndpoint('client'), 'server');
+const input: InputSample = {
+  pitch: 0,
+  yaw: 0,
+  roll: 0,
+  forwardMove: 1,
+  sideMove: 0,
+  upMove: 0,
+  buttons: 0,
+  impulse: 0,
+};
+client.update(0, input);
+server.update(0);
+// @ts-expect-error the public types catch a wrong argument
+server.update('soon');
+export const slot: number = client.slot;

@@ -1,0 +1,29 @@
+// Plain Node ESM, no TypeScript loader: the installed package's Node and client entry points run
+// a server and two clients over the memory transport for a few simulated seconds.
+import { createInputSample, GameClient } from 'backstep/client';
+import { MemoryNetwork, parseProfile } from 'backstep/net';
+import { listen } from 'backstep/node';
+import { GameServer } from 'backstep/server';
+import { dotGame } from './game.mjs';
+
+if (typeof listen !== 'function') throw new Error('backstep/node: no listen()');
+const network = new MemoryNetwork({ seed: 7 });
+const server = new GameServer(dotGame, network.createEndpoint('server'), {});
+const profile = parseProfile({ name: 'wan', latencyMs: 50, jitterMs: 5, loss: 0.02 });
+const clients = [0, 1].map(
+  (i) => new GameClient(dotGame, network.createEndpoint(`c${i}`, profile), 'server', { seed: i + 1 }),
+);
+const input = createInputSample();
+input.forwardMove = 400;
+for (const c of clients) c.connect(0);
+for (let t = 0; t <= 4000; t += 1000 / 60) {
+  server.update(t);
+  for (const c of clients) c.update(t, input);
+}
+const result = clients.map((c) => ({
+  state: c.state,
+  snapshots: c.snapshots.stats.framesRead,
+  x: c.predictor.current.x,
+  corrections: c.predictor.stats.corrections,
+}));
+console.log(JSON.stringify({ clients: result, serverClients: server.clientCount }));
