@@ -73,6 +73,7 @@ export type DropReason =
   | 'bad type'
   | 'duplicate'
   | 'stale'
+  | 'too far ahead'
   | 'bad ack'
   | 'malformed'
   | 'reliable window'
@@ -85,6 +86,7 @@ export const DROP_REASONS: readonly DropReason[] = [
   'bad type',
   'duplicate',
   'stale',
+  'too far ahead',
   'bad ack',
   'malformed',
   'reliable window',
@@ -104,6 +106,12 @@ export interface PacketChannelConfig {
   reliableResendMinMs: number;
   /** Packets in each loss estimate's sliding window: a power of two, 32..16384. */
   lossWindowPackets: number;
+  /**
+   * A packet more than this many sequence numbers ahead of the newest received is dropped
+   * ('too far ahead') and moves no window: more than a peer loses in a row before it times out,
+   * far less than the half of the 16-bit space that would make "ahead" ambiguous.
+   */
+  maxSequenceJump: number;
 }
 
 export const DEFAULT_CHANNEL_CONFIG: Readonly<Omit<PacketChannelConfig, 'protocolId'>> = {
@@ -112,6 +120,7 @@ export const DEFAULT_CHANNEL_CONFIG: Readonly<Omit<PacketChannelConfig, 'protoco
   reliableBudgetBytes: 600,
   reliableResendMinMs: 30,
   lossWindowPackets: 256,
+  maxSequenceJump: 1024,
 };
 
 /** Counters and estimates of one channel, plain numbers (read them, do not write them). */
@@ -269,6 +278,9 @@ function checkConfig(c: PacketChannelConfig): void {
   if (!Number.isInteger(w) || w < 32 || w > 16384 || (w & (w - 1)) !== 0) {
     fail('lossWindowPackets', 'a power of two in [32, 16384]', w);
   }
+  const j = c.maxSequenceJump;
+  if (!Number.isInteger(j) || j < ACK_BITS || j > 16384)
+    fail('maxSequenceJump', `an integer in [${ACK_BITS}, 16384]`, j);
 }
 
 /**
@@ -459,6 +471,8 @@ export class PacketChannel {
       if (ahead < 0) {
         if (ahead < -ACK_BITS) return this.drop('stale');
         if ((this.receivedBits >>> (-ahead - 1)) & 1) return this.drop('duplicate');
+      } else if (ahead > this.config.maxSequenceJump) {
+        return this.drop('too far ahead');
       }
     }
     const acksNothing = h.ack === NO_ACK && h.ackBits === 0;

@@ -303,18 +303,32 @@ describe('PacketChannel drops', () => {
     expect(b.receive(50, packets[10])).not.toBeNull();
   });
 
-  it('accepts a packet that moves the window far ahead (within half the sequence space)', () => {
+  it('drops a packet too far ahead without moving any window; takes a jump within maxSequenceJump', () => {
     const link = new Loopback();
-    for (let i = 0; i < 3; i++) link.a.send(i);
-    const [first, second, third] = link.toB.splice(0);
+    for (let i = 0; i < 4; i++) link.a.send(i);
+    const [first, second, third, fourth] = link.toB.splice(0);
     expect(link.b.receive(5, first)).not.toBeNull();
+    const farAhead = third.slice();
+    farAhead[5] = 0x30;
+    farAhead[6] = 0x75; // sequence 30000: a forged packet far ahead, with a valid checksum
+    writePacketChecksum(PROTOCOL_ID, farAhead);
+    expect(link.b.receive(5, farAhead)).toBeNull();
+    expect(link.b.stats.dropped['too far ahead']).toBe(1);
+    expect(link.b.remoteSequenceReceived).toBe(0);
+    // The real packets after it are taken as if it never came.
+    expect(link.b.receive(6, second)).not.toBeNull();
+    expect(link.b.remoteSequenceReceived).toBe(1);
     third[5] = 0x00;
-    third[6] = 0x70; // sequence 0x7000
+    third[6] = 0x04; // sequence 1024: 1023 ahead of 1, within maxSequenceJump (1024)
     writePacketChecksum(PROTOCOL_ID, third);
-    expect(link.b.receive(5, third)).not.toBeNull();
-    expect(link.b.remoteSequenceReceived).toBe(0x7000);
-    expect(link.b.receive(5, second)).toBeNull();
-    expect(link.b.stats.dropped.stale).toBe(1);
+    expect(link.b.receive(7, third)).not.toBeNull();
+    expect(link.b.remoteSequenceReceived).toBe(0x400);
+    fourth[5] = 0x02;
+    fourth[6] = 0x08; // sequence 0x802: 1026 ahead of 1024
+    writePacketChecksum(PROTOCOL_ID, fourth);
+    expect(link.b.receive(8, fourth)).toBeNull();
+    expect(link.b.stats.dropped['too far ahead']).toBe(2);
+    expect(link.b.stats.packetsReceived).toBe(3);
   });
 
   it('sends the packet without a payload that overflows it, and counts it', () => {
