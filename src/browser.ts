@@ -4,8 +4,20 @@ import { WebRtcClientEndpoint } from './net/transports/webrtc-client.ts';
 import { WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
 
 export type { TransportStats } from './net/transports/queue.ts';
-export { WebRtcClientEndpoint } from './net/transports/webrtc-client.ts';
-export { WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
+export {
+  type ClientPeerConnection,
+  type PeerConnectionConstructor,
+  WebRtcClientEndpoint,
+  type WebRtcClientOptions,
+} from './net/transports/webrtc-client.ts';
+export {
+  type ClientWebSocket,
+  type SocketCloseEvent,
+  type SocketMessageEvent,
+  WebSocketClientEndpoint,
+  type WebSocketClientOptions,
+  type WebSocketConstructor,
+} from './net/transports/websocket-client.ts';
 
 /** A browser client endpoint: WebRTC or WebSocket, with the address it knows its server by. */
 export type BrowserEndpoint = WebRtcClientEndpoint | WebSocketClientEndpoint;

@@ -11,14 +11,34 @@ import { UdpEndpoint, type UdpEndpointOptions, udpAddress } from './net/transpor
 import { WebRtcClientEndpoint } from './net/transports/webrtc-client.ts';
 import { WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
 
-export { routeUpgrades } from './net/transports/link-server.ts';
+export { routeUpgrades, type UpgradeHandler } from './net/transports/link-server.ts';
 export { type MultiTransportOptions, MultiTransportServer } from './net/transports/multi.ts';
 export type { TransportStats } from './net/transports/queue.ts';
 export { UdpEndpoint, type UdpEndpointOptions } from './net/transports/udp.ts';
-export { WebRtcServerEndpoint, type WebRtcServerOptions } from './net/transports/webrtc.ts';
-export { WebRtcClientEndpoint } from './net/transports/webrtc-client.ts';
-export { WebSocketServerEndpoint, type WebSocketServerOptions } from './net/transports/websocket.ts';
-export { WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
+export {
+  WebRtcServerEndpoint,
+  type WebRtcServerOptions,
+  type WebRtcServerStats,
+} from './net/transports/webrtc.ts';
+export {
+  type ClientPeerConnection,
+  type PeerConnectionConstructor,
+  WebRtcClientEndpoint,
+  type WebRtcClientOptions,
+} from './net/transports/webrtc-client.ts';
+export {
+  WebSocketServerEndpoint,
+  type WebSocketServerOptions,
+  type WebSocketServerStats,
+} from './net/transports/websocket.ts';
+export {
+  type ClientWebSocket,
+  type SocketCloseEvent,
+  type SocketMessageEvent,
+  WebSocketClientEndpoint,
+  type WebSocketClientOptions,
+  type WebSocketConstructor,
+} from './net/transports/websocket-client.ts';
 
 /**
  * Starts a server on UDP, WebSocket ("/ws") and WebRTC (signalling on "/rtc") at one port
