@@ -125,6 +125,8 @@ export class ServerClient<P> {
   eventsDropped = 0;
   /** The server tick of the frame each sent packet carried, by packet sequence. */
   readonly frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
+  /** Writes this client's frame into a packet (made once: no allocation per frame). */
+  readonly writeFrame: (s: BitStream) => void;
 
   constructor(
     connection: ServerConnection,
@@ -134,6 +136,7 @@ export class ServerClient<P> {
     snapshots: SnapshotWriter,
     pacing: FramePacing,
     eventCursor: number,
+    writeFrame: (client: ServerClient<P>, s: BitStream) => void,
   ) {
     this.connection = connection;
     this.state = state;
@@ -142,6 +145,7 @@ export class ServerClient<P> {
     this.snapshots = snapshots;
     this.pacing = pacing;
     this.eventCursor = eventCursor;
+    this.writeFrame = (s) => writeFrame(this, s);
     connection.channel.onAck = (sequence) => {
       const frame = this.frameTicks.get(sequence);
       if (frame !== undefined) snapshots.acknowledge(frame.tick);
@@ -213,6 +217,8 @@ export class GameServer<P, W> {
   private readonly shadowState: P;
   private nowMs = 0;
   private nextTickMs = -1;
+  private readonly writeClientFrame = (client: ServerClient<P>, s: BitStream): void =>
+    this.frames.write(client, this.tick, s);
 
   constructor(
     game: GameDefinition<P, W>,
@@ -357,6 +363,7 @@ export class GameServer<P, W> {
       new SnapshotWriter(this.entities, c.snapshots),
       new FramePacing(updateRate, rate, this.nowMs),
       this.events.head,
+      this.writeClientFrame,
     );
     this.clients[connection.slot] = client;
     this.listPlayers();
@@ -418,7 +425,7 @@ export class GameServer<P, W> {
       }
       const channel = client.channel;
       const before = channel.stats.bytesSent;
-      const sequence = channel.send(now, (s) => this.frames.write(client, this.tick, s));
+      const sequence = channel.send(now, client.writeFrame);
       client.frameTicks.insert(sequence).tick = this.tick;
       client.pacing.sent(now, channel.stats.bytesSent - before);
     }
