@@ -7,6 +7,12 @@
 
 import http from 'node:http';
 import type { DatagramEndpoint, PacketHandler } from '../transport.ts';
+import {
+  guardedServerOptions,
+  guardHttpServer,
+  type HttpGuardOptions,
+  type HttpGuardStats,
+} from './http-guard.ts';
 import { routeUpgrades } from './link-server.ts';
 import { UdpEndpoint, type UdpEndpointOptions } from './udp.ts';
 import { WebRtcServerEndpoint, type WebRtcServerOptions } from './webrtc.ts';
@@ -22,6 +28,8 @@ export interface MultiTransportOptions {
   webrtc?: WebRtcServerOptions;
   /** Answers HTTP requests that are not upgrades (default: 404 to everything). */
   httpHandler?: (request: http.IncomingMessage, response: http.ServerResponse) => void;
+  /** Caps on TCP connections (in all, per host) and HTTP timeouts (headers, request, keep-alive). */
+  http?: HttpGuardOptions;
 }
 
 /** Attempts at finding a port number free for both TCP and UDP when the port is 0. */
@@ -62,6 +70,8 @@ export class MultiTransportServer implements DatagramEndpoint {
   readonly host: string;
   readonly port: number;
   readonly httpServer: http.Server;
+  /** TCP connections open, refused by the caps, and closed for slow or malformed requests. */
+  readonly httpStats: HttpGuardStats;
   readonly udp: UdpEndpoint;
   readonly websocket: WebSocketServerEndpoint;
   readonly webrtc: WebRtcServerEndpoint;
@@ -72,6 +82,7 @@ export class MultiTransportServer implements DatagramEndpoint {
     host: string,
     port: number,
     httpServer: http.Server,
+    httpStats: HttpGuardStats,
     udp: UdpEndpoint,
     websocket: WebSocketServerEndpoint,
     webrtc: WebRtcServerEndpoint,
@@ -80,6 +91,7 @@ export class MultiTransportServer implements DatagramEndpoint {
     this.port = port;
     this.address = `multi:${port}`;
     this.httpServer = httpServer;
+    this.httpStats = httpStats;
     this.udp = udp;
     this.websocket = websocket;
     this.webrtc = webrtc;
@@ -99,8 +111,10 @@ export class MultiTransportServer implements DatagramEndpoint {
     const websocket = new WebSocketServerEndpoint(options.websocket);
     const webrtc = new WebRtcServerEndpoint(options.webrtc);
     const handler = options.httpHandler ?? notFound;
+    const serverOptions = guardedServerOptions(options.http ?? {});
     for (let attempt = 1; ; attempt++) {
-      const httpServer = http.createServer(handler);
+      const httpServer = http.createServer(serverOptions, handler);
+      const httpStats = guardHttpServer(httpServer, options.http);
       let bound: number;
       try {
         bound = await listenHttp(httpServer, port, host);
@@ -110,7 +124,7 @@ export class MultiTransportServer implements DatagramEndpoint {
       }
       try {
         const udp = await UdpEndpoint.open({ ...options.udp, host, port: bound });
-        return new MultiTransportServer(host, bound, httpServer, udp, websocket, webrtc);
+        return new MultiTransportServer(host, bound, httpServer, httpStats, udp, websocket, webrtc);
       } catch (error) {
         await closeHttp(httpServer);
         if (port !== 0 || attempt === PORT_ATTEMPTS) {

@@ -1,5 +1,6 @@
 // The every-transport server endpoint on 127.0.0.1: hostOf and drop go to the transport an address's prefix names.
 
+import { createConnection, type Socket } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { PipeClientEndpoint } from '../../../src/net/transports/pipe-client.ts';
 import { type ConnectedEndpoint, closeWebRtc, connectNode, listen } from '../../../src/node.ts';
@@ -54,5 +55,76 @@ describe('MultiTransportServer', () => {
     // UDP is connectionless: the address still routes.
     multi.send(udp, new Uint8Array([5]));
     expect((await receive(clients[0], 1)).map((r) => [...r.data])).toEqual([[5]]);
+  });
+});
+
+/** When each slow socket closed (Date.now()), recorded from the moment it is made. */
+const closedAt = new WeakMap<Socket, Promise<number>>();
+
+/** Opens a TCP connection from `localAddress` that sends half a request line and then nothing. */
+function slowHeaders(port: number, localAddress: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: '127.0.0.1', port, localAddress }, () => {
+      socket.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
+      socket.resume(); // read what the server answers, so its close is seen
+      resolve(socket);
+    });
+    closedAt.set(socket, new Promise((done) => socket.once('close', () => done(Date.now()))));
+    socket.on('error', () => {});
+    socket.once('error', reject);
+  });
+}
+
+describe('MultiTransportServer HTTP surface', () => {
+  it('closes slow-header connections within the headers timeout, caps each host, and a real client connects meanwhile', async () => {
+    const multi = await listen({
+      webrtc: { bindAddress: '127.0.0.1', allowedCandidateAddresses: ['127.0.0.1'] },
+      http: {
+        headersTimeoutMs: 1000,
+        requestTimeoutMs: 2000,
+        maxConnectionsPerHost: 40,
+        maxConnections: 200,
+      },
+    });
+    onCleanup(() => multi.close());
+    // 300 slow connections from 10 other loopback hosts (127.0.0.2 .. 127.0.0.11), 30 each: past
+    // the total cap of 200, each new one makes room by closing the oldest that sent no request.
+    const slow: Socket[] = [];
+    for (let h = 0; h < 10; h++) {
+      for (let i = 0; i < 30; i++) slow.push(await slowHeaders(multi.port, `127.0.0.${h + 2}`));
+    }
+    onCleanup(() => {
+      for (const s of slow) s.destroy();
+    });
+    const closed = slow.map((s) => closedAt.get(s) as Promise<number>);
+    const start = Date.now();
+    // Meanwhile a real client, from 127.0.0.1, connects over WebSocket and is heard.
+    const client = await connectNode(`ws://127.0.0.1:${multi.port}`);
+    onCleanup(() => client.close());
+    client.send(client.serverAddress, new Uint8Array([7]));
+    expect((await receive(multi, 1)).map((r) => [...r.data])).toEqual([[7]]);
+    // Every slow connection is closed by the server within the timeout and a check interval.
+    const times = await Promise.all(closed);
+    expect(Math.max(...times) - start).toBeLessThan(3000);
+    // 100 evicted by the slow ones after them, one by the real client; the rest timed out.
+    expect(multi.httpStats.evicted).toBe(101);
+    expect(multi.httpStats.timedOut).toBe(199);
+    expect(multi.httpStats.refusedTotal).toBe(0);
+    // A host over its cap is refused at once.
+    const burst: Socket[] = [];
+    for (let i = 0; i < 45; i++) burst.push(await slowHeaders(multi.port, '127.0.0.20'));
+    onCleanup(() => {
+      for (const s of burst) s.destroy();
+    });
+    expect(await until(() => multi.httpStats.refusedPerHost === 5)).toBe(true);
+    expect(client instanceof PipeClientEndpoint && client.isOpen).toBe(true);
+  });
+
+  it('refuses bad HTTP guard options, naming them', async () => {
+    await expect(listen({ http: { headersTimeoutMs: 0 } })).rejects.toThrow(/headersTimeoutMs/);
+    await expect(listen({ http: { headersTimeoutMs: 5000, requestTimeoutMs: 1000 } })).rejects.toThrow(
+      /requestTimeoutMs/,
+    );
+    await expect(listen({ http: { maxConnectionsPerHost: 1.5 } })).rejects.toThrow(/maxConnectionsPerHost/);
   });
 });
