@@ -23,6 +23,8 @@ export interface CommandBudgetConfig {
   commandSlackMs: number;
   /** Buttons the game defines; a command with any other bit set has those bits cleared. */
   validButtons: number;
+  /** The game's highest impulse; a command with a higher one has it cleared (0). */
+  maxImpulse: number;
   /**
    * After a stall (a latency spike, a loss burst) a client's commands arrive late and queue up;
    * arriving at the pace of real time, that backlog would never drain. Real time the client did
@@ -47,8 +49,10 @@ export interface CommandStats {
   /** Simulated milliseconds executed / dropped for the budget. */
   executedMs: number;
   overBudgetMs: number;
-  /** Commands with out-of-range fields that were clamped (msec, moves, buttons, view). */
+  /** Commands with out-of-range fields that were clamped (msec, moves, view). */
   clamped: number;
+  /** Commands with buttons or an impulse the game does not define, cleared. */
+  invalidInput: number;
   /** Commands too far ahead of the execution point to queue. */
   tooFarAhead: number;
 }
@@ -71,6 +75,7 @@ export class CommandQueue {
     executedMs: 0,
     overBudgetMs: 0,
     clamped: 0,
+    invalidInput: 0,
     tooFarAhead: 0,
   };
   /** The newest command executed or dropped: everything up to here is done. */
@@ -119,7 +124,8 @@ export class CommandQueue {
     }
     const slot = this.pending.insert(seq);
     copyUserCommand(slot, cmd);
-    if (sanitize(slot, this.config.validButtons)) this.stats.clamped++;
+    if (clearInvalidInput(slot, this.config.validButtons, this.config.maxImpulse)) this.stats.invalidInput++;
+    if (sanitize(slot)) this.stats.clamped++;
     this.queuedMs += slot.msec;
   }
 
@@ -181,12 +187,29 @@ export class CommandQueue {
 }
 
 /**
+ * Clears the buttons and the impulse a game does not define (`GameDefinition.input`); returns
+ * true when the command had any.
+ */
+export function clearInvalidInput(cmd: UserCommand, validButtons: number, maxImpulse: number): boolean {
+  let invalid = false;
+  if ((cmd.buttons & ~validButtons) !== 0) {
+    cmd.buttons &= validButtons;
+    invalid = true;
+  }
+  if (cmd.impulse > maxImpulse) {
+    cmd.impulse = 0;
+    invalid = true;
+  }
+  return invalid;
+}
+
+/**
  * Clamps a received command to what a legitimate client can send; returns true if anything
  * changed. The decoder already bounds every field to its wire range; this catches values the
  * wire can carry but the engine does not allow. View angle limits (pitch) are the game's: its
  * move function clamps them, identically on both sides.
  */
-export function sanitize(cmd: UserCommand, validButtons: number): boolean {
+export function sanitize(cmd: UserCommand): boolean {
   let changed = false;
   if (cmd.msec < CMD_MSEC_MIN || cmd.msec > CMD_MSEC_MAX) {
     cmd.msec = cmd.msec < CMD_MSEC_MIN ? CMD_MSEC_MIN : CMD_MSEC_MAX;
@@ -198,10 +221,6 @@ export function sanitize(cmd: UserCommand, validButtons: number): boolean {
       cmd[key] = v > 0 ? CMD_MOVE_MAX : -CMD_MOVE_MAX;
       changed = true;
     }
-  }
-  if ((cmd.buttons & ~validButtons) !== 0) {
-    cmd.buttons &= validButtons;
-    changed = true;
   }
   if (cmd.lerpMsec > CMD_LERP_MSEC_MAX) {
     cmd.lerpMsec = CMD_LERP_MSEC_MAX;

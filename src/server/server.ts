@@ -45,8 +45,6 @@ export interface ServerConfig {
   /** How fast a command backlog after a stall drains, and the most unused time owed (see CommandQueue). */
   commandCatchUpRate: number;
   commandMaxOwedMs: number;
-  /** Button bits the game accepts; others are cleared and counted. */
-  validButtons: number;
   /** A client silent this long is disconnected. */
   timeoutMs: number;
   /** A challenge cookie is honoured for this long. */
@@ -86,7 +84,6 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   maxPacketsPerSecond: 250,
   commandCatchUpRate: 0.1,
   commandMaxOwedMs: 1000,
-  validButtons: 0xffff,
   timeoutMs: 10_000,
   cookieLifetimeMs: 10_000,
   connectAttemptsPerSecond: 4,
@@ -346,7 +343,8 @@ export class GameServer<P, W> {
     this.game.spawn(state, this.world, connection.slot);
     const commands = new CommandQueue({
       commandSlackMs: c.commandSlackMs,
-      validButtons: c.validButtons,
+      validButtons: this.game.input.buttons,
+      maxImpulse: this.game.input.maxImpulse,
       catchUpRate: c.commandCatchUpRate,
       maxOwedMs: c.commandMaxOwedMs,
     });

@@ -83,6 +83,12 @@ export interface GameDefinition<P, W> {
   /** The entity types the game replicates to clients (field tables). */
   readonly entities: GameSchema;
   /**
+   * The input a player may send: the button bits the game defines and its highest impulse
+   * (0: none). The server clears any other button bit and any impulse above it, and counts the
+   * command (`CommandStats.invalidInput`): what a legitimate client never sends.
+   */
+  readonly input: { readonly buttons: number; readonly maxImpulse: number };
+  /**
    * How the game's effect events travel (each type's parameters at their own precision);
    * without it, every event carries four float32 parameters.
    */

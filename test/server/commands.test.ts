@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createUserCommand, type UserCommand } from '../../src/protocol/usercmd.ts';
-import { CommandQueue, MAX_LOST_PER_CLAIM, sanitize } from '../../src/server/commands.ts';
+import { CommandQueue, clearInvalidInput, MAX_LOST_PER_CLAIM, sanitize } from '../../src/server/commands.ts';
 
 function cmd(sequence: number, msec = 16): UserCommand {
   const c = createUserCommand();
@@ -11,7 +11,13 @@ function cmd(sequence: number, msec = 16): UserCommand {
 
 /** A queue with the server's defaults but for the slack. */
 function queue(commandSlackMs: number): CommandQueue {
-  return new CommandQueue({ commandSlackMs, validButtons: 0xffff, catchUpRate: 0.1, maxOwedMs: 1000 });
+  return new CommandQueue({
+    commandSlackMs,
+    validButtons: 0x0f,
+    maxImpulse: 3,
+    catchUpRate: 0.1,
+    maxOwedMs: 1000,
+  });
 }
 
 function drain(q: CommandQueue): number[] {
@@ -154,14 +160,29 @@ describe('CommandQueue', () => {
 describe('sanitize', () => {
   it('clamps values the wire can carry but the engine does not allow, and says so', () => {
     const c = cmd(1);
-    c.buttons = 0xff00 | 3;
     c.viewTickA = 100;
     c.viewTickB = 50;
-    expect(sanitize(c, 0x0f)).toBe(true);
-    expect(c.buttons).toBe(3);
+    expect(sanitize(c)).toBe(true);
     expect(c.viewTickB).toBe(100);
+    expect(sanitize(cmd(2))).toBe(false);
+  });
+
+  it('clears buttons and impulses the game does not define, and the queue counts them', () => {
+    const c = cmd(1);
+    c.buttons = 0xff00 | 3;
+    c.impulse = 9;
+    expect(clearInvalidInput(c, 0x0f, 3)).toBe(true);
+    expect(c.buttons).toBe(3);
+    expect(c.impulse).toBe(0);
     const ok = cmd(2);
-    ok.buttons = 3;
-    expect(sanitize(ok, 0x0f)).toBe(false);
+    ok.buttons = 0x0f;
+    ok.impulse = 3;
+    expect(clearInvalidInput(ok, 0x0f, 3)).toBe(false);
+    const q = queue(1000);
+    q.receive(Object.assign(cmd(1), { buttons: 0x10 }), true);
+    q.receive(Object.assign(cmd(2), { impulse: 4 }), false);
+    q.receive(Object.assign(cmd(3), { buttons: 1, impulse: 1 }), false);
+    expect(q.stats.invalidInput).toBe(2);
+    expect(drain(q).length).toBe(3);
   });
 });

@@ -1,6 +1,16 @@
 // The arena as the engine sees it: its player definition, the world it plays in, where players spawn, and what others see of a player.
 
 import type { GameDefinition } from 'backstep/sim';
+import {
+  BUTTON_ATTACK,
+  BUTTON_ATTACK2,
+  BUTTON_CROUCH,
+  BUTTON_JUMP,
+  BUTTON_RELOAD,
+  BUTTON_USE,
+  IMPULSE_WEAPON_1,
+  WEAPON_COUNT,
+} from './constants.ts';
 import { ARENA_SCHEMA, arenaHitscan, PLAYER_ENTITY_TYPE, writePlayerEntity } from './entities.ts';
 import { ARENA_EVENTS } from './events.ts';
 import { ARENA_LEVEL } from './level.ts';
@@ -28,6 +38,10 @@ export const arenaGame: GameDefinition<ArenaPlayerState, ArenaWorld> = {
     spawnArenaPlayer(state, world, ((slot % count) + count) % count);
   },
   entities: ARENA_SCHEMA,
+  input: {
+    buttons: BUTTON_JUMP | BUTTON_CROUCH | BUTTON_ATTACK | BUTTON_ATTACK2 | BUTTON_RELOAD | BUTTON_USE,
+    maxImpulse: IMPULSE_WEAPON_1 + WEAPON_COUNT - 1,
+  },
   events: ARENA_EVENTS,
   hitscan: arenaHitscan,
   playerEntity: { typeId: PLAYER_ENTITY_TYPE, write: writePlayerEntity },

@@ -43,6 +43,7 @@ const game: GameDefinition<Dot, object> = {
   createWorld: () => ({}),
   spawn: () => {},
   entities: defineGameSchema([DOT]),
+  input: { buttons: 0, maxImpulse: 0 },
   playerEntity: { typeId: 0, write: (state: Dot, out: Float64Array) => void out.set([state.x, state.y]) },
 };
 

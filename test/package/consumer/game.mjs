@@ -41,6 +41,7 @@ export const dotGame = {
     state.y = 0;
   },
   entities: schema,
+  input: { buttons: 0, maxImpulse: 0 },
   playerEntity: {
     typeId: 0,
     write: (state, out) => {
