@@ -7,6 +7,7 @@ import { renderChart } from './sim/chart.ts';
 import { describePlan, resolveSimPlan, type SimPlan, USAGE } from './sim/options.ts';
 import { describeRun, formatReport } from './sim/report.ts';
 import { runSim } from './sim/runner.ts';
+import { formatFlags, judgeRun } from './sim/verdict.ts';
 
 async function main(argv: readonly string[]): Promise<number> {
   if (argv.includes('--help')) {
@@ -23,6 +24,8 @@ async function main(argv: readonly string[]): Promise<number> {
   console.log(describeRun(describePlan(plan)));
   const result = await runSim(plan, (line) => console.error(line));
   console.log(formatReport(result));
+  const flags = judgeRun(result);
+  console.log(formatFlags(flags));
   if (plan.json !== null) {
     writeFileSync(plan.json, `${JSON.stringify(result, null, 2)}\n`);
     console.log(`\nwrote ${plan.json}`);
@@ -31,7 +34,7 @@ async function main(argv: readonly string[]): Promise<number> {
     writeFileSync(plan.chart, renderChart(result));
     console.log(`${plan.json === null ? '\n' : ''}wrote ${plan.chart}`);
   }
-  return 0;
+  return plan.strict && flags.length > 0 ? 1 : 0;
 }
 
 process.exitCode = await main(process.argv.slice(2));

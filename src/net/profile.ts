@@ -123,6 +123,8 @@ function formatRange(range: NumberRange): string {
 }
 
 function readNumber(obj: JsonObject, key: string, path: string, range: NumberRange): number {
+  if (!Object.hasOwn(obj, key))
+    throw new Error(`${path}.${key}: missing (a number in ${formatRange(range)})`);
   const value = obj[key];
   const ok =
     typeof value === 'number' &&

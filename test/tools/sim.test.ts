@@ -17,6 +17,7 @@ import { resolveSimPlan } from '../../tools/sim/options.ts';
 import { formatReport } from '../../tools/sim/report.ts';
 import { runSim, type SimResult } from '../../tools/sim/runner.ts';
 import { BUILT_IN_SCENARIOS } from '../../tools/sim/scenario.ts';
+import { formatFlags, judgeRun } from '../../tools/sim/verdict.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'backstep-sim-'));
 
@@ -109,6 +110,8 @@ describe('sim: bad input is refused before anything runs', () => {
   const badProfile = file('bad-profile.json', { name: 'bad', latencyMs: -5 });
   const lossy = file('lossy.json', { name: 'lossy', loss: 1.5 });
   const broken = file('broken.json', '{ "latencyMs": 5,');
+  const misnamed = file('slow-link.json', { name: 'fast-link', latencyMs: 5 });
+  const halfBurst = file('bursty.json', { name: 'bursty', burst: { enter: 0.1 } });
   const scenarios = {
     unknownField: file('s1.json', { botz: 3 }),
     groupCount: file('s2.json', { groups: [{ count: 2 }, { count: 0 }] }),
@@ -144,6 +147,9 @@ describe('sim: bad input is refused before anything runs', () => {
     [['--profile', badProfile], /profile\.latencyMs: must be a number in \[0, 60000\], got -5/],
     [['--profile', lossy], /profile\.loss: must be a number in \[0, 1\], got 1\.5/],
     [['--profile', broken], /is not valid JSON/],
+    [['--profile', misnamed], /the profile is named "fast-link" but its file "slow-link"/],
+    [['--profile', halfBurst], /profile\.burst\.exit: missing \(a number in \[0, 1\]\)/],
+    [['--strict=yes'], /--strict: takes no value/],
     [
       ['--scenario', 'nosuch'],
       /--scenario nosuch: not a built-in scenario \(deathmatch, runners, duel, mixed\)/,
@@ -203,6 +209,55 @@ describe('sim: bad input is refused before anything runs', () => {
     expect(r.stderr).toMatch(/^sim: --profile .*profile\.loss: must be a number in \[0, 1\], got 1\.5/);
     expect(r.stdout).toBe('');
     expect(existsSync(out)).toBe(false);
+  });
+});
+
+describe('sim: the verdict', () => {
+  const base = (figures: Record<string, number | null>, lagCompensation = 'exact') =>
+    ({ figures, options: { lagCompensation } }) as unknown as SimResult;
+
+  it('flags agreement below 100 %, guessed views over 1 %, choke and refused views, each with a cause', () => {
+    expect(
+      judgeRun(base({ 'hitAgreement.exact': 1, 'view.extrapolatedShare': 0.004, 'choke.share': 0 })),
+    ).toEqual([]);
+    const bad = judgeRun(
+      base({
+        'hitAgreement.exact': 0.47,
+        'lagCompensation.viewsRefused': 900,
+        'lagCompensation.tooOld': 12,
+        'view.extrapolatedShare': 0.2,
+        'view.heldShare': 0.05,
+        'choke.share': 0,
+      }),
+    );
+    expect(bad.map((f) => f.figure)).toEqual([
+      'hitAgreement.exact',
+      'view.extrapolatedShare + view.heldShare',
+    ]);
+    expect(bad[0].cause).toMatch(/refused 900 named views and clamped 12/);
+    const refusedOnly = judgeRun(
+      base({ 'hitAgreement.exact': 1, 'lagCompensation.viewsRefused': 3, 'choke.share': 0.02 }),
+    );
+    expect(refusedOnly.map((f) => f.figure)).toEqual(['lagCompensation.viewsRefused', 'choke.share']);
+    expect(formatFlags(refusedOnly)).toMatch(
+      /verdict: 2 figures flagged\n {2}lagCompensation\.viewsRefused = 3/,
+    );
+    expect(formatFlags([])).toMatch(/no figure past its threshold/);
+  });
+
+  it('--strict makes a flagged run exit 1, and a clean one 0', () => {
+    const sim = (...args: string[]) =>
+      spawnSync(
+        process.execPath,
+        ['--conditions=backstep-source', '--import', 'tsx', 'tools/sim.ts', ...args, '--quiet', '--strict'],
+        { encoding: 'utf8', timeout: 60_000 },
+      );
+    const bad = sim('--bots', '2', '--seconds', '4', '--profile', 'terrible');
+    expect(bad.stdout).toMatch(/verdict: \d+ figures? flagged/);
+    expect(bad.status).toBe(1);
+    const clean = sim('--scenario', 'runners', '--bots', '4', '--seconds', '20', '--profile', 'lan');
+    expect(clean.stdout).toMatch(/verdict: no figure past its threshold/);
+    expect(clean.status).toBe(0);
   });
 });
 

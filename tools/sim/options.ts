@@ -43,6 +43,8 @@ export interface SimPlan {
   chart: string | null;
   /** Progress lines while it runs. */
   progress: boolean;
+  /** Exit non-zero when the report flags a figure (see verdict.ts). */
+  strict: boolean;
 }
 
 /** The command line as given: null for what was not. */
@@ -64,6 +66,7 @@ export interface SimArgs {
   json: string | null;
   chart: string | null;
   quiet: boolean;
+  strict: boolean;
   help: boolean;
 }
 
@@ -88,6 +91,7 @@ export const USAGE = `usage: npm run sim -- [options]
   --json FILE             write every figure, the options and the per-second series as JSON
   --chart FILE.svg        draw the figures over time
   --quiet                 no progress lines
+  --strict                exit 1 when the report flags a figure (agreement below 100 %, guessed views, choke, refused views)
   --help                  this text
 
 Scenario files and the figures are described in tools/sim/README.md; profiles in profiles/README.md.`;
@@ -112,6 +116,7 @@ const OPTIONS: Readonly<Record<string, { key: keyof SimArgs; kind: Kind }>> = {
   '--json': { key: 'json', kind: 'string' },
   '--chart': { key: 'chart', kind: 'string' },
   '--quiet': { key: 'quiet', kind: 'flag' },
+  '--strict': { key: 'strict', kind: 'flag' },
   '--help': { key: 'help', kind: 'flag' },
 };
 
@@ -134,6 +139,7 @@ function emptyArgs(): SimArgs {
     json: null,
     chart: null,
     quiet: false,
+    strict: false,
     help: false,
   };
 }
@@ -324,6 +330,7 @@ export function planSim(args: SimArgs, baseDir: string): SimPlan {
     json,
     chart,
     progress: !args.quiet,
+    strict: args.strict,
   };
 }
 

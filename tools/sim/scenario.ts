@@ -2,7 +2,7 @@
 // profiles, rates, lag compensation), its validator, and the named built-ins. Schema: tools/sim/README.md.
 
 import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { NAMED_PROFILES, type NetworkProfile, parseProfile } from '../../src/net/profile.ts';
 import { LAG_COMPENSATION_MODES, type LagCompensationMode } from '../../src/server/lag-compensation.ts';
 import {
@@ -177,12 +177,21 @@ export function resolveProfile(ref: unknown, path: string, baseDir: string): Pro
       );
     }
     const file = resolve(baseDir, ref);
+    let profile: NetworkProfile;
     try {
-      return parseProfile(readJsonFile(file, path));
+      profile = parseProfile(readJsonFile(file, path));
     } catch (e) {
       const message = (e as Error).message;
       throw new Error(message.startsWith(path) ? message : `${path}: ${file}: ${message}`);
     }
+    // profiles/README.md: the file NAME.json is named by its profile.
+    const stem = basename(file).replace(/\.json$/, '');
+    if (profile.name !== stem) {
+      throw new Error(
+        `${path}: ${file}: the profile is named ${JSON.stringify(profile.name)} but its file ${JSON.stringify(stem)}; a profile file NAME.json must say "name": "NAME"`,
+      );
+    }
+    return profile;
   }
   if (typeof ref === 'object' && ref !== null && !Array.isArray(ref)) {
     try {

@@ -1,0 +1,77 @@
+// Whether a sim run is a bad one: each figure past its threshold is flagged with the likely
+// cause, so a 47 % run never prints like any other. `--strict` makes a flagged run exit 1.
+
+import type { Figure } from './metrics.ts';
+import type { SimResult } from './runner.ts';
+
+/** One figure past its threshold, and what most likely put it there. */
+export interface Flag {
+  figure: string;
+  value: number;
+  threshold: string;
+  cause: string;
+}
+
+/** Share of frames drawn from guesses (extrapolated or held) that is flagged. */
+export const GUESSED_VIEW_LIMIT = 0.01;
+
+/** The flags of a run's figures (empty: nothing to say). */
+export function judgeRun(result: SimResult): Flag[] {
+  const f = result.figures;
+  const get = (name: string): Figure => (Object.hasOwn(f, name) ? f[name] : null);
+  const flags: Flag[] = [];
+  const deciding = result.options.lagCompensation;
+  const agreement = get(`hitAgreement.${deciding}`);
+  const refused = get('lagCompensation.viewsRefused') ?? 0;
+  const tooOld = get('lagCompensation.tooOld') ?? 0;
+  if (agreement !== null && agreement < 1) {
+    flags.push({
+      figure: `hitAgreement.${deciding}`,
+      value: agreement,
+      threshold: '100 %',
+      cause:
+        refused + tooOld > 0
+          ? `the server refused ${refused} named views and clamped ${tooOld} older than maxUnlagMs: round trip plus interpolation beyond what lag compensation honours (a slow or queueing link, latency spikes)`
+          : 'disagreements on honoured views: the client and the server rebuilt different worlds for the same named view',
+    });
+  } else if (refused > 0) {
+    flags.push({
+      figure: 'lagCompensation.viewsRefused',
+      value: refused,
+      threshold: '0',
+      cause:
+        'named views outside the tolerance or older than maxUnlagMs: latency jumps, or a queue building on the link',
+    });
+  }
+  const guessed = (get('view.extrapolatedShare') ?? 0) + (get('view.heldShare') ?? 0);
+  if (guessed > GUESSED_VIEW_LIMIT) {
+    flags.push({
+      figure: 'view.extrapolatedShare + view.heldShare',
+      value: guessed,
+      threshold: `${GUESSED_VIEW_LIMIT * 100} %`,
+      cause:
+        'remote players drawn from guesses: snapshots arrive further apart than the interpolation delay covers (loss, jitter, choke); try --interp-delay adaptive or a larger delay',
+    });
+  }
+  const choke = get('choke.share');
+  if (choke !== null && choke > 0) {
+    flags.push({
+      figure: 'choke.share',
+      value: choke,
+      threshold: '0 %',
+      cause:
+        'the rate held frames back: snapshots need more bytes per second than the rate (--rate) or the link allows',
+    });
+  }
+  return flags;
+}
+
+/** The flags as lines for the report (none when the run is clean). */
+export function formatFlags(flags: readonly Flag[]): string {
+  if (flags.length === 0) return '\nverdict: no figure past its threshold';
+  const lines = flags.map((g) => {
+    const shown = g.threshold.endsWith('%') ? `${(g.value * 100).toFixed(2)} %` : String(g.value);
+    return `  ${g.figure} = ${shown} (threshold ${g.threshold}): ${g.cause}`;
+  });
+  return `\nverdict: ${flags.length} figure${flags.length === 1 ? '' : 's'} flagged\n${lines.join('\n')}`;
+}
