@@ -122,7 +122,7 @@ describe('parseProfile', () => {
     [
       'burst missing a field',
       { burst: { enter: 0.1, exit: 0.2 } },
-      'profile.burst.loss: must be a number in [0, 1], got undefined',
+      'profile.burst.loss: missing (a number in [0, 1])',
     ],
     [
       'burst with an unknown field',
@@ -150,12 +150,12 @@ describe('parseProfile', () => {
     [
       'event without atMs',
       { events: [{ durationMs: 100 }] },
-      'profile.events[0].atMs: must be a number in [0, ',
+      'profile.events[0].atMs: missing (a number in [0, ',
     ],
     [
       'event with negative atMs',
       { events: [{ atMs: -1, durationMs: 1 }] },
-      'profile.events[0].atMs: must be a number in [0, ',
+      'profile.events[0].atMs: missing (a number in [0, ',
     ],
     [
       'event of zero duration',
