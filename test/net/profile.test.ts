@@ -155,7 +155,7 @@ describe('parseProfile', () => {
     [
       'event with negative atMs',
       { events: [{ atMs: -1, durationMs: 1 }] },
-      'profile.events[0].atMs: missing (a number in [0, ',
+      'profile.events[0].atMs: must be a number in [0, ',
     ],
     [
       'event of zero duration',
