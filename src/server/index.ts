@@ -33,6 +33,7 @@ export {
   type ServerClient,
   type ServerConfig,
   type ServerStats,
+  WORLD_EVENT_SOURCE,
 } from './server.ts';
 export {
   DEFAULT_SNAPSHOT_WRITER_CONFIG,
