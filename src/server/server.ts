@@ -212,6 +212,8 @@ export class GameServer<P, W> {
   private readonly playerEntities: Int32Array;
   private playerCount = 0;
   private readonly shadowState: P;
+  /** A player state as the game creates it, never changed: where a respawn starts from. */
+  private readonly blankState: P;
   private nowMs = 0;
   private nextTickMs = -1;
   private readonly writeClientFrame = (client: ServerClient<P>, s: BitStream): void =>
@@ -238,6 +240,7 @@ export class GameServer<P, W> {
         ? null
         : new LagCompensator(this.entities, game.hitscan, this.tickIntervalMs, c.lagCompensation);
     this.shadowState = game.player.create();
+    this.blankState = game.player.create();
     if (game.events !== undefined) checkEventTable(game.events);
     this.playerEntities = new Int32Array(c.maxClients);
     for (let i = 0; i < MAX_COMMANDS_PER_PACKET; i++) this.cmds.push(createUserCommand());
@@ -323,6 +326,24 @@ export class GameServer<P, W> {
   /** Removes a client, telling it why (three copies, since packets may be lost). */
   disconnect(client: ServerClient<P>, reason: number = DISCONNECT_KICKED): void {
     this.connections.disconnect(client.connection, reason);
+  }
+
+  /**
+   * Puts `client`'s player back at its spawn point with a fresh state (as the game creates it,
+   * then `spawn`), marked as teleported: no client interpolates from where it was.
+   */
+  respawn(client: ServerClient<P>): void {
+    this.game.player.copy(client.state, this.blankState);
+    this.game.spawn(client.state, this.world, client.slot);
+    this.teleported(client);
+  }
+
+  /**
+   * Server code moved `client`'s player (set its state's position): marks its entity as
+   * teleported, so clients draw it at the new place at once instead of sliding there.
+   */
+  teleported(client: ServerClient<P>): void {
+    this.entities.teleport(client.entity);
   }
 
   /**

@@ -190,6 +190,30 @@ describe('a session', () => {
     match.close();
   });
 
+  it('server code respawns a player to a fresh state at its spawn point, marked as a teleport', () => {
+    const seed = 19;
+    const msg = `seed ${seed}`;
+    const match = new Match(arenaGame, seed);
+    const c = match.addClient({ profile, drive: runner });
+    match.run(2000);
+    const server = match.server;
+    const sc = server.clients[c.client.slot]!;
+    sc.state.health = 7;
+    sc.state.originX += 300;
+    const parityBefore = server.entities.history(server.tick)!.parity[sc.entity];
+    server.respawn(sc);
+    const expected = arenaGame.player.create();
+    arenaGame.spawn(expected, server.world, sc.slot);
+    expect(arenaGame.player.equals(sc.state, expected), msg).toBe(true);
+    match.run(100);
+    expect(server.entities.history(server.tick)!.parity[sc.entity], msg).not.toBe(parityBefore);
+    // The owner's prediction takes the server's word for it; the connection plays on.
+    match.run(1000);
+    expect(c.client.state, msg).toBe('connected');
+    expect(c.client.predictor.current.health, msg).toBe(expected.health);
+    match.close();
+  });
+
   it('refuses a client built against another game schema, naming the reason', () => {
     const seed = 9;
     const match = new Match(arenaGame, seed);

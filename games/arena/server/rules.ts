@@ -4,7 +4,7 @@
 import type { EventCapture, GameServer, ServerClient, ServerHooks } from 'backstep/server';
 import { EVENT_HIT, EVENT_WEAPON_FIRE } from '../shared/constants.ts';
 import { HIT_EVENT, WEAPON_FIRE_EVENT } from '../shared/events.ts';
-import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../shared/game.ts';
+import type { ArenaPlayerState, ArenaWorld } from '../shared/game.ts';
 import { damageArenaPlayer } from '../shared/player.ts';
 import { hitDamage } from '../shared/weapons.ts';
 import { type ProjectileConfig, Projectiles } from './projectiles.ts';
@@ -36,8 +36,6 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
     diedAtMs[victim.slot] = server.timeMs;
   };
   const projectiles = new Projectiles(config.projectiles ?? {}, died);
-  // A fresh player's state to respawn from, made once.
-  const fresh = arenaGame.player.create();
   const byEntity = (server: Server, entity: number): Client | null => {
     for (const c of server.clients) if (c !== null && c.entity === entity) return c;
     return null;
@@ -72,9 +70,7 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
         diedAtMs[slot] = -1;
         dead--;
         // A fresh loadout and health at a spawn point; never blended from where it died.
-        arenaGame.spawn(fresh, server.world, slot);
-        arenaGame.player.copy(c.state, fresh);
-        server.entities.teleport(c.entity);
+        server.respawn(c);
       }
     },
     onDisconnect(_server: Server, client: Client) {
