@@ -52,10 +52,22 @@ beforeAll(() => {
       dependencies: own.dependencies,
     },
   };
-  const needed = new Set(['ws', 'node-datachannel', 'detect-libc', '@types/node', 'undici-types']);
+  // Every package the tarball's dependencies and @types/node reach, followed through the lock.
+  const needed = new Set<string>();
+  const pending = [...Object.keys(own.dependencies), '@types/node'];
+  while (pending.length > 0) {
+    const name = pending.pop() as string;
+    if (needed.has(name)) continue;
+    needed.add(name);
+    const entry = repo.packages[`node_modules/${name}`] as
+      | { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> }
+      | undefined;
+    if (entry === undefined) continue;
+    pending.push(...Object.keys(entry.dependencies ?? {}), ...Object.keys(entry.optionalDependencies ?? {}));
+  }
   for (const [key, entry] of Object.entries(repo.packages)) {
     const name = key.replace(/^node_modules\//, '');
-    if (!needed.has(name) && !name.startsWith('@node-datachannel/')) continue;
+    if (!needed.has(name)) continue;
     const { dev: _dev, devOptional: _devOptional, ...rest } = entry;
     packages[key] = rest;
   }
