@@ -65,11 +65,13 @@ interface Reach {
   /** Relative imports that name no file. */
   missing: string[];
   files: number;
+  /** Every file reached, relative to the repository. */
+  paths: string[];
 }
 
 /** Walks the run-time import graph of `entry` through relative imports. */
 function reach(entry: string): Reach {
-  const result: Reach = { bare: [], missing: [], files: 0 };
+  const result: Reach = { bare: [], missing: [], files: 0, paths: [] };
   const parent = new Map<string, string | null>([[resolve(ROOT, entry), null]]);
   const queue = [resolve(ROOT, entry)];
   const chain = (file: string): string[] => {
@@ -80,6 +82,7 @@ function reach(entry: string): Reach {
   while (queue.length > 0) {
     const file = queue.shift() as string;
     result.files++;
+    result.paths.push(relative(ROOT, file));
     for (const specifier of runtimeImports(file)) {
       if (isBare(specifier)) {
         result.bare.push({ specifier, chain: chain(file) });
@@ -113,7 +116,7 @@ describe('package entry points', () => {
   );
 
   it('package.json exports point at source files that exist, the browser-safe areas among them', () => {
-    expect(sources.length).toBe(8);
+    expect(sources.length).toBe(9);
     for (const [name, target] of sources) {
       expect(existsSync(resolve(ROOT, target)), `${name} -> ${target}`).toBe(true);
     }
@@ -128,6 +131,10 @@ describe('package entry points', () => {
       const r = reach(entry);
       expect(r.missing, `${entry}: relative imports that name no file`).toEqual([]);
       expect(r.files, entry).toBeGreaterThan(1);
+      expect(
+        r.paths.filter((p) => p.startsWith('src/testing/') || p.startsWith('src/server/')),
+        `${entry} reaches the Node-only testing or server code`,
+      ).toEqual([]);
       const nodeOnly = r.bare.filter((b) => isNodeOnly(b.specifier));
       expect(nodeOnly.length, `${entry} reaches Node-only modules:\n${describeBare(r)}`).toBe(0);
       expect(
@@ -261,6 +268,20 @@ describe('entry point contents', () => {
       expect(m[name], name).toBeDefined();
     }
     expect(m.CookieJar).toBeUndefined();
+  });
+
+  it('testing exports the match, the conditioned endpoint, bot drivers and the shot ledger', async () => {
+    const m: Record<string, unknown> = await import('../src/testing/index.ts');
+    for (const name of ['Match', 'ConditionedEndpoint', 'wanderBot', 'nearestEntity', 'aimAngles', 'ShotLedger'])
+      expect(m[name], name).toBeDefined();
+    const pkg = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as {
+      exports: Record<string, Record<string, string>>;
+    };
+    expect(pkg.exports['./testing']).toEqual({
+      'backstep-source': './src/testing/index.ts',
+      types: './dist/testing/index.d.ts',
+      import: './dist/testing/index.js',
+    });
   });
 
   it('net exports the channel, lifecycle codes, memory network and profiles under distinct names', async () => {

@@ -97,6 +97,7 @@ describe('the packed package', () => {
       'server/index',
       'browser',
       'node',
+      'testing/index',
     ]) {
       expect(paths, entry).toContain(`dist/${entry}.js`);
       expect(paths, entry).toContain(`dist/${entry}.d.ts`);
@@ -114,8 +115,12 @@ describe('the packed package', () => {
     const result = JSON.parse(out) as {
       clients: { state: string; snapshots: number; x: number; corrections: number }[];
       serverClients: number;
+      match: { state: string; snapshots: number; corrections: number };
     };
     expect(result.serverClients).toBe(2);
+    expect(result.match.state).toBe('connected');
+    expect(result.match.snapshots).toBeGreaterThan(40);
+    expect(result.match.corrections).toBe(0);
     for (const c of result.clients) {
       expect(c.state).toBe('connected');
       expect(c.snapshots).toBeGreaterThan(60);

@@ -98,8 +98,12 @@ export function createInputSample(): InputSample {
 export type ClientState = ConnectionState;
 
 export interface ClientHooks {
-  /** An effect event: from the local player's first prediction of a command, or from the server. */
-  onEvent?(event: WireEvent, predicted: boolean): void;
+  /**
+   * An effect event: from the local player's first prediction of a command (`predicted`, and
+   * `command` is that command's sequence number, as the server's hooks see it in `cmd.sequence`),
+   * or from the server (`command` 0).
+   */
+  onEvent?(event: WireEvent, predicted: boolean, command: number): void;
   /** A new command was predicted for the first time; `state` is the prediction after it. */
   onPredicted?(cmd: UserCommand, state: unknown): void;
   /** A snapshot was decoded: `client.snapshots` describes the frame of server tick `tick`. */
@@ -229,7 +233,7 @@ export class GameClient<P, W> {
         event.p1 = p1;
         event.p2 = p2;
         event.p3 = p3;
-        this.hooks.onEvent?.(event, true);
+        this.hooks.onEvent?.(event, true, this.cmd.sequence);
       },
     };
   }
@@ -483,7 +487,7 @@ export class GameClient<P, W> {
     this.stats.choked += f.choked;
     for (let i = 0; i < f.eventCount; i++) {
       this.stats.eventsReceived++;
-      this.hooks.onEvent?.(f.events[i], false);
+      this.hooks.onEvent?.(f.events[i], false, 0);
     }
     if (f.snapshotOk) {
       session.view.onFrame(f.serverTick);

@@ -2,13 +2,13 @@
 // SDK's own service definitions, driven by Agones' own Node SDK, with a real game server and
 // clients over the memory transport.
 import { createRequire } from 'node:module';
+import { Match } from 'backstep/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import { arenaGame } from '../../games/arena/shared/game.ts';
+import { runnerBot } from '../../games/arena/testing/bots.ts';
 import { AgonesAdapter, type AgonesSdk } from '../../src/agones.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
-import { runnerBot } from '../../tools/harness/bots.ts';
-import { Match } from '../../tools/harness/match.ts';
 
 const require = createRequire(import.meta.url);
 const grpc = require('@grpc/grpc-js');

@@ -1,6 +1,7 @@
 // Lag compensation end to end: bots that aim at the players they see, over bad networks, on
 // simulated time. A shot that hits on the shooter's screen hits on the server.
 
+import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import {
@@ -10,12 +11,11 @@ import {
   EVENT_WEAPON_FIRE,
 } from '../../games/arena/shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { ArenaShotLedger, aimBot } from '../../games/arena/testing/shots.ts';
 import type { GameClient } from '../../src/client/client.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
 import type { LagCompensationMode } from '../../src/server/lag-compensation.ts';
-import { Match } from '../../tools/harness/match.ts';
-import { aimBot, ShotLedger } from '../../tools/harness/shots.ts';
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
 
@@ -26,7 +26,7 @@ function fight(
   seconds: number,
   mode: LagCompensationMode = 'exact',
 ) {
-  const ledger = new ShotLedger();
+  const ledger = new ArenaShotLedger();
   const rules = arenaRules({ respawnMs: 1500 });
   const match = new Match(
     arenaGame,
@@ -89,7 +89,7 @@ describe('lag compensation: hit agreement', () => {
     const seed = 77;
     const msg = `seed ${seed}`;
     const maxUnlagMs = 400;
-    const ledger = new ShotLedger();
+    const ledger = new ArenaShotLedger();
     let oldest = Infinity;
     let shots = 0;
     const match = new Match(

@@ -1,13 +1,13 @@
 // Client-side prediction end to end: real server and client objects over the memory transport
 // and its conditioner, on simulated time, with the arena's shared movement.
 
+import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { runnerBot } from '../../games/arena/testing/bots.ts';
 import type { GameClient } from '../../src/client/client.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import type { DatagramEndpoint } from '../../src/net/transport.ts';
-import { runnerBot } from '../../tools/harness/bots.ts';
-import { Match } from '../../tools/harness/match.ts';
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
 

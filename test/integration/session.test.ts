@@ -1,6 +1,7 @@
 // A whole session between real clients and a real server over the conditioner: events reach
 // the right clients once, the clock follows the server, hostile traffic hurts nobody else.
 
+import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { EVENT_FOOTSTEP } from '../../games/arena/shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
@@ -18,7 +19,6 @@ import {
 import { parseProfile } from '../../src/net/profile.ts';
 import type { BitStream } from '../../src/protocol/bitstream.ts';
 import { Random } from '../../src/sim/random.ts';
-import { Match } from '../../tools/harness/match.ts';
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
 

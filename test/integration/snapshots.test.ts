@@ -2,17 +2,17 @@
 // Decoded worlds equal the server's, remote players are drawn smoothly from the position
 // history, and the rate setting spaces packets as the paper's footnote 7 describes.
 
+import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { BUTTON_JUMP } from '../../games/arena/shared/constants.ts';
 import { PLAYER_ENTITY, PLAYER_ENTITY_TYPE } from '../../games/arena/shared/entities.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { runnerBot } from '../../games/arena/testing/bots.ts';
 import type { GameClient, InputSample } from '../../src/client/client.ts';
 import { VIEW_INTERPOLATED } from '../../src/client/view.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import type { GameServer } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';
-import { runnerBot } from '../../tools/harness/bots.ts';
-import { Match } from '../../tools/harness/match.ts';
 
 type Server = GameServer<ArenaPlayerState, ArenaWorld>;
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;

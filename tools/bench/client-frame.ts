@@ -1,15 +1,15 @@
 // Benchmark section 3 (issue 7): one client's frame with 64 remote players in view at 250 ms
 // RTT (receive, prediction replay, interpolation), and the replay cost by unacknowledged commands.
 
+import { Match } from 'backstep/testing';
 import { BUTTON_JUMP } from '../../games/arena/shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { runnerBot } from '../../games/arena/testing/bots.ts';
 import { Predictor } from '../../src/client/prediction.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import { createUserCommand, quantizeUserCommand } from '../../src/protocol/usercmd.ts';
 import { NO_EVENTS } from '../../src/sim/game.ts';
 import { Random } from '../../src/sim/random.ts';
-import { runnerBot } from '../harness/bots.ts';
-import { Match } from '../harness/match.ts';
 import { mean, percentile, Samples } from '../stats.ts';
 import { type Row, round, table, timed, timePerCall } from './report.ts';
 

@@ -2,13 +2,13 @@
 // 32 snapshots a second over a clean simulated link; counts every byte each side sends and records
 // the player entity values the server commits at the update rate (the input of the Colyseus run).
 
+import { Match } from 'backstep/testing';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { runnerBot } from '../../games/arena/testing/bots.ts';
 import { type NetworkProfile, parseProfile } from '../../src/net/profile.ts';
 import { BitStream } from '../../src/protocol/bitstream.ts';
 import { serializeWireEvent } from '../../src/protocol/frames.ts';
 import { decodeField } from '../../src/protocol/schema.ts';
-import { runnerBot } from '../harness/bots.ts';
-import { Match } from '../harness/match.ts';
 
 /** The fields recorded per player per frame, in this order. */
 export const RECORDED_FIELDS = ['x', 'y', 'z', 'yaw', 'pitch', 'ducked'] as const;

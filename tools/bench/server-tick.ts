@@ -2,10 +2,10 @@
 // in each other's view, and the players one core could hold at 64 Hz.
 
 import { performance } from 'node:perf_hooks';
+import { Match } from 'backstep/testing';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
-import { Match } from '../harness/match.ts';
-import { aimBot } from '../harness/shots.ts';
+import { aimBot } from '../../games/arena/testing/shots.ts';
 import { mean, percentile, Samples } from '../stats.ts';
 import { type Row, round, table } from './report.ts';
 import { CLEAN_20MS } from './scene.ts';

@@ -3,10 +3,10 @@
 
 import type { ArenaRules } from '../../games/arena/server/rules.ts';
 import type { ArenaPlayerState, ArenaWorld } from '../../games/arena/shared/game.ts';
+import type { ArenaShotLedger } from '../../games/arena/testing/shots.ts';
 import type { GameClient } from '../../src/client/client.ts';
 import { LAG_COMPENSATION_MODES, type LagCompensationMode } from '../../src/server/lag-compensation.ts';
 import type { GameServer, ServerClient } from '../../src/server/server.ts';
-import type { ShotLedger } from '../harness/shots.ts';
 import { percentile, type Samples } from '../stats.ts';
 
 /** A figure: a number, or null when it has no meaning in this run (a share of nothing). */
@@ -36,7 +36,7 @@ export interface SimSources {
   readonly server: GameServer<ArenaPlayerState, ArenaWorld>;
   readonly serverClients: readonly ServerClient<ArenaPlayerState>[];
   readonly clients: readonly GameClient<ArenaPlayerState, ArenaWorld>[];
-  readonly ledger: ShotLedger;
+  readonly ledger: ArenaShotLedger;
   readonly rules: ArenaRules | null;
   readonly tickTimes: Samples;
 }
@@ -199,7 +199,7 @@ export class SimMetrics {
       f[`hitAgreement.${mode}.compared`] = a.compared;
       f[`hitAgreement.${mode}.agreed`] = a.agreed;
     }
-    f['shots.rays'] = ledger.server[decisive].size;
+    f['shots.rays'] = ledger.verdicts(decisive).size;
     f['shots.clientHits'] = ledger.clientHits();
     f['shots.serverHits'] = ledger.decisiveHits;
     f['shots.aroundCorner'] = ledger.aroundCorner;

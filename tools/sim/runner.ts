@@ -3,8 +3,11 @@
 // time; samples the metrics every bucket, reports progress, and returns every figure.
 
 import { performance } from 'node:perf_hooks';
+import { ConditionedEndpoint, type InputDriver, Match } from 'backstep/testing';
 import { type ArenaRules, arenaRules } from '../../games/arena/server/rules.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { runnerBot } from '../../games/arena/testing/bots.ts';
+import { ArenaShotLedger, aimBot } from '../../games/arena/testing/shots.ts';
 import {
   type ClientConfig,
   type ClientHooks,
@@ -17,11 +20,7 @@ import { combineHooks, type ServerHooks } from '../../src/server/hooks.ts';
 import { LAG_COMPENSATION_MODES } from '../../src/server/lag-compensation.ts';
 import { GameServer, type ServerClient, type ServerConfig } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';
-import { runnerBot } from '../harness/bots.ts';
-import { type InputDriver, Match } from '../harness/match.ts';
-import { aimBot, ShotLedger } from '../harness/shots.ts';
 import { Samples } from '../stats.ts';
-import { ConditionedEndpoint } from './conditioned-endpoint.ts';
 import {
   type Figure,
   REAL_CLOCK_FIGURES,
@@ -50,7 +49,7 @@ export interface SimResult {
 
 /** The server, the bots' hooks and drivers: the same for both transports. */
 interface Fight {
-  readonly ledger: ShotLedger;
+  readonly ledger: ArenaShotLedger;
   readonly rules: ArenaRules | null;
   /** Every client the server accepted, kept after it leaves (for its counters). */
   readonly serverClients: ServerClient<ArenaPlayerState>[];
@@ -73,7 +72,7 @@ interface Session {
 
 function createFight(plan: SimPlan): Fight {
   const s = plan.scenario;
-  const ledger = new ShotLedger();
+  const ledger = new ArenaShotLedger();
   const rules = s.damage ? arenaRules({ respawnMs: s.respawnMs }) : null;
   const serverClients: ServerClient<ArenaPlayerState>[] = [];
   const track: ServerHooks<ArenaPlayerState, ArenaWorld> = {

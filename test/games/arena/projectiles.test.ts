@@ -1,6 +1,7 @@
 // The launcher's projectiles on a real server: they fly as entities clients see, explode on
 // players and the level, damage by distance, and can start advanced by the shooter's latency.
 
+import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_PROJECTILE_CONFIG } from '../../../games/arena/server/projectiles.ts';
 import { arenaRules } from '../../../games/arena/server/rules.ts';
@@ -9,13 +10,12 @@ import { PROJECTILE_ENTITY, PROJECTILE_ENTITY_TYPE } from '../../../games/arena/
 import { PROJECTILE_FIRED_EVENT } from '../../../games/arena/shared/events.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../../games/arena/shared/game.ts';
 import { unpackUnitVector, WEAPONS } from '../../../games/arena/shared/weapons.ts';
+import { aimBot } from '../../../games/arena/testing/shots.ts';
 import type { GameClient } from '../../../src/client/client.ts';
 import { parseProfile } from '../../../src/net/profile.ts';
 import { wireEventParam } from '../../../src/protocol/frames.ts';
 import { combineHooks, type ServerHooks } from '../../../src/server/hooks.ts';
 import { vec3 } from '../../../src/sim/math.ts';
-import { Match } from '../../../tools/harness/match.ts';
-import { aimBot } from '../../../tools/harness/shots.ts';
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
 

@@ -10,6 +10,7 @@ import {
 } from 'backstep/protocol';
 import { GameServer, type ServerHooks } from 'backstep/server';
 import type { GameDefinition, Vec3 } from 'backstep/sim';
+import { type InputDriver, Match } from 'backstep/testing';
 
 interface Dot {
   x: number;
@@ -66,3 +67,12 @@ server.update(0);
 // @ts-expect-error the public types catch a wrong argument
 server.update('soon');
 export const slot: number = client.slot;
+
+const still: InputDriver<Dot, object> = (_client, _nowMs, sample) => {
+  sample.forwardMove = 0;
+};
+const match = new Match(game, 1);
+match.addClient({ drive: still });
+match.run(100);
+// @ts-expect-error a driver takes the game's client, not a number
+match.addClient({ drive: (n: number) => n });

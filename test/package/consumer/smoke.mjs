@@ -1,9 +1,11 @@
 // Plain Node ESM, no TypeScript loader: the installed package's Node and client entry points run
-// a server and two clients over the memory transport for a few simulated seconds.
+// a server and two clients over the memory transport for a few simulated seconds, and the testing
+// entry runs a match with a bot.
 import { createInputSample, GameClient } from 'backstep/client';
 import { MemoryNetwork, parseProfile } from 'backstep/net';
 import { listen } from 'backstep/node';
 import { GameServer } from 'backstep/server';
+import { Match, wanderBot } from 'backstep/testing';
 import { dotGame } from './game.mjs';
 
 if (typeof listen !== 'function') throw new Error('backstep/node: no listen()');
@@ -26,4 +28,14 @@ const result = clients.map((c) => ({
   x: c.predictor.current.x,
   corrections: c.predictor.stats.corrections,
 }));
-console.log(JSON.stringify({ clients: result, serverClients: server.clientCount }));
+// The testing entry: a match on simulated time with a wandering bot over a conditioned link.
+const match = new Match(dotGame, 3);
+const bot = match.addClient({ profile, drive: wanderBot(5, { moveAmount: 400 }) });
+match.run(3000);
+const matchResult = {
+  state: bot.client.state,
+  snapshots: bot.client.snapshots.stats.framesRead,
+  corrections: bot.client.predictor.stats.corrections,
+};
+match.close();
+console.log(JSON.stringify({ clients: result, serverClients: server.clientCount, match: matchResult }));

@@ -2,11 +2,11 @@
 // conditioner, so a profile applies to real sockets too: what it sends crosses the profile's "up"
 // link, what it receives its "down" link, each held back until the conditioner's delivery time.
 
-import { LinkConditioner } from '../../src/net/conditioner.ts';
-import type { NetworkProfile } from '../../src/net/profile.ts';
-import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../../src/net/transport.ts';
-import { MinHeap } from '../../src/sim/heap.ts';
-import { Random } from '../../src/sim/random.ts';
+import { LinkConditioner } from '../net/conditioner.ts';
+import type { NetworkProfile } from '../net/profile.ts';
+import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../net/transport.ts';
+import { MinHeap } from '../sim/heap.ts';
+import { Random } from '../sim/random.ts';
 
 /** One datagram held back, in a pooled buffer. */
 class Held {

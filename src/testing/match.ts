@@ -8,14 +8,14 @@ import {
   createInputSample,
   GameClient,
   type InputSample,
-} from '../../src/client/client.ts';
-import type { NetworkProfile } from '../../src/net/profile.ts';
-import type { DatagramEndpoint } from '../../src/net/transport.ts';
-import { MemoryNetwork } from '../../src/net/transports/memory.ts';
-import type { ServerHooks } from '../../src/server/hooks.ts';
-import { GameServer, type ServerConfig } from '../../src/server/server.ts';
-import type { GameDefinition } from '../../src/sim/game.ts';
-import { Random } from '../../src/sim/random.ts';
+} from '../client/client.ts';
+import type { NetworkProfile } from '../net/profile.ts';
+import type { DatagramEndpoint } from '../net/transport.ts';
+import { MemoryNetwork } from '../net/transports/memory.ts';
+import type { ServerHooks } from '../server/hooks.ts';
+import { GameServer, type ServerConfig } from '../server/server.ts';
+import type { GameDefinition } from '../sim/game.ts';
+import { Random } from '../sim/random.ts';
 
 /** Fills a client's input for the frame at `nowMs`. */
 export type InputDriver<P, W> = (client: GameClient<P, W>, nowMs: number, input: InputSample) => void;
