@@ -272,7 +272,14 @@ describe('entry point contents', () => {
 
   it('testing exports the match, the conditioned endpoint, bot drivers and the shot ledger', async () => {
     const m: Record<string, unknown> = await import('../src/testing/index.ts');
-    for (const name of ['Match', 'ConditionedEndpoint', 'wanderBot', 'nearestEntity', 'aimAngles', 'ShotLedger'])
+    for (const name of [
+      'Match',
+      'ConditionedEndpoint',
+      'wanderBot',
+      'nearestEntity',
+      'aimAngles',
+      'ShotLedger',
+    ])
       expect(m[name], name).toBeDefined();
     const pkg = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as {
       exports: Record<string, Record<string, string>>;
