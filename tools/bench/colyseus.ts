@@ -4,6 +4,7 @@
 // same bytes over a reliable, ordered WebSocket.
 
 import { Encoder, schema, t } from '@colyseus/schema';
+import { ARENA_LEVEL } from '../../games/arena/shared/level.ts';
 import { type PlayerRecording, RECORDED_FIELDS } from './scene.ts';
 
 /** The player fields as a Colyseus user declares them; the number type is the variant's. */
@@ -35,8 +36,33 @@ const Float32Player = schema(
 );
 const Float32State = schema({ players: t.map(Float32Player) }, 'Float32State');
 
-/** Which Colyseus type the position and angle fields use. */
-export type ColyseusNumberType = 'number' | 'float32';
+// The careful declaration: positions on 32 bits over the level's bounds (finer than Backstep's
+// 1/32 unit), yaw as a 16-bit wrapping angle, pitch clamped to [-90, 90] degrees on 16 bits.
+const LEVEL = ARENA_LEVEL;
+const QuantizedPlayer = schema(
+  {
+    x: t.quantized({ min: LEVEL.mins.x, max: LEVEL.maxs.x, bits: 32 }),
+    y: t.quantized({ min: LEVEL.mins.y, max: LEVEL.maxs.y, bits: 32 }),
+    z: t.quantized({ min: LEVEL.mins.z, max: LEVEL.maxs.z, bits: 32 }),
+    yaw: t.angle(),
+    pitch: t.quantized({ min: -90, max: 90, bits: 16 }),
+    ducked: t.boolean(),
+  },
+  'QuantizedPlayer',
+);
+const QuantizedState = schema({ players: t.map(QuantizedPlayer) }, 'QuantizedState');
+
+/** Which Colyseus types the position and angle fields use ('quantized': t.quantized and t.angle). */
+export type ColyseusNumberType = 'number' | 'float32' | 'quantized';
+
+export const COLYSEUS_NUMBER_TYPES: readonly ColyseusNumberType[] = ['number', 'float32', 'quantized'];
+
+/** Degrees in [0, 360) to radians in [0, 2π): what t.angle() takes. */
+const RADIANS = Math.PI / 180;
+/** Backstep's pitch, degrees in [0, 360), as the signed pitch a Colyseus user keeps in [-90, 90]. */
+function signedPitch(deg: number): number {
+  return deg > 180 ? deg - 360 : deg;
+}
 
 interface ColyseusRoom {
   encoder: Encoder;
@@ -45,6 +71,17 @@ interface ColyseusRoom {
 }
 
 function createRoom(kind: ColyseusNumberType): ColyseusRoom {
+  if (kind === 'quantized') {
+    const state = new QuantizedState();
+    return {
+      encoder: new Encoder(state),
+      add(key) {
+        const p = new QuantizedPlayer();
+        state.players.set(key, p);
+        return p;
+      },
+    };
+  }
   if (kind === 'number') {
     const state = new NumberState();
     return {
@@ -101,6 +138,7 @@ export function webSocketHeaderBytes(payloadBytes: number): number {
 export function encodeRecording(rec: PlayerRecording, kind: ColyseusNumberType): ColyseusResult {
   const width = RECORDED_FIELDS.length;
   const room = createRoom(kind);
+  const quantized = kind === 'quantized';
   const players: PlayerFields[] = [];
   for (let p = 0; p < rec.players; p++) players.push(room.add(sessionId(p)));
   const v = rec.values;
@@ -111,8 +149,8 @@ export function encodeRecording(rec: PlayerRecording, kind: ColyseusNumberType):
       player.x = v[o];
       player.y = v[o + 1];
       player.z = v[o + 2];
-      player.yaw = v[o + 3];
-      player.pitch = v[o + 4];
+      player.yaw = quantized ? v[o + 3] * RADIANS : v[o + 3];
+      player.pitch = quantized ? signedPitch(v[o + 4]) : v[o + 4];
       player.ducked = v[o + 5] !== 0;
     }
   };
