@@ -14,7 +14,7 @@ function recording(): PlayerRecording {
     [500, 700, 0, 180, 0, 1],
   ];
   const values = new Float64Array(rows.length * width);
-  rows.forEach((r, i) => values.set(r, i * width));
+  for (let i = 0; i < rows.length; i++) values.set(rows[i], i * width);
   return { players: 2, frames: 3, values };
 }
 
