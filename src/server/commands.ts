@@ -16,9 +16,11 @@ import { SequenceBuffer } from '../sim/ring.ts';
 
 export interface CommandBudgetConfig {
   /**
-   * How far ahead of real time a client's commands may run: the budget of simulated time it
-   * may spend starts here, grows with real time and never exceeds it. Covers jitter and the
-   * burst after a loss gap; it is also the most a speed hack can gain.
+   * How far ahead of real time a client's commands may run. The budget of simulated time a
+   * client may spend refills with real time and holds at most this much (or, while a longer
+   * command waits, that command's msec, so any command up to CMD_MSEC_MAX can run): over any
+   * stretch of time, a client's commands run at most that stretch plus the slack. Covers jitter
+   * and the burst after a loss gap; it is also the most a speed hack can gain, at any moment.
    */
   commandSlackMs: number;
   /** Buttons the game defines; a command with any other bit set has those bits cleared. */
@@ -27,14 +29,12 @@ export interface CommandBudgetConfig {
   maxImpulse: number;
   /**
    * After a stall (a latency spike, a loss burst) a client's commands arrive late and queue up;
-   * arriving at the pace of real time, that backlog would never drain. Real time the client did
-   * not use (it was behind) is owed back at this share of real time while a backlog waits, so the
-   * queue drains (0.1: a 100 ms backlog in about a second). Simulated time still never passes
-   * real time plus the slack.
+   * arriving at the pace of real time, that backlog would never drain, and running it faster
+   * than real time would be a bank a cheater could collect. So while commands wait beyond the
+   * budget, the oldest are dropped at this share of real time (0.1: a 100 ms backlog in about a
+   * second), and whatever waits beyond max(slack, CMD_MSEC_MAX) is dropped at once.
    */
   catchUpRate: number;
-  /** The most unused real time kept owed (so idling cannot bank a long fast-forward). */
-  maxOwedMs: number;
 }
 
 export interface CommandStats {
@@ -44,7 +44,10 @@ export interface CommandStats {
   duplicates: number;
   /** Commands never received (every packet carrying them lost, or skipped by the client). */
   lost: number;
-  /** Commands dropped because they exceeded the time budget. */
+  /**
+   * Commands dropped because they waited beyond the time budget: a client running faster than
+   * real time, or the stale backlog after a stall being drained.
+   */
   overBudget: number;
   /** Simulated milliseconds executed / dropped for the budget. */
   executedMs: number;
@@ -82,12 +85,12 @@ export class CommandQueue {
   lastDone = 0;
   /** Milliseconds of simulation the client may still spend. */
   budgetMs: number;
-  /** Real time the client left unused (it was behind), which a backlog may catch up on. */
-  owedMs = 0;
 
   private readonly pending = new SequenceBuffer<UserCommand>(QUEUE_SIZE, createUserCommand);
   private lostBelow = 0;
   private queuedMs = 0;
+  /** Backlog the drain may drop: grows at catchUpRate while commands wait beyond the budget. */
+  private drainMs = 0;
 
   constructor(config: CommandBudgetConfig) {
     if (!(config.commandSlackMs >= 0)) {
@@ -96,7 +99,6 @@ export class CommandQueue {
     if (!(config.catchUpRate >= 0 && config.catchUpRate <= 1)) {
       throw new RangeError(`catchUpRate must be in [0, 1], got ${config.catchUpRate}`);
     }
-    if (!(config.maxOwedMs >= 0)) throw new RangeError(`maxOwedMs must be >= 0, got ${config.maxOwedMs}`);
     this.config = config;
     this.budgetMs = config.commandSlackMs;
   }
@@ -129,28 +131,28 @@ export class CommandQueue {
     this.queuedMs += slot.msec;
   }
 
-  /** Real time passed: the budget grows by it, up to the slack. */
+  /**
+   * Real time passed: the budget grows by it, up to the slack (or up to the msec of a longer
+   * command waiting to run); while a backlog waits beyond the budget the drain grows.
+   */
   addRealTime(ms: number): void {
-    const { commandSlackMs, catchUpRate, maxOwedMs } = this.config;
-    this.budgetMs += ms;
-    if (this.budgetMs > commandSlackMs) {
-      this.owedMs = Math.min(maxOwedMs, this.owedMs + this.budgetMs - commandSlackMs);
-      this.budgetMs = commandSlackMs;
-    }
-    if (this.queuedMs > this.budgetMs && this.owedMs > 0) {
-      const back = Math.min(this.owedMs, ms * catchUpRate);
-      this.owedMs -= back;
-      this.budgetMs += back;
-    }
+    const { commandSlackMs, catchUpRate } = this.config;
+    const head = this.pending.get(this.lastDone + 1);
+    const cap = head !== undefined && head.msec > commandSlackMs ? head.msec : commandSlackMs;
+    this.budgetMs = Math.min(cap, this.budgetMs + ms);
+    if (this.queuedMs > this.budgetMs) this.drainMs += ms * catchUpRate;
+    else this.drainMs = 0;
   }
 
   /**
-   * The next command to execute, or undefined. A command that would overspend the budget waits
-   * while what is queued beyond the budget stays within the slack; past that it runs on time the
-   * client owes (left unused while stalled), or, with none owed, is dropped and counted (a client
-   * running faster than real time).
+   * The next command to execute, or undefined. A command that would overspend the budget waits;
+   * while commands wait, the oldest are dropped as the drain allows, and at once when more than
+   * max(slack, CMD_MSEC_MAX) waits (a client running faster than real time, or a stale backlog).
+   * Dropped commands are counted; no time is ever lent, so nothing a client leaves unused can be
+   * collected later.
    */
   next(): UserCommand | undefined {
+    const waitLimit = Math.max(this.config.commandSlackMs, CMD_MSEC_MAX);
     for (;;) {
       const seq = this.lastDone + 1;
       const cmd = this.pending.get(seq);
@@ -169,13 +171,10 @@ export class CommandQueue {
         this.stats.executedMs += cmd.msec;
         return cmd;
       }
-      if (this.queuedMs - this.budgetMs <= this.config.commandSlackMs) return undefined;
-      // More is queued than the slack: time the client left unused (it was stalled) pays for it.
-      const short = cmd.msec - this.budgetMs;
-      if (this.owedMs >= short) {
-        this.owedMs -= short;
-        this.budgetMs += short;
-        continue;
+      const waiting = this.queuedMs - this.budgetMs;
+      if (waiting <= waitLimit) {
+        if (this.drainMs < cmd.msec) return undefined;
+        this.drainMs -= cmd.msec;
       }
       this.queuedMs -= cmd.msec;
       this.pending.remove(cmd.sequence);

@@ -42,9 +42,8 @@ export interface ServerConfig {
   maxCommandsPerTick: number;
   /** Data packets per second one connection may send (bursts up to a second's worth); the rest are dropped and counted. */
   maxPacketsPerSecond: number;
-  /** How fast a command backlog after a stall drains, and the most unused time owed (see CommandQueue). */
+  /** How fast a command backlog after a stall drains (see CommandQueue). */
   commandCatchUpRate: number;
-  commandMaxOwedMs: number;
   /** A client silent this long is disconnected. */
   timeoutMs: number;
   /** A challenge cookie is honoured for this long. */
@@ -83,7 +82,6 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   maxCommandsPerTick: 8,
   maxPacketsPerSecond: 250,
   commandCatchUpRate: 0.1,
-  commandMaxOwedMs: 1000,
   timeoutMs: 10_000,
   cookieLifetimeMs: 10_000,
   connectAttemptsPerSecond: 4,
@@ -367,7 +365,6 @@ export class GameServer<P, W> {
       validButtons: this.game.input.buttons,
       maxImpulse: this.game.input.maxImpulse,
       catchUpRate: c.commandCatchUpRate,
-      maxOwedMs: c.commandMaxOwedMs,
     });
     const updateRate = Math.min(connection.requestedUpdateRate, c.defaultUpdateRate, c.tickRate);
     const rate =

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createUserCommand, type UserCommand } from '../../src/protocol/usercmd.ts';
+import { CMD_MSEC_MAX, createUserCommand, type UserCommand } from '../../src/protocol/usercmd.ts';
 import { CommandQueue, clearInvalidInput, MAX_LOST_PER_CLAIM, sanitize } from '../../src/server/commands.ts';
 
 function cmd(sequence: number, msec = 16): UserCommand {
@@ -16,7 +16,6 @@ function queue(commandSlackMs: number): CommandQueue {
     validButtons: 0x0f,
     maxImpulse: 3,
     catchUpRate: 0.1,
-    maxOwedMs: 1000,
   });
 }
 
@@ -101,12 +100,15 @@ describe('CommandQueue', () => {
     expect(q.stats.overBudget).toBe(0);
   });
 
-  it('after a stall, runs the late commands on the time the client left unused, and drains the rest', () => {
+  it('after a stall, drops the stale backlog instead of running it faster than real time', () => {
     const slack = 200;
     const q = queue(slack);
     let seq = 0;
     let realMs = 0;
     const backlog: number[] = [];
+    // Lowest (executed - real) so far: the most a window ending now can have gained is the gap.
+    let lowest = 0;
+    let gain = 0;
     for (let frame = 0; frame < 600; frame++) {
       realMs += 16;
       q.addRealTime(16);
@@ -119,13 +121,73 @@ describe('CommandQueue', () => {
       }
       drain(q);
       backlog.push(seq - q.lastDone);
+      const lead = q.stats.executedMs - realMs;
+      gain = Math.max(gain, lead - lowest);
+      lowest = Math.min(lowest, lead);
     }
-    expect(q.stats.overBudget).toBe(0);
     expect(q.stats.lost).toBe(0);
-    expect(q.stats.executedMs).toBeLessThanOrEqual(realMs + slack);
-    // Right after the stall at most the slack waits; two seconds later nothing does.
-    expect(Math.max(...backlog.slice(162)) * 16).toBeLessThanOrEqual(slack + 16);
-    expect(Math.max(...backlog.slice(300))).toBeLessThanOrEqual(1);
+    expect(q.stats.overBudget).toBeGreaterThan(0);
+    // No stretch of time ran more than itself plus the slack, the burst included.
+    expect(gain).toBeLessThanOrEqual(slack);
+    // Right after the stall at most max(slack, CMD_MSEC_MAX) waits; three seconds later nothing does.
+    expect(Math.max(...backlog.slice(162)) * 16).toBeLessThanOrEqual(Math.max(slack, CMD_MSEC_MAX) + 16);
+    expect(Math.max(...backlog.slice(350))).toBeLessThanOrEqual(1);
+  });
+
+  it('never lends time: a client that idles and then bursts gains at most the slack', () => {
+    const slack = 200;
+    const q = queue(slack);
+    let seq = 0;
+    // Ten seconds of silence, then commands worth five seconds all at once, then 10x real time.
+    q.addRealTime(10_000);
+    for (let i = 0; i < 300; i++) {
+      q.receive(cmd(++seq, 16), i === 0);
+      if (i % 50 === 49) drain(q);
+    }
+    drain(q);
+    expect(q.stats.executedMs).toBeLessThanOrEqual(slack);
+    let realMs = 0;
+    const before = q.stats.executedMs;
+    for (let frame = 0; frame < 200; frame++) {
+      for (let i = 0; i < 10; i++) q.receive(cmd(++seq, 16), i === 0);
+      q.addRealTime(16);
+      realMs += 16;
+      drain(q);
+      expect(q.stats.executedMs - before).toBeLessThanOrEqual(realMs + slack);
+    }
+  });
+
+  it('runs every command up to CMD_MSEC_MAX after silence, even past a smaller slack', () => {
+    for (const slack of [0, 50, 200]) {
+      const q = queue(slack);
+      let seq = 0;
+      // A client hitching, then silent: one 250 ms command after each silence.
+      for (let frame = 0; frame < 40; frame++) {
+        q.addRealTime(frame % 10 === 0 ? 3000 : 1000);
+        q.receive(cmd(++seq, CMD_MSEC_MAX), true);
+        let waitedMs = 0;
+        while (q.next() === undefined && waitedMs < 1000) {
+          q.addRealTime(16);
+          waitedMs += 16;
+        }
+        // It waits only until its msec is earned: never for ever, however small the slack.
+        expect(waitedMs, `slack ${slack}`).toBeLessThanOrEqual(Math.max(0, CMD_MSEC_MAX - slack) + 16);
+      }
+      expect(q.stats.executed, `slack ${slack}`).toBe(40);
+      expect(q.stats.overBudget, `slack ${slack}`).toBe(0);
+    }
+    // Back to back at real time, after silence: every one runs.
+    const q = queue(200);
+    q.addRealTime(5000);
+    for (let s = 1; s <= 40; s++) {
+      q.receive(cmd(s, CMD_MSEC_MAX), s === 1);
+      for (let t = 0; t < CMD_MSEC_MAX; t += 10) {
+        q.addRealTime(10);
+        drain(q);
+      }
+    }
+    expect(q.stats.executed).toBe(40);
+    expect(q.stats.overBudget).toBe(0);
   });
 
   it('refuses commands absurdly far ahead', () => {
