@@ -3,11 +3,11 @@
 // At every tick, no stretch of time runs any client's commands for more than that stretch plus
 // the slack.
 
+import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { arenaGame } from '../../games/arena/shared/game.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import type { DatagramEndpoint } from '../../src/net/transport.ts';
-import { Match } from '../../tools/harness/match.ts';
 
 const SLACK_MS = 200;
 /** The cheats connect honestly, then run their clocks fast from here on. */
