@@ -41,11 +41,17 @@ export const REFUSE_BANNED = 3;
 export const REFUSE_TOO_MANY_ATTEMPTS = 4;
 /** The client was built against other entity or event tables (its schema hash differs). */
 export const REFUSE_WRONG_SCHEMA = 5;
+/** The server hosts no match of the id the client's route header named (src/net/match-route.ts). */
+export const REFUSE_NO_SUCH_MATCH = 6;
 
 export const DISCONNECT_CLIENT_LEFT = 16;
 export const DISCONNECT_SERVER_SHUTDOWN = 17;
 export const DISCONNECT_TIMED_OUT = 18;
 export const DISCONNECT_KICKED = 19;
+/** The match the client played in was ended by its host (the server process goes on). */
+export const DISCONNECT_MATCH_ENDED = 20;
+/** The match failed (its code threw, or its loop stalled) and was ended; the server process goes on. */
+export const DISCONNECT_MATCH_FAILED = 21;
 
 export const REASON_NAMES: Readonly<Record<number, string>> = {
   [REFUSE_SERVER_FULL]: 'server full',
@@ -53,10 +59,13 @@ export const REASON_NAMES: Readonly<Record<number, string>> = {
   [REFUSE_BANNED]: 'banned',
   [REFUSE_TOO_MANY_ATTEMPTS]: 'too many connection attempts',
   [REFUSE_WRONG_SCHEMA]: 'built against another game schema',
+  [REFUSE_NO_SUCH_MATCH]: 'no such match',
   [DISCONNECT_CLIENT_LEFT]: 'client left',
   [DISCONNECT_SERVER_SHUTDOWN]: 'server shut down',
   [DISCONNECT_TIMED_OUT]: 'timed out',
   [DISCONNECT_KICKED]: 'kicked',
+  [DISCONNECT_MATCH_ENDED]: 'match ended',
+  [DISCONNECT_MATCH_FAILED]: 'match failed',
 };
 
 /** A reason's name, or 'reason N' for a code this build does not know. */

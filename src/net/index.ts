@@ -32,6 +32,8 @@ export {
 export {
   DISCONNECT_CLIENT_LEFT,
   DISCONNECT_KICKED,
+  DISCONNECT_MATCH_ENDED,
+  DISCONNECT_MATCH_FAILED,
   DISCONNECT_SERVER_SHUTDOWN,
   DISCONNECT_TIMED_OUT,
   PACKET_ACCEPTED,
@@ -42,6 +44,7 @@ export {
   PACKET_REFUSED,
   REASON_NAMES,
   REFUSE_BANNED,
+  REFUSE_NO_SUCH_MATCH,
   REFUSE_SERVER_FULL,
   REFUSE_TOO_MANY_ATTEMPTS,
   REFUSE_WRONG_SCHEMA,
@@ -49,6 +52,15 @@ export {
   REQUEST_BYTES,
   reasonName,
 } from './handshake.ts';
+export {
+  checkMatchId,
+  MATCH_ROUTE_HEADER_BYTES,
+  MATCH_ROUTE_TYPE,
+  MAX_MATCH_ID,
+  MatchClientEndpoint,
+  readMatchRoute,
+  writeMatchRoute,
+} from './match-route.ts';
 export {
   type BurstLoss,
   type ConditionOverrides,

@@ -28,6 +28,17 @@ export {
   type RewindReport,
 } from './lag-compensation.ts';
 export {
+  type HostedMatch,
+  type MatchEnded,
+  MatchEndpoint,
+  MatchHost,
+  type MatchHostOptions,
+  MatchRouter,
+  type MatchRouterOptions,
+  type MatchRouterStats,
+  type MatchSpec,
+} from './matches.ts';
+export {
   DEFAULT_SERVER_CONFIG,
   GameServer,
   type ServerClient,

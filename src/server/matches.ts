@@ -1,0 +1,357 @@
+// Many matches in one server process on one port: a router that hands each datagram to its
+// match's endpoint (by the route header of a lifecycle packet, then by the source address its
+// match accepted), and a host that creates, runs and ends matches, each a GameServer with its
+// own game, world, rules, clients and connection layer.
+//
+// An address is bound to a match only when that match's connection layer accepts it (after the
+// challenge, so the address is proven) and unbound when the connection ends; until then its
+// packets must carry a route header. A bound address's packets go to its match whatever their
+// header says: no packet can move a connected client to another match. A match that throws is
+// ended (its clients told DISCONNECT_MATCH_FAILED) and reported; the others carry on.
+
+import { DEFAULT_PROTOCOL_ID } from '../net/channel.ts';
+import {
+  createHandshakePacket,
+  createHandshakeStream,
+  DISCONNECT_MATCH_ENDED,
+  DISCONNECT_MATCH_FAILED,
+  DISCONNECT_SERVER_SHUTDOWN,
+  PACKET_CONNECT_REQUEST,
+  PACKET_REFUSED,
+  REFUSE_NO_SUCH_MATCH,
+  readHandshakePacket,
+  writeHandshakePacket,
+} from '../net/handshake.ts';
+import { checkMatchId, MATCH_ROUTE_HEADER_BYTES, readMatchRoute } from '../net/match-route.ts';
+import type { DatagramEndpoint, PacketHandler } from '../net/transport.ts';
+import { createTransportStats, DatagramQueue } from '../net/transports/queue.ts';
+import type { GameDefinition } from '../sim/game.ts';
+import { combineHooks, type ServerHooks } from './hooks.ts';
+import { GameServer, type ServerConfig } from './server.ts';
+
+export interface MatchRouterOptions {
+  /** Datagrams one match may have waiting between two of its updates (default 1024). */
+  queueCapacity?: number;
+  /** Protocol id of the lifecycle packets the router answers ("no such match"). */
+  protocolId?: number;
+  /** "No such match" refusals sent per second in all, whatever the source addresses (default 200). */
+  maxRefusalsPerSecond?: number;
+}
+
+/** What the router dropped, by reason, and what it refused. */
+export interface MatchRouterStats {
+  /** Datagrams dropped before reaching any match, by reason. */
+  rejected: Record<string, number>;
+  /** Connect requests answered "no such match". */
+  refusedNoMatch: number;
+}
+
+/** The endpoint one match's GameServer sees: its own inbound queue, sends through the shared endpoint. */
+export class MatchEndpoint implements DatagramEndpoint {
+  readonly id: number;
+  readonly address: string;
+  /** Received datagrams dropped because this match's queue was full, and the like. */
+  readonly stats = createTransportStats();
+  /** Addresses this match has accepted (bound to it in the router). */
+  readonly bound = new Set<string>();
+  readonly queue: DatagramQueue;
+  private readonly router: MatchRouter;
+  private open = true;
+
+  constructor(router: MatchRouter, id: number, queueCapacity: number, address: string) {
+    this.router = router;
+    this.id = id;
+    this.address = `${address}#${id}`;
+    this.queue = new DatagramQueue(queueCapacity, this.stats);
+  }
+
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  send(to: string, data: Uint8Array): void {
+    if (!this.open) return;
+    this.stats.packetsSent++;
+    this.stats.bytesSent += data.length;
+    this.router.endpoint.send(to, data);
+  }
+
+  poll(_nowMs: number, onPacket: PacketHandler): void {
+    if (this.open) this.queue.drain(onPacket);
+  }
+
+  hostOf(address: string): string | null {
+    return this.router.endpoint.hostOf?.(address) ?? null;
+  }
+
+  drop(address: string): void {
+    this.router.endpoint.drop?.(address);
+  }
+
+  /** Leaves the router: queued datagrams are discarded and every address bound to it is freed. */
+  close(): void {
+    if (!this.open) return;
+    this.open = false;
+    this.queue.clear();
+    this.router.release(this);
+  }
+}
+
+/** Hands each datagram of one shared endpoint to the endpoint of the match it belongs to. */
+export class MatchRouter {
+  readonly endpoint: DatagramEndpoint;
+  readonly stats: MatchRouterStats = { rejected: {}, refusedNoMatch: 0 };
+  private readonly matches = new Map<number, MatchEndpoint>();
+  private readonly byAddress = new Map<string, MatchEndpoint>();
+  private readonly queueCapacity: number;
+  private readonly protocolId: number;
+  private readonly maxRefusalsPerSecond: number;
+  private refusalAllowance: number;
+  private refusalRefillMs = 0;
+  private nowMs = 0;
+  private readonly hs = createHandshakePacket();
+  private readonly hsStream = createHandshakeStream();
+  private readonly onPacket = (from: string, data: Uint8Array): void => this.route(from, data);
+
+  constructor(endpoint: DatagramEndpoint, options: MatchRouterOptions = {}) {
+    this.endpoint = endpoint;
+    this.queueCapacity = options.queueCapacity ?? 1024;
+    this.protocolId = options.protocolId ?? DEFAULT_PROTOCOL_ID;
+    this.maxRefusalsPerSecond = options.maxRefusalsPerSecond ?? 200;
+    if (!(this.maxRefusalsPerSecond >= 0) || !Number.isFinite(this.maxRefusalsPerSecond)) {
+      throw new RangeError(
+        `MatchRouter: maxRefusalsPerSecond must be a number >= 0, got ${String(options.maxRefusalsPerSecond)}`,
+      );
+    }
+    this.refusalAllowance = this.maxRefusalsPerSecond;
+    // Checked here so that a bad capacity is reported when the router is made, not at the first match.
+    new DatagramQueue(this.queueCapacity, createTransportStats());
+  }
+
+  /** Matches open. */
+  get size(): number {
+    return this.matches.size;
+  }
+
+  /** Addresses bound to a match. */
+  get boundAddresses(): number {
+    return this.byAddress.size;
+  }
+
+  /** A new match's endpoint. Throws if `id` is not a valid match id or is already open. */
+  open(id: number): MatchEndpoint {
+    checkMatchId('MatchRouter.open', id);
+    if (this.matches.has(id)) throw new Error(`MatchRouter.open: match ${id} is already open`);
+    const match = new MatchEndpoint(this, id, this.queueCapacity, this.endpoint.address);
+    this.matches.set(id, match);
+    return match;
+  }
+
+  /** The open match `id`, if any. */
+  get(id: number): MatchEndpoint | undefined {
+    return this.matches.get(id);
+  }
+
+  /** `address` is connected to `match`: its packets go there from now on, route header or not. */
+  bind(address: string, match: MatchEndpoint): void {
+    if (!match.isOpen) return;
+    const previous = this.byAddress.get(address);
+    if (previous !== undefined && previous !== match) previous.bound.delete(address);
+    this.byAddress.set(address, match);
+    match.bound.add(address);
+  }
+
+  /** `address`'s connection to `match` ended. */
+  unbind(address: string, match: MatchEndpoint): void {
+    if (this.byAddress.get(address) === match) this.byAddress.delete(address);
+    match.bound.delete(address);
+  }
+
+  /** Reads every datagram waiting on the shared endpoint at `nowMs` into the matches' queues. */
+  receive(nowMs: number): void {
+    if (nowMs > this.nowMs) this.nowMs = nowMs;
+    this.endpoint.poll(this.nowMs, this.onPacket);
+  }
+
+  /** @internal A match endpoint closed: forget it and its addresses. */
+  release(match: MatchEndpoint): void {
+    if (this.matches.get(match.id) === match) this.matches.delete(match.id);
+    for (const address of match.bound)
+      if (this.byAddress.get(address) === match) this.byAddress.delete(address);
+    match.bound.clear();
+  }
+
+  private route(from: string, data: Uint8Array): void {
+    const routed = readMatchRoute(data);
+    const bound = this.byAddress.get(from);
+    if (bound !== undefined) {
+      if (routed === 0) bound.queue.push(from, data);
+      else if (routed === bound.id) bound.queue.push(from, data.subarray(MATCH_ROUTE_HEADER_BYTES));
+      else this.reject('routed away from its match');
+      return;
+    }
+    if (routed === 0) {
+      this.reject(data.length > 0 && data[0] === 0 ? 'unknown address' : 'no route header');
+      return;
+    }
+    const match = this.matches.get(routed);
+    const inner = data.subarray(MATCH_ROUTE_HEADER_BYTES);
+    if (match === undefined) {
+      this.refuseNoMatch(from, inner);
+      return;
+    }
+    match.queue.push(from, inner);
+  }
+
+  private reject(reason: string): void {
+    this.stats.rejected[reason] = (this.stats.rejected[reason] ?? 0) + 1;
+  }
+
+  /** Answers a well-formed connect request for a match this server does not host; drops anything else. */
+  private refuseNoMatch(from: string, inner: Uint8Array): void {
+    this.reject('no such match');
+    if (inner[0] !== PACKET_CONNECT_REQUEST) return;
+    const perSecond = this.maxRefusalsPerSecond;
+    this.refusalAllowance = Math.min(
+      perSecond,
+      this.refusalAllowance + ((this.nowMs - this.refusalRefillMs) * perSecond) / 1000,
+    );
+    this.refusalRefillMs = this.nowMs;
+    if (this.refusalAllowance < 1) return;
+    const p = this.hs;
+    if (readHandshakePacket(this.hsStream, this.protocolId, inner, p) !== '') return;
+    this.refusalAllowance--;
+    p.type = PACKET_REFUSED;
+    p.reason = REFUSE_NO_SUCH_MATCH;
+    this.stats.refusedNoMatch++;
+    this.endpoint.send(from, writeHandshakePacket(this.hsStream, this.protocolId, p));
+  }
+}
+
+/** What a match is made of: its game, its server configuration and its rules (hooks). */
+export interface MatchSpec<P, W> {
+  game: GameDefinition<P, W>;
+  config?: Partial<ServerConfig>;
+  hooks?: ServerHooks<P, W>;
+}
+
+/** Why and how a match ended, as reported to `onEnded`. */
+export interface MatchEnded {
+  id: number;
+  /** The DISCONNECT_* reason its clients were told. */
+  reason: number;
+  /** What its code threw, when it failed. */
+  error?: unknown;
+  /** Ticks it ran. */
+  ticks: number;
+  /** Clients connected when it ended. */
+  clients: number;
+}
+
+export interface MatchHostOptions extends MatchRouterOptions {
+  /** Called once for every match that ends (by `end`, by failure, or at `close`). */
+  onEnded?: (ended: MatchEnded) => void;
+}
+
+/** One match a host runs: its id, its server, and the endpoint the router gave it. */
+export interface HostedMatch {
+  readonly id: number;
+  readonly server: GameServer<unknown, unknown>;
+  readonly endpoint: MatchEndpoint;
+}
+
+/**
+ * Many matches on one shared endpoint in one thread: `create` and `end` by id, `update(nowMs)`
+ * to run them all. Clients join a match with `MatchClientEndpoint` (its id in a route header).
+ */
+export class MatchHost {
+  readonly router: MatchRouter;
+  readonly matches = new Map<number, HostedMatch>();
+  /** Matches ended so far, by how they ended. */
+  readonly stats = { created: 0, ended: 0, failed: 0 };
+  private readonly onEnded: ((ended: MatchEnded) => void) | undefined;
+
+  constructor(endpoint: DatagramEndpoint, options: MatchHostOptions = {}) {
+    this.router = new MatchRouter(endpoint, options);
+    this.onEnded = options.onEnded;
+  }
+
+  /**
+   * Creates match `id` (a GameServer of `spec.game` with its config and hooks) on the shared
+   * endpoint. Throws if `id` is invalid or taken, or the config is bad (nothing is left open).
+   */
+  create<P, W>(id: number, spec: MatchSpec<P, W>): GameServer<P, W> {
+    const endpoint = this.router.open(id);
+    const routing: ServerHooks<P, W> = {
+      onConnect: (_server, client) => this.router.bind(client.address, endpoint),
+      onDisconnect: (_server, client) => this.router.unbind(client.address, endpoint),
+    };
+    let server: GameServer<P, W>;
+    try {
+      server = new GameServer(
+        spec.game,
+        endpoint,
+        spec.config,
+        spec.hooks === undefined ? routing : combineHooks(routing, spec.hooks),
+      );
+    } catch (error) {
+      endpoint.close();
+      throw error;
+    }
+    this.matches.set(id, { id, server: server as unknown as GameServer<unknown, unknown>, endpoint });
+    this.stats.created++;
+    return server;
+  }
+
+  /** The server of match `id`, if it runs here. */
+  get(id: number): GameServer<unknown, unknown> | undefined {
+    return this.matches.get(id)?.server;
+  }
+
+  /**
+   * Ends match `id`: every client is told `reason` (three copies), the match's endpoint and
+   * addresses are freed, and `onEnded` hears of it. False when no such match runs.
+   */
+  end(id: number, reason: number = DISCONNECT_MATCH_ENDED, error?: unknown): boolean {
+    const match = this.matches.get(id);
+    if (match === undefined) return false;
+    this.matches.delete(id);
+    const server = match.server;
+    const clients = server.clientCount;
+    for (const client of server.clients) {
+      if (client === null) continue;
+      try {
+        server.disconnect(client, reason);
+      } catch (failure) {
+        // The match's own disconnect hook threw: the client was told all the same.
+        error ??= failure;
+      }
+    }
+    match.endpoint.close();
+    if (error === undefined) this.stats.ended++;
+    else this.stats.failed++;
+    this.onEnded?.({ id, reason, error, ticks: server.stats.ticks, clients });
+    return true;
+  }
+
+  /**
+   * Reads the shared endpoint and runs every match due at `nowMs`. A match that throws is ended
+   * with DISCONNECT_MATCH_FAILED and reported; the others run on.
+   */
+  update(nowMs: number): void {
+    this.router.receive(nowMs);
+    for (const match of this.matches.values()) {
+      try {
+        match.server.update(nowMs);
+      } catch (error) {
+        this.end(match.id, DISCONNECT_MATCH_FAILED, error);
+      }
+    }
+  }
+
+  /** Ends every match (DISCONNECT_SERVER_SHUTDOWN) and closes the shared endpoint. */
+  close(): void | Promise<void> {
+    for (const id of [...this.matches.keys()]) this.end(id, DISCONNECT_SERVER_SHUTDOWN);
+    return this.router.endpoint.close();
+  }
+}
