@@ -49,8 +49,9 @@ export interface SnapshotWriterStats {
   lastCreated: number;
   lastUpdated: number;
   lastRemoved: number;
-  /** Entities that needed sending but did not fit the budget. */
+  /** Entities that needed sending but did not fit the budget: in the last frame, and in all. */
   lastDeferred: number;
+  deferred: number;
 }
 
 /** Held tick meaning "not in the client's view". */
@@ -88,6 +89,7 @@ export class SnapshotWriter {
     lastUpdated: 0,
     lastRemoved: 0,
     lastDeferred: 0,
+    deferred: 0,
   };
   /** The newest acknowledged frame (the next baseline), -1 for none. */
   baselineTick = -1;
@@ -223,6 +225,7 @@ export class SnapshotWriter {
     st.lastUpdated = 0;
     st.lastRemoved = 0;
     st.lastDeferred = needCount - chosen;
+    st.deferred += st.lastDeferred;
     this.writeChosen(s, frame, cur, tick);
     s.varuint(0);
     if (!s.ok) {

@@ -128,7 +128,10 @@ export interface HitscanDefinition<P, W> {
   /**
    * Puts the targets the next command is judged against into the world: `count` entities, their
    * indices in `entities[0 .. count)`, each one's decoded field values at `values[index * stride]`.
-   * `self` is the shooter's own entity (-1 for none). Count 0 clears them.
+   * `self` is the shooter's own entity (-1 for none). Count 0 clears them. `count` is at most
+   * the game schema's `maxEntities`, and the world must keep every target it is given: the
+   * client passes every entity its view drew, the server those its broad phase kept, each in its
+   * own order, so a table that dropped some would judge the two sides against different players.
    */
   setTargets(
     world: W,

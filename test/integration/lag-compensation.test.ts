@@ -85,6 +85,54 @@ describe('lag compensation: hit agreement', () => {
     });
   }
 
+  it('exact mode agrees with every client verdict with 128 players and full packets', () => {
+    // Far more players than a 1200-byte packet holds: far players are updated less often (held
+    // from older frames in each client's view), players die and respawn (teleports), and every
+    // client draws over a hundred players, each of them a target its shots are tested against.
+    const seed = 128;
+    const msg = `seed ${seed}`;
+    const ledger = new ShotLedger();
+    const rules = arenaRules({ respawnMs: 1000 });
+    const match = new Match(arenaGame, seed, { maxClients: 128 }, combineHooks(rules, ledger.serverHooks()));
+    const profile = parseProfile({ name: 'mobile-ish', latencyMs: 60, jitterMs: 20, loss: 0.02 });
+    const clients: Client[] = [];
+    for (let i = 0; i < 128; i++) {
+      let client: Client | null = null;
+      client = match.addClient({
+        profile,
+        drive: aimBot(seed * 131 + i, { aimErrorUnits: 14 }),
+        hooks: ledger.clientHooks(() => client as Client),
+        frameMs: 1000 / 30,
+        frameJitterMs: 3,
+      }).client;
+      clients.push(client);
+    }
+    match.run(3000);
+    const exact = ledger.agreement('exact');
+    let deferred = 0;
+    let inView = 0;
+    for (const c of match.server.clients) {
+      if (c === null) continue;
+      deferred += c.snapshots.stats.deferred;
+      inView += c.snapshots.stats.lastInView;
+    }
+    console.log(
+      `128 players: ${exact.compared} rays, ${ledger.clientHits()} client hits, agreement exact ${(exact.share * 100).toFixed(2)}%; entities deferred ${deferred}; mean in view ${(inView / 128).toFixed(1)}; kills ${rules.kills}`,
+    );
+    expect(
+      clients.every((c) => c.isSpawned),
+      msg,
+    ).toBe(true);
+    // Packets were full: entities that needed sending waited for a later frame.
+    expect(deferred, msg).toBeGreaterThan(10_000);
+    expect(inView / 128, msg).toBeGreaterThan(100);
+    expect(exact.compared, msg).toBeGreaterThan(1000);
+    expect(ledger.clientHits(), msg).toBeGreaterThan(200);
+    expect(rules.kills, msg).toBeGreaterThan(0);
+    expect(exact.compared - exact.agreed, `${msg}: rays whose verdicts differ`).toBe(0);
+    match.close();
+  });
+
   it('never honours a view older than maxUnlagMs', () => {
     const seed = 77;
     const msg = `seed ${seed}`;

@@ -1,6 +1,12 @@
 // The arena's shared constants: button bits, impulses, event types, weapon ids and states, movement tuning, hull sizes and the state's quantization.
 
 // Buttons: bits of UserCommand.buttons. upMove > 0 also means jump, upMove < 0 also means crouch.
+/**
+ * Entity slots in the arena (players and projectiles). Every one of them may be a target a view
+ * draws, so the hit-target table holds as many (MAX_HIT_TARGETS).
+ */
+export const ARENA_MAX_ENTITIES = 1024;
+
 export const BUTTON_JUMP = 1 << 0;
 export const BUTTON_CROUCH = 1 << 1;
 export const BUTTON_ATTACK = 1 << 2;

@@ -5,7 +5,14 @@ import type { UserCommand } from 'backstep/protocol';
 import { defineEntityType, defineGameSchema, type FieldTable, typeIdOf } from 'backstep/protocol';
 import type { HitscanDefinition } from 'backstep/sim';
 import { dcos, dsin, type Vec3 } from 'backstep/sim';
-import { ANGLE_BITS, BUTTON_ATTACK, ORIGIN_LIMIT, ORIGIN_PRECISION, WEAPON_COUNT } from './constants.ts';
+import {
+  ANGLE_BITS,
+  ARENA_MAX_ENTITIES,
+  BUTTON_ATTACK,
+  ORIGIN_LIMIT,
+  ORIGIN_PRECISION,
+  WEAPON_COUNT,
+} from './constants.ts';
 import { HITBOX_COUNT, type HitTarget, hitboxBounds, viewHeight } from './hitboxes.ts';
 import type { ArenaPlayerState, ArenaWorld } from './player.ts';
 import { WEAPONS } from './weapons.ts';
@@ -58,7 +65,9 @@ export const PROJECTILE_ENTITY = defineEntityType<ProjectileEntity>('projectile'
   z: coordinate,
 } satisfies FieldTable<ProjectileEntity>);
 
-export const ARENA_SCHEMA = defineGameSchema([PLAYER_ENTITY, PROJECTILE_ENTITY], { maxEntities: 1024 });
+export const ARENA_SCHEMA = defineGameSchema([PLAYER_ENTITY, PROJECTILE_ENTITY], {
+  maxEntities: ARENA_MAX_ENTITIES,
+});
 
 /** Type ids in ARENA_SCHEMA. */
 export const PLAYER_ENTITY_TYPE = typeIdOf(ARENA_SCHEMA, PLAYER_ENTITY);
@@ -162,7 +171,13 @@ export const arenaHitscan: HitscanDefinition<ArenaPlayerState, ArenaWorld> = {
     values: Float64Array,
     stride: number,
   ): void {
-    const n = Math.min(count, world.targets.length);
+    // Never fewer than given: a target left out is one the other side may have tested.
+    if (!(count >= 0 && count <= world.targets.length)) {
+      throw new RangeError(
+        `arenaHitscan.setTargets: ${count} targets, the world holds ${world.targets.length}`,
+      );
+    }
+    const n = count;
     for (let i = 0; i < n; i++) {
       const e = entities[i];
       targetFromEntity(values, e * stride, e, world.targets[i]);

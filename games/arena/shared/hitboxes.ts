@@ -15,6 +15,7 @@
 import type { Vec3 } from 'backstep/sim';
 import { vec3 } from 'backstep/sim';
 import {
+  ARENA_MAX_ENTITIES,
   PLAYER_DUCK_EYE_HEIGHT,
   PLAYER_DUCK_HEIGHT,
   PLAYER_STAND_EYE_HEIGHT,
@@ -26,8 +27,13 @@ export const HITBOX_BODY = 1;
 export const HITBOX_LEGS = 2;
 export const HITBOX_COUNT = 3;
 
-/** How many hit targets a world holds. */
-export const MAX_HIT_TARGETS = 64;
+/**
+ * How many hit targets a world holds: every entity slot of the arena, so that no view is ever
+ * cut short. A smaller table would drop some of the players a view drew, and the shooter's
+ * client and the server's rewind, listing them in different orders, would drop different ones
+ * and name different targets.
+ */
+export const MAX_HIT_TARGETS = ARENA_MAX_ENTITIES;
 
 /**
  * The pose of one player as a hit test sees it (a flat record, copied field by field): the

@@ -8,7 +8,13 @@ import {
   PLAYER_STAND_EYE_HEIGHT,
   PLAYER_STAND_HEIGHT,
 } from '../../../games/arena/shared/constants.ts';
-import { PLAYER_ENTITY, targetFromEntity, writePlayerEntity } from '../../../games/arena/shared/entities.ts';
+import {
+  ARENA_SCHEMA,
+  arenaHitscan,
+  PLAYER_ENTITY,
+  targetFromEntity,
+  writePlayerEntity,
+} from '../../../games/arena/shared/entities.ts';
 import {
   copyHitTarget,
   createHitTarget,
@@ -237,9 +243,19 @@ describe('rayVsTargets', () => {
 });
 
 describe('hit poses and the player entity', () => {
-  it('the world holds MAX_HIT_TARGETS preallocated targets, none in use, and no owner', () => {
+  it('the world holds a target for every entity slot, none in use, and no owner; never fewer than given', () => {
     const world = createLevelWorld(ARENA_LEVEL);
     expect(world.targets.length).toBe(MAX_HIT_TARGETS);
+    // Every entity a view can draw fits: none is ever left out of a hit test.
+    expect(MAX_HIT_TARGETS).toBe(ARENA_SCHEMA.maxEntities);
+    const ids = Int32Array.from({ length: MAX_HIT_TARGETS + 1 }, (_, i) => i);
+    const values = new Float64Array((MAX_HIT_TARGETS + 1) * ARENA_SCHEMA.stride);
+    arenaHitscan.setTargets(world, -1, MAX_HIT_TARGETS, ids, values, ARENA_SCHEMA.stride);
+    expect(world.targetCount).toBe(MAX_HIT_TARGETS);
+    expect(() =>
+      arenaHitscan.setTargets(world, -1, MAX_HIT_TARGETS + 1, ids, values, ARENA_SCHEMA.stride),
+    ).toThrow(/1025 targets, the world holds 1024/);
+    arenaHitscan.setTargets(world, -1, 0, ids, values, ARENA_SCHEMA.stride);
     expect(world.targetCount).toBe(0);
     expect(world.ownerSlot).toBe(-1);
     expect(createHitTargets(3).length).toBe(3);
