@@ -91,7 +91,7 @@ describe('lag compensation: hit agreement', () => {
     // client draws over a hundred players, each of them a target its shots are tested against.
     const seed = 128;
     const msg = `seed ${seed}`;
-    const ledger = new ShotLedger();
+    const ledger = new ArenaShotLedger();
     const rules = arenaRules({ respawnMs: 1000 });
     const match = new Match(arenaGame, seed, { maxClients: 128 }, combineHooks(rules, ledger.serverHooks()));
     const profile = parseProfile({ name: 'mobile-ish', latencyMs: 60, jitterMs: 20, loss: 0.02 });
