@@ -1,8 +1,30 @@
-// The browser entry point of Backstep's real transports: connectBrowser() for a client by URL, over WebRTC or WebSocket.
+// The browser entry point: connectBrowser() for a client by URL over WebRTC or WebSocket,
+// connectBrowserAuto() that falls back from one to the other by itself, and the pieces every
+// browser game's client reuses: input sampling (keys, mouse, pointer lock) and the frame loop.
 
+import { type AutoConnection, type AutoConnectOptions, connectAuto } from './browser/connect.ts';
 import { WebRtcClientEndpoint } from './net/transports/webrtc-client.ts';
 import { WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
 
+export {
+  type AutoConnection,
+  type AutoConnectOptions,
+  type BrowserTransportChoice,
+  DEFAULT_AUTO_CONNECT_OPTIONS,
+  transportUrls,
+} from './browser/connect.ts';
+export {
+  DEFAULT_FRAME_LOOP_OPTIONS,
+  FrameLoop,
+  type FrameLoopOptions,
+  SampleRing,
+} from './browser/frame-loop.ts';
+export {
+  DEFAULT_INPUT_SAMPLER_OPTIONS,
+  type InputBindings,
+  InputSampler,
+  type InputSamplerOptions,
+} from './browser/input.ts';
 export type { TransportStats } from './net/transports/queue.ts';
 export {
   type ClientPeerConnection,
@@ -72,4 +94,26 @@ export function connectBrowser(url: string, options: BrowserConnectOptions = {})
         ),
       );
   }
+}
+
+/**
+ * Connects to the Backstep server at `host` ("HOST:PORT") over the transport `options.transport`
+ * names: 'auto' (the default) tries WebRTC and falls back to WebSocket by itself when the data
+ * channel does not open within `webRtcTimeoutMs`; the result says which one it got and why it
+ * fell back. Rejects with an Error naming every transport tried and its failure.
+ */
+export function connectBrowserAuto(
+  host: string,
+  options: Partial<AutoConnectOptions> = {},
+): Promise<AutoConnection> {
+  return connectAuto(
+    host,
+    (url, timeoutMs) =>
+      connectBrowser(url, {
+        connectTimeoutMs: timeoutMs,
+        iceServers: options.iceServers,
+        allowedCandidateAddresses: options.allowedCandidateAddresses,
+      }),
+    options,
+  );
 }

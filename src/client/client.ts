@@ -32,6 +32,7 @@ import { Random } from '../sim/random.ts';
 import { SequenceBuffer } from '../sim/ring.ts';
 import { ServerClock, type ServerClockConfig } from './clock.ts';
 import { AdaptiveDelay, defaultInterpolationDelayMs } from './delay.ts';
+import { PACKET_IN, PACKET_OUT, PacketHistory } from './packet-history.ts';
 import { type PredictionConfig, Predictor } from './prediction.ts';
 import { SnapshotReader } from './snapshot-reader.ts';
 import { RemoteView, type RemoteViewConfig } from './view.ts';
@@ -135,9 +136,16 @@ class Session<P, W> {
   readonly clock: ServerClock;
   readonly snapshots: SnapshotReader;
   readonly view: RemoteView;
-  readonly adaptiveDelay: AdaptiveDelay | null;
-  /** Newest command carried by each sent packet, by packet sequence. */
-  readonly packetCommands = new SequenceBuffer<{ newest: number }>(1024, () => ({ newest: 0 }));
+  adaptiveDelay: AdaptiveDelay | null;
+  /** Newest command carried by each sent packet, when it went and its packet history entry, by packet sequence. */
+  readonly packetCommands = new SequenceBuffer<{ newest: number; sentMs: number; entry: number }>(
+    1024,
+    () => ({
+      newest: 0,
+      sentMs: 0,
+      entry: -1,
+    }),
+  );
   /** Newest command the server is known to have received (its packet was acknowledged). */
   serverHasCommand = 0;
   /** Newest server tick received. */
@@ -154,10 +162,7 @@ class Session<P, W> {
     this.clock = new ServerClock(config.clock);
     this.snapshots = new SnapshotReader(game.entities);
     this.view = new RemoteView(game.entities, this.snapshots, config.view);
-    this.adaptiveDelay =
-      config.interpolationDelayMs === 'adaptive'
-        ? new AdaptiveDelay({ updateRateHz: config.updateRate })
-        : null;
+    this.adaptiveDelay = adaptiveDelayFor(config);
   }
 }
 
@@ -175,6 +180,13 @@ export class GameClient<P, W> {
     eventsReceived: 0,
     choked: 0,
   };
+  /** Recent packets each way: sizes and round trips (net_graph). */
+  readonly packets = new PacketHistory(512);
+  /**
+   * False: remote entities are drawn at the newest snapshot received, stepping from one to the
+   * next (interpolation off), and commands name that view.
+   */
+  interpolate = true;
 
   private readonly endpoint: DatagramEndpoint;
   private readonly serverAddress: string;
@@ -297,12 +309,44 @@ export class GameClient<P, W> {
     this.session.connection.disconnect();
   }
 
-  /** The interpolation delay in use now, ms. */
+  /** The interpolation delay in use now, ms (0 while interpolation is off). */
   interpolationDelayMs(nowMs: number): number {
+    if (!this.interpolate) return 0;
     const adaptive = this.session.adaptiveDelay;
     if (adaptive !== null) return adaptive.delayMs(nowMs);
     const d = this.config.interpolationDelayMs;
     return d === 'adaptive' || d === 0 ? defaultInterpolationDelayMs(this.config.updateRate) : d;
+  }
+
+  /**
+   * Changes the interpolation delay from now on: a number of ms (0: the default), or 'adaptive'.
+   * Throws a RangeError as the constructor does for a bad value.
+   */
+  setInterpolationDelay(delay: number | 'adaptive'): void {
+    const next = { ...this.config, interpolationDelayMs: delay };
+    validateClientConfig(next);
+    this.config.interpolationDelayMs = delay;
+    this.session.adaptiveDelay = adaptiveDelayFor(this.config);
+  }
+
+  /**
+   * The snapshot rate this client's delay is computed for (the server must be told separately:
+   * the rate asked at connect is in the handshake). Throws a RangeError for a bad rate.
+   */
+  setUpdateRate(updateRate: number): void {
+    const next = { ...this.config, updateRate };
+    validateClientConfig(next);
+    this.config.updateRate = updateRate;
+    this.session.adaptiveDelay = adaptiveDelayFor(this.config);
+  }
+
+  /** Longest remote entities are extrapolated past the newest snapshot, ms (then held). */
+  setMaxExtrapolationMs(ms: number): void {
+    if (!(ms >= 0 && ms <= 1000)) {
+      throw new RangeError(`client: maxExtrapolationMs must be a number in 0..1000, got ${String(ms)}`);
+    }
+    this.config.view = { ...this.config.view, maxExtrapolationMs: ms };
+    this.session.view.config.maxExtrapolationMs = ms;
   }
 
   /** True once the server has given this client its player. */
@@ -338,8 +382,10 @@ export class GameClient<P, W> {
     const tickRate = connection.tickRate;
     if (tickRate > 0 && session.clock.synced) {
       const tickMs = 1000 / tickRate;
-      const renderTimeMs = session.clock.receivedNow(nowMs) - this.interpolationDelayMs(nowMs);
-      session.view.update(renderTimeMs / tickMs, tickMs);
+      const renderTick = this.interpolate
+        ? (session.clock.receivedNow(nowMs) - this.interpolationDelayMs(nowMs)) / tickMs
+        : session.view.newestTick;
+      session.view.update(renderTick, tickMs);
     }
   }
 
@@ -375,8 +421,9 @@ export class GameClient<P, W> {
     if (channel === null) return;
     channel.onAck = (sequence) => {
       const sent = session.packetCommands.get(sequence);
-      if (sent !== undefined && sent.newest > session.serverHasCommand)
-        session.serverHasCommand = sent.newest;
+      if (sent === undefined) return;
+      if (sent.newest > session.serverHasCommand) session.serverHasCommand = sent.newest;
+      this.packets.acknowledged(sent.entry, this.nowMs - sent.sentMs);
     };
   }
 
@@ -430,8 +477,12 @@ export class GameClient<P, W> {
     const session = this.session;
     const channel = session.connection.channel;
     if (channel === null) return;
+    const before = channel.stats.bytesSent;
     const sequence = channel.send(nowMs, this.writeCommands);
-    session.packetCommands.insert(sequence).newest = session.predictor.newestSequence;
+    const sent = session.packetCommands.insert(sequence);
+    sent.newest = session.predictor.newestSequence;
+    sent.sentMs = nowMs;
+    sent.entry = this.packets.record(nowMs, PACKET_OUT, channel.stats.bytesSent - before);
     this.stats.commandPackets++;
     const interval = 1000 / this.config.commandRate;
     session.nextCommandSendMs = Math.max(session.nextCommandSendMs + interval, nowMs - interval);
@@ -461,6 +512,7 @@ export class GameClient<P, W> {
   private receiveFrame(s: BitStream): void {
     const session = this.session;
     const f = this.frame;
+    this.packets.record(this.nowMs, PACKET_IN, (s.bitsProcessed + s.bitsRemaining) >>> 3);
     // A command number past 2^31 could not be followed by ours on the wire: refuse it.
     if (!serializeServerFrame(s, f, this.frameCodec) || f.ackedCommand > 0x7fffffff) {
       this.stats.framesBad++;
@@ -494,6 +546,13 @@ export class GameClient<P, W> {
       this.hooks.onSnapshot?.(f.serverTick);
     }
   }
+}
+
+/** The adaptive delay a session keeps under `config` (null: a fixed delay). */
+function adaptiveDelayFor(config: ClientConfig): AdaptiveDelay | null {
+  return config.interpolationDelayMs === 'adaptive'
+    ? new AdaptiveDelay({ updateRateHz: config.updateRate })
+    : null;
 }
 
 function validateClientConfig(c: ClientConfig): void {

@@ -1,4 +1,4 @@
-// The client entry point (browser-safe): the game client and its parts (prediction, server clock, snapshot reader, remote view, interpolation delay).
+// The client entry point (browser-safe): the game client and its parts (prediction, server clock, snapshot reader, remote view, interpolation delay, net_graph figures and packet history).
 
 export {
   type ClientConfig,
@@ -17,6 +17,8 @@ export {
   DEFAULT_ADAPTIVE_DELAY_CONFIG,
   defaultInterpolationDelayMs,
 } from './delay.ts';
+export { createNetGraphFigures, NetGraph, type NetGraphFigures } from './net-graph.ts';
+export { PACKET_IN, PACKET_OUT, PacketHistory } from './packet-history.ts';
 export {
   DEFAULT_PREDICTION_CONFIG,
   type PredictionConfig,

@@ -77,6 +77,13 @@ export {
   type ResolvedConditions,
 } from './profile.ts';
 export { RELIABLE_MAX_PER_PACKET, RELIABLE_WINDOW } from './reliable.ts';
+export {
+  checkLinkShape,
+  isPerfectLink,
+  LINK_SHAPE_LIMITS,
+  type LinkShape,
+  ShapedEndpoint,
+} from './shaped-endpoint.ts';
 export { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from './transport.ts';
 export {
   type MemoryEndpoint,

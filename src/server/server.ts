@@ -122,6 +122,8 @@ export class ServerClient<P> {
   readonly frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
   /** Writes this client's frame into a packet (made once: no allocation per frame). */
   readonly writeFrame: (s: BitStream) => void;
+  /** How this client's shots are judged; null: the server's configured mode. */
+  lagCompensationMode: LagCompensationMode | null = null;
 
   constructor(
     connection: ServerConnection,
@@ -416,7 +418,7 @@ export class GameServer<P, W> {
             client,
             client.state,
             cmd,
-            this.lagCompensation.config.mode,
+            client.lagCompensationMode ?? this.lagCompensation.config.mode,
             this.events,
           );
           this.hooks.onShot?.(this, client, cmd, capture);
