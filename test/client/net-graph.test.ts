@@ -6,7 +6,7 @@ import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/a
 import { NetGraph } from '../../src/client/net-graph.ts';
 import { PACKET_IN, PACKET_OUT } from '../../src/client/packet-history.ts';
 import { parseProfile } from '../../src/net/profile.ts';
-import { Match } from '../../tools/harness/match.ts';
+import { Match } from '../../src/testing/match.ts';
 
 const SEED = 41;
 
