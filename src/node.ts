@@ -40,6 +40,13 @@ export {
   type WebSocketClientOptions,
   type WebSocketConstructor,
 } from './net/transports/websocket-client.ts';
+export {
+  type MatchModule,
+  MatchWorkers,
+  type MatchWorkersOptions,
+  type MatchWorkersStats,
+  type WorkerMatchSpec,
+} from './node/match-workers.ts';
 
 /**
  * Starts a server on UDP, WebSocket ("/ws") and WebRTC (signalling on "/rtc") at one port

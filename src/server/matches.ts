@@ -251,6 +251,11 @@ export interface MatchEnded {
 export interface MatchHostOptions extends MatchRouterOptions {
   /** Called once for every match that ends (by `end`, by failure, or at `close`). */
   onEnded?: (ended: MatchEnded) => void;
+  /** A match accepted `address` (its connection's client nonce given), or its connection ended. */
+  onBind?: (address: string, matchId: number, nonce: number) => void;
+  onUnbind?: (address: string, matchId: number) => void;
+  /** Told the id of each match just before `update` runs it, and 0 when all are done (a watchdog's view). */
+  onRunning?: (matchId: number) => void;
 }
 
 /** One match a host runs: its id, its server, and the endpoint the router gave it. */
@@ -269,11 +274,11 @@ export class MatchHost {
   readonly matches = new Map<number, HostedMatch>();
   /** Matches ended so far, by how they ended. */
   readonly stats = { created: 0, ended: 0, failed: 0 };
-  private readonly onEnded: ((ended: MatchEnded) => void) | undefined;
+  private readonly options: MatchHostOptions;
 
   constructor(endpoint: DatagramEndpoint, options: MatchHostOptions = {}) {
     this.router = new MatchRouter(endpoint, options);
-    this.onEnded = options.onEnded;
+    this.options = options;
   }
 
   /**
@@ -282,9 +287,16 @@ export class MatchHost {
    */
   create<P, W>(id: number, spec: MatchSpec<P, W>): GameServer<P, W> {
     const endpoint = this.router.open(id);
+    const { onBind, onUnbind } = this.options;
     const routing: ServerHooks<P, W> = {
-      onConnect: (_server, client) => this.router.bind(client.address, endpoint),
-      onDisconnect: (_server, client) => this.router.unbind(client.address, endpoint),
+      onConnect: (_server, client) => {
+        this.router.bind(client.address, endpoint);
+        onBind?.(client.address, id, client.connection.nonce);
+      },
+      onDisconnect: (_server, client) => {
+        this.router.unbind(client.address, endpoint);
+        onUnbind?.(client.address, id);
+      },
     };
     let server: GameServer<P, W>;
     try {
@@ -330,7 +342,7 @@ export class MatchHost {
     match.endpoint.close();
     if (error === undefined) this.stats.ended++;
     else this.stats.failed++;
-    this.onEnded?.({ id, reason, error, ticks: server.stats.ticks, clients });
+    this.options.onEnded?.({ id, reason, error, ticks: server.stats.ticks, clients });
     return true;
   }
 
@@ -340,13 +352,16 @@ export class MatchHost {
    */
   update(nowMs: number): void {
     this.router.receive(nowMs);
+    const running = this.options.onRunning;
     for (const match of this.matches.values()) {
+      running?.(match.id);
       try {
         match.server.update(nowMs);
       } catch (error) {
         this.end(match.id, DISCONNECT_MATCH_FAILED, error);
       }
     }
+    running?.(0);
   }
 
   /** Ends every match (DISCONNECT_SERVER_SHUTDOWN) and closes the shared endpoint. */
