@@ -30,6 +30,12 @@ async function main(argv: readonly string[]): Promise<number> {
     writeFileSync(plan.json, `${JSON.stringify(result, null, 2)}\n`);
     console.log(`\nwrote ${plan.json}`);
   }
+  if (result.demo !== undefined) {
+    const d = result.demo;
+    console.log(
+      `\nrecorded ${d.file}: ${d.bytes} bytes, ${d.ticks} ticks (${d.keyframes} keyframes), ${d.shots} shots, ${d.kills} kills, ${d.killcams} killcams; ${Math.round((d.bytes * plan.scenario.tickRate) / Math.max(1, d.ticks))} bytes per second`,
+    );
+  }
   if (plan.chart !== null) {
     writeFileSync(plan.chart, renderChart(result));
     console.log(`${plan.json === null ? '\n' : ''}wrote ${plan.chart}`);

@@ -1,4 +1,4 @@
-// The client entry point (browser-safe): the game client and its parts (prediction, server clock, snapshot reader, remote view, interpolation delay, net_graph figures and packet history).
+// The client entry point (browser-safe): the game client and its parts (prediction, server clock, snapshot reader, remote view, interpolation delay, net_graph figures and packet history) and the demo player.
 
 export {
   type ClientConfig,
@@ -17,6 +17,13 @@ export {
   DEFAULT_ADAPTIVE_DELAY_CONFIG,
   defaultInterpolationDelayMs,
 } from './delay.ts';
+export {
+  type DemoKillcam,
+  DemoPlayer,
+  type DemoTick,
+  decodeKillcam,
+  drawKillcamFrame,
+} from './demo-player.ts';
 export { createNetGraphFigures, NetGraph, type NetGraphFigures } from './net-graph.ts';
 export { PACKET_IN, PACKET_OUT, PacketHistory } from './packet-history.ts';
 export {

@@ -1,4 +1,4 @@
-// The protocol entry point (browser-safe): the bit stream, wrap-safe sequence numbers, the user command, the frame payloads, entity field tables and the snapshot codec's wire constants.
+// The protocol entry point (browser-safe): the bit stream, wrap-safe sequence numbers, the user command, the frame payloads, entity field tables, the snapshot codec's wire constants and the demo file's records.
 
 export {
   BitStream,
@@ -10,6 +10,32 @@ export {
   quantizeAngle,
   type StreamMode,
 } from './bitstream.ts';
+export {
+  CHUNK_END,
+  CHUNK_KILLCAM,
+  CHUNK_TICK,
+  createKillcam,
+  DEMO_LAG_MODES,
+  DEMO_MAGIC,
+  DEMO_VERSION,
+  type DemoChunk,
+  type DemoCodecGame,
+  type DemoContainer,
+  type DemoEnd,
+  type DemoFailure,
+  type DemoHeader,
+  type DemoKill,
+  type DemoPose,
+  type DemoProblem,
+  type DemoRosterEntry,
+  type DemoShot,
+  type DemoTickHead,
+  type Killcam,
+  type KillcamFrame,
+  readDemoContainer,
+  serializeKillcam,
+  type ViewEntity,
+} from './demo.ts';
 export {
   type ClientFlags,
   checkEventTable,

@@ -9,6 +9,11 @@ import type { GameServer, ServerClient } from './server.ts';
 export interface ServerHooks<P, W> {
   /** After every client's commands ran this tick. */
   onTick?(server: GameServer<P, W>, tick: number): void;
+  /**
+   * After the tick's world was committed (`server.entities.history(tick)` holds it) and before
+   * the clients' frames go: where recorders and spectator streams read the tick.
+   */
+  afterTick?(server: GameServer<P, W>, tick: number): void;
   /** After a client's command ran (its state is the result). */
   onCommand?(server: GameServer<P, W>, client: ServerClient<P>, cmd: UserCommand): void;
   /**
@@ -30,6 +35,9 @@ export function combineHooks<P, W>(...all: ServerHooks<P, W>[]): ServerHooks<P, 
   return {
     onTick: (s, t) => {
       for (const h of all) h.onTick?.(s, t);
+    },
+    afterTick: (s, t) => {
+      for (const h of all) h.afterTick?.(s, t);
     },
     onCommand: (s, c, cmd) => {
       for (const h of all) h.onCommand?.(s, c, cmd);

@@ -19,6 +19,12 @@ export type { EventCapture, EventLog } from './events.ts';
 export { combineHooks, type ServerHooks } from './hooks.ts';
 export { DEFAULT_INTEREST_CONFIG, type InterestConfig, type InterestGrid } from './interest.ts';
 export {
+  DEFAULT_KILLCAM_CONFIG,
+  type KillcamConfig,
+  KillcamRecorder,
+  type KillcamStats,
+} from './killcam.ts';
+export {
   DEFAULT_LAG_COMPENSATION_CONFIG,
   LAG_COMPENSATION_MODES,
   type LagCompensationConfig,
@@ -38,6 +44,14 @@ export {
   type MatchRouterStats,
   type MatchSpec,
 } from './matches.ts';
+export { NamedView, NamedViewBuilder } from './named-view.ts';
+export {
+  DEFAULT_DEMO_RECORDER_CONFIG,
+  DemoRecorder,
+  type DemoRecorderConfig,
+  type DemoRecorderStats,
+  type DemoSink,
+} from './recorder.ts';
 export {
   DEFAULT_SERVER_CONFIG,
   GameServer,

@@ -433,6 +433,7 @@ export class GameServer<P, W> {
     this.hooks.onTick?.(this, this.tick);
     this.updatePlayerEntities();
     this.entities.commit(this.tick);
+    this.hooks.afterTick?.(this, this.tick);
     this.connections.advance(this.nowMs, this.tickIntervalMs);
     const now = this.nowMs;
     for (const client of this.clients) {

@@ -170,6 +170,17 @@ export class SnapshotWriter {
   }
 
   /**
+   * Copies into `out` the entities in the view of the frame built at `frameTick` (in no set order) and
+   * returns how many; -1 when the frame is not remembered.
+   */
+  frameView(frameTick: number, out: Uint16Array): number {
+    const f = this.frames[frameTick & this.frameMask];
+    if (f.tick !== frameTick) return -1;
+    out.set(f.view.subarray(0, f.viewCount));
+    return f.viewCount;
+  }
+
+  /**
    * Writes the snapshot of `tick` (the store's newest commit; one frame per tick) for a viewer at
    * (viewerX, viewerY, viewerZ), using at most `budgetBits` bits (but always at least the 16 of
    * an empty snapshot). Returns false, with the stream rewound to where it was, when the stream

@@ -4,11 +4,13 @@
 // in front of a socket delays, drops and duplicates, a UDP run finishes and closes its sockets.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConditionedEndpoint } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
+import { arenaGame } from '../../games/arena/shared/game.ts';
+import { DemoPlayer } from '../../src/client/demo-player.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import { MemoryNetwork } from '../../src/net/transports/memory.ts';
 import { renderChart } from '../../tools/sim/chart.ts';
@@ -180,6 +182,7 @@ describe('sim: bad input is refused before anything runs', () => {
     [['--scenario', scenarios.kind], /scenario\.groups\[0\]\.bot: must be one of aim, runner, got "sniper"/],
     [['--json', join(dir, 'no-such-dir', 'out.json')], /--json: the directory of .* does not exist/],
     [['--chart', 'out.png'], /--chart: must name a \.svg file, got "out\.png"/],
+    [['--record', 'out.json'], /--record: must name a \.demo file, got "out\.json"/],
   ];
   for (const [argv, message] of cases) {
     it(`refuses ${argv.join(' ').replace(dir, '<dir>')}`, () => {
@@ -209,6 +212,33 @@ describe('sim: bad input is refused before anything runs', () => {
     expect(r.stderr).toMatch(/^sim: --profile .*profile\.loss: must be a number in \[0, 1\], got 1\.5/);
     expect(r.stdout).toBe('');
     expect(existsSync(out)).toBe(false);
+  });
+});
+
+describe('sim: --record', () => {
+  it('writes the match as a demo that opens and holds every tick, its shots and kills', async () => {
+    const out = join(dir, 'match.demo');
+    const r = await run([
+      '--bots',
+      '4',
+      '--profile',
+      'dsl',
+      '--seconds',
+      '6',
+      '--seed',
+      '3',
+      '--record',
+      out,
+    ]);
+    const bytes = new Uint8Array(readFileSync(out));
+    expect(r.demo?.bytes).toBe(bytes.length);
+    const player = DemoPlayer.open(bytes, arenaGame);
+    if (!(player instanceof DemoPlayer)) throw new Error(player.message);
+    expect(player.ticks.length).toBe(r.demo?.ticks);
+    expect(player.ticks.length).toBeGreaterThanOrEqual(6 * 64);
+    expect(player.ticks.reduce((n, t) => n + t.head.shots.length, 0)).toBe(r.demo?.shots);
+    expect(r.demo?.shots).toBeGreaterThan(20);
+    expect(player.killcams.length).toBe(r.demo?.killcams);
   });
 });
 

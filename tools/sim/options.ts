@@ -41,6 +41,8 @@ export interface SimPlan {
   /** Output files (absolute), or null. */
   json: string | null;
   chart: string | null;
+  /** Demo file to record the match into (absolute), or null. */
+  record: string | null;
   /** Progress lines while it runs. */
   progress: boolean;
   /** Exit non-zero when the report flags a figure (see verdict.ts). */
@@ -65,6 +67,7 @@ export interface SimArgs {
   frameRate: number | null;
   json: string | null;
   chart: string | null;
+  record: string | null;
   quiet: boolean;
   strict: boolean;
   help: boolean;
@@ -90,6 +93,7 @@ export const USAGE = `usage: npm run sim -- [options]
   --frame-rate FPS        client frames per second (default 60)
   --json FILE             write every figure, the options and the per-second series as JSON
   --chart FILE.svg        draw the figures over time
+  --record FILE.demo      record the match as a demo (world, events, shots with their views, kills, killcams)
   --quiet                 no progress lines
   --strict                exit 1 when the report flags a figure (agreement below 100 %, guessed views, choke, refused views)
   --help                  this text
@@ -115,6 +119,7 @@ const OPTIONS: Readonly<Record<string, { key: keyof SimArgs; kind: Kind }>> = {
   '--frame-rate': { key: 'frameRate', kind: { range: RANGES.frameRate } },
   '--json': { key: 'json', kind: 'string' },
   '--chart': { key: 'chart', kind: 'string' },
+  '--record': { key: 'record', kind: 'string' },
   '--quiet': { key: 'quiet', kind: 'flag' },
   '--strict': { key: 'strict', kind: 'flag' },
   '--help': { key: 'help', kind: 'flag' },
@@ -138,6 +143,7 @@ function emptyArgs(): SimArgs {
     frameRate: null,
     json: null,
     chart: null,
+    record: null,
     quiet: false,
     strict: false,
     help: false,
@@ -322,6 +328,7 @@ export function planSim(args: SimArgs, baseDir: string): SimPlan {
   }
   const json = args.json === null ? null : outputFile('--json', args.json, baseDir, '.json');
   const chart = args.chart === null ? null : outputFile('--chart', args.chart, baseDir, '.svg');
+  const record = args.record === null ? null : outputFile('--record', args.record, baseDir, '.demo');
   return {
     scenario: s,
     bots,
@@ -329,6 +336,7 @@ export function planSim(args: SimArgs, baseDir: string): SimPlan {
     transport: args.transport ?? 'memory',
     json,
     chart,
+    record,
     progress: !args.quiet,
     strict: args.strict,
   };

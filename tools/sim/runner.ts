@@ -2,6 +2,7 @@
 // and its bots, over the memory transport on simulated time or over UDP on 127.0.0.1 in real
 // time; samples the metrics every bucket, reports progress, and returns every figure.
 
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { ConditionedEndpoint, type InputDriver, Match } from 'backstep/testing';
 import { type ArenaRules, arenaRules } from '../../games/arena/server/rules.ts';
@@ -17,7 +18,9 @@ import {
 } from '../../src/client/client.ts';
 import { UdpEndpoint } from '../../src/net/transports/udp.ts';
 import { combineHooks, type ServerHooks } from '../../src/server/hooks.ts';
+import { KillcamRecorder } from '../../src/server/killcam.ts';
 import { LAG_COMPENSATION_MODES } from '../../src/server/lag-compensation.ts';
+import { DemoRecorder, type DemoRecorderStats } from '../../src/server/recorder.ts';
 import { GameServer, type ServerClient, type ServerConfig } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';
 import { Samples } from '../stats.ts';
@@ -45,7 +48,12 @@ export interface SimResult {
   /** Length of one bucket of the series, seconds; `series.t` is each bucket's end. */
   bucketSeconds: number;
   series: Record<SeriesName, Figure[]>;
+  /** With --record: the demo file written and what it holds. */
+  demo?: DemoRecorderStats & { file: string };
 }
+
+/** How long a killcam recorded into a demo looks back from the kill. */
+const KILLCAM_MS = 3000;
 
 /** The server, the bots' hooks and drivers: the same for both transports. */
 interface Fight {
@@ -58,6 +66,8 @@ interface Fight {
   readonly clientConfig: Partial<ClientConfig>;
   readonly drivers: Driver[];
   readonly frameMs: number;
+  /** With --record: the demo recorder (its killcams from the killcam recorder). */
+  readonly recorder: DemoRecorder<ArenaPlayerState, ArenaWorld> | null;
 }
 
 /** A running server and its bots on one transport. */
@@ -73,7 +83,19 @@ interface Session {
 function createFight(plan: SimPlan): Fight {
   const s = plan.scenario;
   const ledger = new ArenaShotLedger();
-  const rules = s.damage ? arenaRules({ respawnMs: s.respawnMs }) : null;
+  const recorder = plan.record === null ? null : new DemoRecorder(arenaGame);
+  const killcams = recorder === null ? null : new KillcamRecorder(arenaGame);
+  const rules = s.damage
+    ? arenaRules({
+        respawnMs: s.respawnMs,
+        onKill: (_server, killer, victim, weapon) => {
+          if (recorder === null || killcams === null) return;
+          recorder.kill(killer, victim, weapon < 0 ? 255 : weapon);
+          const cam = killer === null ? null : killcams.capture(killer, victim, KILLCAM_MS);
+          if (cam !== null) recorder.killcam(cam);
+        },
+      })
+    : null;
   const serverClients: ServerClient<ArenaPlayerState>[] = [];
   const track: ServerHooks<ArenaPlayerState, ArenaWorld> = {
     onConnect: (_server, client) => {
@@ -81,6 +103,7 @@ function createFight(plan: SimPlan): Fight {
     },
   };
   const hooks = rules === null ? [ledger.serverHooks(), track] : [rules, ledger.serverHooks(), track];
+  if (recorder !== null && killcams !== null) hooks.push(recorder.hooks, killcams.hooks);
   const seeds = new Random((plan.seed ^ 0x5eed5eed) >>> 0);
   const drivers = plan.bots.map(
     (b): Driver =>
@@ -107,6 +130,7 @@ function createFight(plan: SimPlan): Fight {
     },
     drivers,
     frameMs: 1000 / s.frameRate,
+    recorder,
   };
 }
 
@@ -305,6 +329,8 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
   });
   let shownStep = 0;
   let figures: Record<string, Figure>;
+  const demoFile = plan.record === null ? -1 : openSync(plan.record, 'w');
+  fight.recorder?.start(session.server, (bytes) => writeSync(demoFile, bytes));
   try {
     for (let t = 0; t < totalMs; ) {
       const end = Math.min(totalMs, t + bucketMs);
@@ -319,6 +345,8 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
     }
     figures = metrics.figures(totalMs / 1000);
   } finally {
+    fight.recorder?.stop();
+    if (demoFile >= 0) closeSync(demoFile);
     await session.close();
   }
   figures.wallClockSeconds = (performance.now() - wallStart) / 1000;
@@ -336,5 +364,8 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
     realClockSeries: REAL_CLOCK_SERIES,
     bucketSeconds: bucketMs / 1000,
     series: metrics.series,
+    ...(fight.recorder !== null && plan.record !== null
+      ? { demo: { ...fight.recorder.stats, file: plan.record } }
+      : {}),
   };
 }

@@ -13,6 +13,11 @@ export interface ArenaRulesConfig {
   /** A dead player comes back this long after dying. */
   respawnMs: number;
   projectiles: Partial<ProjectileConfig>;
+  /**
+   * A player died: `killer` shot them (null: a projectile's blast), `weapon` is the killer's
+   * (-1 for a blast). For a demo recorder's kills and killcams.
+   */
+  onKill?: (server: Server, killer: Client | null, victim: Client, weapon: number) => void;
 }
 
 export interface ArenaRules extends ServerHooks<ArenaPlayerState, ArenaWorld> {
@@ -35,7 +40,10 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
     if (!(diedAtMs[victim.slot] >= 0)) dead++;
     diedAtMs[victim.slot] = server.timeMs;
   };
-  const projectiles = new Projectiles(config.projectiles ?? {}, died);
+  const projectiles = new Projectiles(config.projectiles ?? {}, (server, victim) => {
+    died(server, victim);
+    config.onKill?.(server, null, victim, -1);
+  });
   const byEntity = (server: Server, entity: number): Client | null => {
     for (const c of server.clients) if (c !== null && c.entity === entity) return c;
     return null;
@@ -44,7 +52,7 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
     kills: 0,
     damageDealt: 0,
     projectiles,
-    onShot(server: Server, _shooter: Client, _cmd: unknown, events: EventCapture) {
+    onShot(server: Server, shooter: Client, _cmd: unknown, events: EventCapture) {
       let weapon = 0;
       for (let i = 0; i < events.count; i++) {
         const type = events.type[i];
@@ -57,6 +65,7 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
         if (damageArenaPlayer(target.state, amount)) {
           rules.kills++;
           died(server, target);
+          config.onKill?.(server, shooter, target, weapon);
         }
       }
     },
