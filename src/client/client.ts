@@ -111,6 +111,17 @@ export interface ClientHooks {
   onSnapshot?(tick: number): void;
   /** The connection ended; `reason` is a lifecycle reason code, 0 when it timed out. */
   onDisconnect?(reason: number): void;
+  /**
+   * A reliable game message from the server (`GameServer.sendMessage`), exactly once and in
+   * order. Its bytes come from the network: check them.
+   */
+  onMessage?(message: Uint8Array): void;
+}
+
+/** A player's resume token on a server (both halves 0: none). See `GameClient.connect`. */
+export interface ResumeToken {
+  hi: number;
+  lo: number;
 }
 
 export interface ClientStats {
@@ -207,6 +218,7 @@ export class GameClient<P, W> {
   private readonly onPacket = (from: string, data: Uint8Array) => this.session.connection.receive(from, data);
   private readonly writeCommands = (s: BitStream) => this.writeCommandRun(s);
   private readonly localEvents: GameEventSink;
+  private readonly resume: ResumeToken = { hi: 0, lo: 0 };
 
   constructor(
     game: GameDefinition<P, W>,
@@ -296,12 +308,33 @@ export class GameClient<P, W> {
   }
 
   /**
-   * Starts connecting; `update` carries the handshake on. Nothing of a previous connection is
-   * kept: a new session (connection, nonce, prediction, snapshots, view, clock) is made.
+   * Starts connecting; `update` carries the handshake on. A new session (connection, nonce,
+   * prediction, snapshots, view, clock) is made; only the player's resume token carries over:
+   * a server with a reconnection grace period (`ServerConfig.reconnectGraceMs`) that still holds
+   * the player gives back its slot and state. Pass `resumeToken` to use another (one saved from
+   * `resumeToken` before a page reload, say), or `null` to join as a new player.
    */
-  connect(nowMs: number): void {
+  connect(nowMs: number, resumeToken: ResumeToken | null = this.resume): void {
     this.nowMs = Math.max(this.nowMs, nowMs);
+    this.resume.hi = resumeToken === null ? 0 : resumeToken.hi >>> 0;
+    this.resume.lo = resumeToken === null ? 0 : resumeToken.lo >>> 0;
     this.session = this.newSession(nowMs);
+  }
+
+  /** The resume token of the player this client has (or last had) on the server (a copy). */
+  get resumeToken(): ResumeToken {
+    return { hi: this.resume.hi, lo: this.resume.lo };
+  }
+
+  /**
+   * Queues a reliable game message for the server (1 to 1024 bytes): delivered exactly once and
+   * in order, to `ServerHooks.onMessage`. Returns false when not connected or when the window of
+   * unacknowledged messages is full: send it later.
+   */
+  sendMessage(message: Uint8Array): boolean {
+    const channel = this.session.connection.channel;
+    if (this.session.connection.state !== 'connected' || channel === null) return false;
+    return channel.sendReliable(message);
   }
 
   /** Tells the server this client is leaving (three copies) and stops. */
@@ -377,6 +410,11 @@ export class GameClient<P, W> {
     if (connection.state === 'connected') {
       connection.update(nowMs);
       if (connection.state !== 'connected') return;
+      const channel = connection.channel;
+      if (channel !== null) {
+        for (let m = channel.receiveReliable(); m !== null; m = channel.receiveReliable())
+          this.hooks.onMessage?.(m);
+      }
     }
     session.predictor.predict(nowMs);
     const tickRate = connection.tickRate;
@@ -403,6 +441,8 @@ export class GameClient<P, W> {
         connectRetryMs: c.connectRetryMs,
         connectTimeoutMs: c.connectTimeoutMs,
         timeoutMs: c.timeoutMs,
+        resumeHi: this.resume.hi,
+        resumeLo: this.resume.lo,
       },
       this.random.nextU32(),
       nowMs,
@@ -419,6 +459,8 @@ export class GameClient<P, W> {
     const session = this.session;
     const channel = session.connection.channel;
     if (channel === null) return;
+    this.resume.hi = session.connection.resumeToken.hi;
+    this.resume.lo = session.connection.resumeToken.lo;
     channel.onAck = (sequence) => {
       const sent = session.packetCommands.get(sequence);
       if (sent === undefined) return;

@@ -9,6 +9,7 @@ export {
   DEFAULT_CLIENT_CONFIG,
   GameClient,
   type InputSample,
+  type ResumeToken,
 } from './client.ts';
 export { DEFAULT_SERVER_CLOCK_CONFIG, ServerClock, type ServerClockConfig } from './clock.ts';
 export {

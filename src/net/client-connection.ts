@@ -35,6 +35,13 @@ export interface ClientConnectionConfig {
   connectTimeoutMs: number;
   /** The server silent this long means the connection is gone. */
   timeoutMs: number;
+  /**
+   * The resume token of a player this client had on the server (from an earlier connection's
+   * `resumeToken`): within the server's grace period it gets that slot and player back. Both
+   * halves 0 (the default): a new player.
+   */
+  resumeHi?: number;
+  resumeLo?: number;
 }
 
 export type ConnectionState =
@@ -65,6 +72,8 @@ export class ClientConnection {
   endReason = 0;
   /** The packet channel, once connected. */
   channel: PacketChannel | null = null;
+  /** The player's resume token the server gave in Accepted (both 0 until then, or none). */
+  readonly resumeToken = { hi: 0, lo: 0 };
   readonly nonce: number;
 
   private readonly endpoint: DatagramEndpoint;
@@ -148,6 +157,8 @@ export class ClientConnection {
         if (this.state !== 'challenged') return;
         this.slot = p.slot;
         this.tickRate = p.tickRate;
+        this.resumeToken.hi = p.resumeHi;
+        this.resumeToken.lo = p.resumeLo;
         this.state = 'connected';
         this.channel = new PacketChannel((bytes) => this.endpoint.send(this.serverAddress, bytes), {
           protocolId: this.config.protocolId,
@@ -190,6 +201,8 @@ export class ClientConnection {
     p.cookieLo = this.cookie.lo;
     p.updateRate = c.updateRate;
     p.rate = c.rateBytesPerSecond;
+    p.resumeHi = c.resumeHi ?? 0;
+    p.resumeLo = c.resumeLo ?? 0;
     p.reason = reason;
     this.endpoint.send(this.serverAddress, writeHandshakePacket(this.hsStream, c.protocolId, p));
   }

@@ -10,8 +10,10 @@
 // connect request (1):    clientNonce 32 | version 32 | schemaHash 32 | zero padding to REQUEST_BYTES
 // challenge (2):          clientNonce 32 | issuedAt 32 | cookie 64
 // challenge response (3): clientNonce 32 | issuedAt 32 | cookie 64 | updateRate 8 | rate 32
-//                         | zero padding to REQUEST_BYTES
-// accepted (4):           clientNonce 32 | slot 16 | tickRate 8 | serverTick 32
+//                         | resumeToken 64 | zero padding to REQUEST_BYTES
+// accepted (4):           clientNonce 32 | slot 16 | tickRate 8 | serverTick 32 | resumeToken 64
+// The resume token (0: none) is the server's for one player: a client that comes back with it
+// within the server's grace period takes its slot and player back.
 // refused (5):            clientNonce 32 | reason 8
 // disconnect (6):         clientNonce 32 | reason 8
 // A request is padded to at least the size of the answer it can cause, so a spoofed source
@@ -86,6 +88,9 @@ export interface HandshakePacket {
   slot: number;
   tickRate: number;
   serverTick: number;
+  /** The player's resume token, two 32-bit halves (both 0: none). */
+  resumeHi: number;
+  resumeLo: number;
   reason: number;
 }
 
@@ -103,6 +108,8 @@ export function createHandshakePacket(): HandshakePacket {
     slot: 0,
     tickRate: 0,
     serverTick: 0,
+    resumeHi: 0,
+    resumeLo: 0,
     reason: 0,
   };
 }
@@ -123,12 +130,16 @@ function serializeBody(s: BitStream, p: HandshakePacket): boolean {
       if (p.type === PACKET_CHALLENGE_RESPONSE) {
         p.updateRate = s.int(p.updateRate, 1, 255);
         p.rate = s.uint(p.rate, 32);
+        p.resumeHi = s.uint(p.resumeHi, 32);
+        p.resumeLo = s.uint(p.resumeLo, 32);
       }
       break;
     case PACKET_ACCEPTED:
       p.slot = s.uint(p.slot, 16);
       p.tickRate = s.int(p.tickRate, 1, 255);
       p.serverTick = s.uint(p.serverTick, 32);
+      p.resumeHi = s.uint(p.resumeHi, 32);
+      p.resumeLo = s.uint(p.resumeLo, 32);
       break;
     default:
       p.reason = s.uint(p.reason, 8);

@@ -126,6 +126,18 @@ export class ServerConnections {
   readonly banned = new Set<string>();
   /** The game loop's newest tick, told to each client it accepts. */
   serverTick = 0;
+  /**
+   * Slots the game loop holds for a player whose client may come back (1: reserved): no new
+   * client gets them; a client presenting the slot's resume token does.
+   */
+  readonly reserved: Uint8Array;
+  /**
+   * Each slot's resume token (two 32-bit halves at 2 * slot), drawn from a cryptographic source
+   * at every accept and told to the client in Accepted. A client whose challenge response carries
+   * the token of a reserved or connected slot takes that slot (the old connection, if any, is
+   * forgotten without a `disconnected` call: the game loop sees its accept on an occupied slot).
+   */
+  readonly resumeTokens: Uint32Array;
 
   private readonly endpoint: DatagramEndpoint;
   private readonly handler: ConnectionHandler;
@@ -155,6 +167,8 @@ export class ServerConnections {
     this.handler = handler;
     this.stats = stats;
     this.slots = new Array(config.maxClients).fill(null);
+    this.reserved = new Uint8Array(config.maxClients);
+    this.resumeTokens = new Uint32Array(2 * config.maxClients);
     this.cookies = new CookieJar(config.cookieSecret);
     this.handshakeAllowance = config.maxHandshakesPerSecond;
   }
@@ -335,10 +349,15 @@ export class ServerConnections {
       this.endpoint.drop?.(from);
       return;
     }
-    const slot = this.slots.indexOf(null);
+    let slot = this.resumedSlot(p.resumeHi, p.resumeLo);
+    const old = slot >= 0 ? this.slots[slot] : null;
     if (slot < 0) {
-      this.refuse(from, p.clientNonce, REFUSE_SERVER_FULL);
-      return;
+      slot = 0;
+      while (slot < this.slots.length && (this.slots[slot] !== null || this.reserved[slot] !== 0)) slot++;
+      if (slot === this.slots.length) {
+        this.refuse(from, p.clientNonce, REFUSE_SERVER_FULL);
+        return;
+      }
     }
     const channel = new PacketChannel((bytes) => this.endpoint.send(from, bytes), {
       protocolId: this.config.protocolId,
@@ -358,6 +377,11 @@ export class ServerConnections {
       this.refuse(from, p.clientNonce, refusal);
       return;
     }
+    if (old !== null) {
+      this.byAddress.delete(old.address);
+      if (old.address !== from) this.endpoint.drop?.(old.address);
+    }
+    globalThis.crypto.getRandomValues(this.resumeTokens.subarray(2 * slot, 2 * slot + 2));
     this.slots[slot] = connection;
     this.byAddress.set(from, connection);
     this.stats.connects++;
@@ -376,11 +400,24 @@ export class ServerConnections {
     this.handler.payload(connection, s);
   }
 
+  /** The slot a resume token names (-1: none): one that is reserved or connected, never token 0. */
+  private resumedSlot(hi: number, lo: number): number {
+    if ((hi | lo) === 0) return -1;
+    const t = this.resumeTokens;
+    for (let slot = 0; slot < this.slots.length; slot++) {
+      if (t[2 * slot] !== hi >>> 0 || t[2 * slot + 1] !== lo >>> 0) continue;
+      return this.reserved[slot] !== 0 || this.slots[slot] !== null ? slot : -1;
+    }
+    return -1;
+  }
+
   private sendAccepted(connection: ServerConnection): void {
     const out = this.hs;
     out.type = PACKET_ACCEPTED;
     out.clientNonce = connection.nonce;
     out.slot = connection.slot;
+    out.resumeHi = this.resumeTokens[2 * connection.slot];
+    out.resumeLo = this.resumeTokens[2 * connection.slot + 1];
     out.tickRate = this.config.tickRate;
     out.serverTick = this.serverTick;
     this.endpoint.send(connection.address, writeHandshakePacket(this.hsStream, this.config.protocolId, out));

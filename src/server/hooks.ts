@@ -26,8 +26,22 @@ export interface ServerHooks<P, W> {
    * compensation in the configured mode); `events` holds what the shared code emitted (its hits).
    */
   onShot?(server: GameServer<P, W>, client: ServerClient<P>, cmd: UserCommand, events: EventCapture): void;
+  /** A new player joined: its state was just spawned (`GameDefinition.spawn`). */
   onConnect?(server: GameServer<P, W>, client: ServerClient<P>): void;
+  /** The player left (its slot is free, its entity gone); `reason` is a DISCONNECT_* code. */
   onDisconnect?(server: GameServer<P, W>, client: ServerClient<P>, reason: number): void;
+  /**
+   * The player's connection dropped (timed out or left) and it waits for its client to come
+   * back within `reconnectGraceMs`; then `onReconnect`, or `onDisconnect` once the time is up.
+   */
+  onAway?(server: GameServer<P, W>, client: ServerClient<P>, reason: number): void;
+  /** The player's client came back with its resume token: same slot, same player state. */
+  onReconnect?(server: GameServer<P, W>, client: ServerClient<P>): void;
+  /**
+   * A reliable game message from the client (`GameClient.sendMessage`), exactly once and in
+   * order, before its commands of the tick run. Its bytes come from the network: check them.
+   */
+  onMessage?(server: GameServer<P, W>, client: ServerClient<P>, message: Uint8Array): void;
 }
 
 /** One set of hooks that calls each given set in turn, in order. */
@@ -53,6 +67,15 @@ export function combineHooks<P, W>(...all: ServerHooks<P, W>[]): ServerHooks<P, 
     },
     onDisconnect: (s, c, r) => {
       for (const h of all) h.onDisconnect?.(s, c, r);
+    },
+    onAway: (s, c, r) => {
+      for (const h of all) h.onAway?.(s, c, r);
+    },
+    onReconnect: (s, c) => {
+      for (const h of all) h.onReconnect?.(s, c);
+    },
+    onMessage: (s, c, m) => {
+      for (const h of all) h.onMessage?.(s, c, m);
     },
   };
 }

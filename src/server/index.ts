@@ -7,7 +7,6 @@ export {
   ServerConnections,
   type ServerConnectionsConfig,
 } from '../net/server-connections.ts';
-export { FramePacing } from './client-frames.ts';
 export { type CommandBudgetConfig, CommandQueue, type CommandStats } from './commands.ts';
 export {
   DEFAULT_ENTITY_STORE_CONFIG,
@@ -33,6 +32,7 @@ export {
   type LagCompensator,
   type RewindReport,
 } from './lag-compensation.ts';
+export { PlayerData } from './player-data.ts';
 export {
   type HostedMatch,
   type MatchEnded,
@@ -54,6 +54,7 @@ export {
 } from './recorder.ts';
 export {
   DEFAULT_SERVER_CONFIG,
+  type EntityValues,
   GameServer,
   type ServerClient,
   type ServerConfig,

@@ -3,7 +3,12 @@
 // client its frame. Driven by time passed in: `update(nowMs)`.
 
 import { DEFAULT_PROTOCOL_ID, DEFAULT_PROTOCOL_VERSION } from '../net/channel.ts';
-import { DISCONNECT_KICKED, REFUSE_SERVER_FULL } from '../net/handshake.ts';
+import {
+  DISCONNECT_CLIENT_LEFT,
+  DISCONNECT_KICKED,
+  DISCONNECT_TIMED_OUT,
+  REFUSE_SERVER_FULL,
+} from '../net/handshake.ts';
 import { type ConnectionStats, type ServerConnection, ServerConnections } from '../net/server-connections.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
 import { BitStream } from '../protocol/bitstream.ts';
@@ -14,8 +19,10 @@ import {
   serializeClientFlags,
   serializeCommandRun,
 } from '../protocol/frames.ts';
+import type { EntityType, EntityTypeSchema } from '../protocol/schema.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
+import type { Vec3 } from '../sim/math.ts';
 import { SequenceBuffer } from '../sim/ring.ts';
 import { FramePacing, FrameWriter } from './client-frames.ts';
 import { CommandQueue, type CommandStats } from './commands.ts';
@@ -71,6 +78,13 @@ export interface ServerConfig {
   eventBudgetShare: number;
   /** How hit-scan shots are judged (mode, maxUnlagMs, view tolerance). */
   lagCompensation: Partial<LagCompensationConfig>;
+  /**
+   * How long a player whose client timed out or left waits for it to come back, ms (0: not at
+   * all). Meanwhile its slot is held and its player stays in the world as it was; a client that
+   * connects again with the resume token of its previous connection (GameClient does so by
+   * itself) takes the slot and the player's state back. After it, the player is removed.
+   */
+  reconnectGraceMs: number;
 }
 
 export const DEFAULT_SERVER_CONFIG: ServerConfig = {
@@ -93,6 +107,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   eventRadius: 2000,
   eventBudgetShare: 0.25,
   lagCompensation: {},
+  reconnectGraceMs: 0,
 };
 
 export interface ServerStats extends ConnectionStats {
@@ -103,27 +118,49 @@ export interface ServerStats extends ConnectionStats {
 
 /** One connected client as the game loop sees it: its connection, player, commands and frames. */
 export class ServerClient<P> {
-  readonly connection: ServerConnection;
+  /** The player's state: the result of the newest command run. Server code may change it (then `GameServer.teleported`). */
   readonly state: P;
-  readonly commands: CommandQueue;
   /** This client's player as an entity other clients see. */
   readonly entity: number;
-  /** Its snapshots: delta-encoded against the newest frame it acknowledged. */
-  readonly snapshots: SnapshotWriter;
-  /** When its frames go (update rate, rate, choke). */
-  readonly pacing: FramePacing;
+  private conn: ServerConnection;
+  private queue: CommandQueue;
+  private writer: SnapshotWriter;
+  /**
+   * When its frames go (update rate, rate, choke).
+   * @internal
+   */
+  pacing: FramePacing;
   /** Frames that failed to decode on this client's connection (commands). */
   badPayloads = 0;
-  /** Position in the server's event log of the next event to send. */
+  /**
+   * Position in the server's event log of the next event to send.
+   * @internal
+   */
   eventCursor: number;
   /** Effect events within hearing that did not fit the frame's event budget (effects only: not resent). */
   eventsDropped = 0;
-  /** The server tick of the frame each sent packet carried, by packet sequence. */
-  readonly frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
-  /** Writes this client's frame into a packet (made once: no allocation per frame). */
+  /**
+   * The server tick of the frame each sent packet carried, by packet sequence.
+   * @internal
+   */
+  frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
+  /**
+   * Writes this client's frame into a packet (made once: no allocation per frame).
+   * @internal
+   */
   readonly writeFrame: (s: BitStream) => void;
   /** How this client's shots are judged; null: the server's configured mode. */
   lagCompensationMode: LagCompensationMode | null = null;
+  /**
+   * When the connection dropped and the player waits for its client to come back (grace
+   * period): the time it may wait until, ms; -1 while connected.
+   */
+  awayUntilMs = -1;
+  /**
+   * Why the connection dropped, while away.
+   * @internal
+   */
+  awayReason = 0;
 
   constructor(
     connection: ServerConnection,
@@ -135,17 +172,63 @@ export class ServerClient<P> {
     eventCursor: number,
     writeFrame: (client: ServerClient<P>, s: BitStream) => void,
   ) {
-    this.connection = connection;
+    this.conn = connection;
     this.state = state;
     this.entity = entity;
-    this.commands = commands;
-    this.snapshots = snapshots;
+    this.queue = commands;
+    this.writer = snapshots;
     this.pacing = pacing;
     this.eventCursor = eventCursor;
     this.writeFrame = (s) => writeFrame(this, s);
+    this.listen(connection);
+  }
+
+  /** Its connection (a reconnection within the grace period brings a new one). */
+  get connection(): ServerConnection {
+    return this.conn;
+  }
+
+  /** Its commands waiting to run, and their time budget. */
+  get commands(): CommandQueue {
+    return this.queue;
+  }
+
+  /** Its snapshots: delta-encoded against the newest frame it acknowledged. */
+  get snapshots(): SnapshotWriter {
+    return this.writer;
+  }
+
+  /**
+   * A new connection takes this player over: fresh commands, snapshots (from nothing), pacing
+   * and frame record.
+   * @internal
+   */
+  rebind(
+    connection: ServerConnection,
+    commands: CommandQueue,
+    snapshots: SnapshotWriter,
+    pacing: FramePacing,
+    eventCursor: number,
+  ): void {
+    this.conn = connection;
+    this.queue = commands;
+    this.writer = snapshots;
+    this.pacing = pacing;
+    this.eventCursor = eventCursor;
+    this.frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
+    this.awayUntilMs = -1;
+    this.listen(connection);
+  }
+
+  /** True while the connection is gone and the player waits for its client (grace period). */
+  get away(): boolean {
+    return this.awayUntilMs >= 0;
+  }
+
+  private listen(connection: ServerConnection): void {
     connection.channel.onAck = (sequence) => {
       const frame = this.frameTicks.get(sequence);
-      if (frame !== undefined) snapshots.acknowledge(frame.tick);
+      if (frame !== undefined) this.snapshots.acknowledge(frame.tick);
     };
   }
 
@@ -178,6 +261,9 @@ export class ServerClient<P> {
     return this.commands.stats;
   }
 }
+
+/** Field values of an entity of state `S`, by field name (a missing field is left as it is). */
+export type EntityValues<S> = { readonly [K in keyof S & string]?: number | boolean };
 
 /** The source of events emitted by server-side code (not by any client's commands). */
 export const WORLD_EVENT_SOURCE = 0xffff;
@@ -216,6 +302,7 @@ export class GameServer<P, W> {
   private readonly blankState: P;
   private nowMs = 0;
   private nextTickMs = -1;
+  private readonly point: Vec3 = { x: 0, y: 0, z: 0 };
   private readonly writeClientFrame = (client: ServerClient<P>, s: BitStream): void =>
     this.frames.write(client, this.tick, s);
 
@@ -325,6 +412,10 @@ export class GameServer<P, W> {
 
   /** Removes a client, telling it why (three copies, since packets may be lost). */
   disconnect(client: ServerClient<P>, reason: number = DISCONNECT_KICKED): void {
+    if (client.awayUntilMs >= 0) {
+      if (this.clients[client.slot] === client) this.forgetClient(client, reason);
+      return;
+    }
     this.connections.disconnect(client.connection, reason);
   }
 
@@ -347,6 +438,73 @@ export class GameServer<P, W> {
   }
 
   /**
+   * Moves `client`'s player to (x, y, z) from server code (a 2D game passes z = 0), through the
+   * game's `player.setOrigin`, and marks it teleported (see `teleported`).
+   */
+  teleport(client: ServerClient<P>, x: number, y: number, z: number): void {
+    const setOrigin = this.game.player.setOrigin;
+    if (setOrigin === undefined) {
+      throw new Error(`GameServer.teleport: game '${this.game.name}' has no player.setOrigin`);
+    }
+    this.point.x = x;
+    this.point.y = y;
+    this.point.z = z;
+    setOrigin(client.state, this.point);
+    this.teleported(client);
+  }
+
+  /**
+   * Creates a server-controlled entity of `type` (one of the game's entity types, not the
+   * players'), its fields set from `values` by name (the rest at their zero), and returns its
+   * index. Clients see it from the next snapshot. Throws when the entity store is full.
+   */
+  spawnEntity<S>(type: EntityType<S>, values: EntityValues<S> = {}): number {
+    const typeId = this.typeIdOf(type, 'spawnEntity');
+    if (typeId === this.game.playerEntity.typeId) {
+      throw new RangeError(`GameServer.spawnEntity: '${type.name}' is the player entity type`);
+    }
+    const entity = this.entities.create(typeId);
+    if (entity < 0) throw new RangeError(`GameServer.spawnEntity: the entity store is full`);
+    this.writeEntity(entity, type, values);
+    return entity;
+  }
+
+  /**
+   * Sets fields of a server-controlled entity by name (an object per call: in a per-tick loop,
+   * write `server.entities.setField(entity, type.index.name, value)` instead, which costs nothing).
+   */
+  updateEntity<S>(entity: number, type: EntityType<S>, values: EntityValues<S>): void {
+    const typeId = this.typeIdOf(type, 'updateEntity');
+    if (!this.entities.isAlive(entity) || this.entities.typeIdAt(entity) !== typeId) {
+      throw new RangeError(`GameServer.updateEntity: entity ${entity} is not a live '${type.name}'`);
+    }
+    this.writeEntity(entity, type, values);
+  }
+
+  /** Removes a server-controlled entity: clients stop seeing it from the next snapshot. */
+  despawnEntity(entity: number): void {
+    if (!this.entities.isAlive(entity)) {
+      throw new RangeError(`GameServer.despawnEntity: entity ${entity} is not alive`);
+    }
+    for (const c of this.clients) {
+      if (c !== null && c.entity === entity) {
+        throw new RangeError(`GameServer.despawnEntity: entity ${entity} is a player's`);
+      }
+    }
+    this.entities.remove(entity);
+  }
+
+  /**
+   * Queues a reliable game message for `client` (1 to `maxReliableMessageBytes` bytes, 1024 by
+   * default): delivered exactly once and in order, to `ClientHooks.onMessage`. Returns false when
+   * the client's window of unacknowledged messages is full (or it is away): send it later.
+   */
+  sendMessage(client: ServerClient<P>, message: Uint8Array): boolean {
+    if (client.awayUntilMs >= 0) return false;
+    return client.channel.sendReliable(message);
+  }
+
+  /**
    * Runs `cmd` on a copy of `client`'s player against the world as `mode` rebuilds the shooter's
    * view, and returns what the shared code emitted; the game is left as it was. For tools that
    * compare lag compensation modes on the same shots (from `beforeShot`).
@@ -358,28 +516,19 @@ export class GameServer<P, W> {
 
   private accept(connection: ServerConnection): number {
     const c = this.config;
+    const away = this.clients[connection.slot];
+    if (away !== null) return this.resume(away, connection);
     const entity = this.entities.create(this.game.playerEntity.typeId);
     if (entity < 0) return REFUSE_SERVER_FULL;
     const state = this.game.player.create();
     this.game.spawn(state, this.world, connection.slot);
-    const commands = new CommandQueue({
-      commandSlackMs: c.commandSlackMs,
-      validButtons: this.game.input.buttons,
-      maxImpulse: this.game.input.maxImpulse,
-      catchUpRate: c.commandCatchUpRate,
-    });
-    const updateRate = Math.min(connection.requestedUpdateRate, c.defaultUpdateRate, c.tickRate);
-    const rate =
-      connection.requestedRateBytesPerSecond > 0
-        ? connection.requestedRateBytesPerSecond
-        : c.defaultRateBytesPerSecond;
     const client = new ServerClient(
       connection,
       state,
       entity,
-      commands,
+      this.createCommandQueue(),
       new SnapshotWriter(this.entities, c.snapshots),
-      new FramePacing(updateRate, rate, this.nowMs),
+      this.createPacing(connection),
       this.events.head,
       this.writeClientFrame,
     );
@@ -389,10 +538,62 @@ export class GameServer<P, W> {
     return 0;
   }
 
+  private createCommandQueue(): CommandQueue {
+    const c = this.config;
+    return new CommandQueue({
+      commandSlackMs: c.commandSlackMs,
+      validButtons: this.game.input.buttons,
+      maxImpulse: this.game.input.maxImpulse,
+      catchUpRate: c.commandCatchUpRate,
+    });
+  }
+
+  private createPacing(connection: ServerConnection): FramePacing {
+    const c = this.config;
+    const updateRate = Math.min(connection.requestedUpdateRate, c.defaultUpdateRate, c.tickRate);
+    const rate =
+      connection.requestedRateBytesPerSecond > 0
+        ? connection.requestedRateBytesPerSecond
+        : c.defaultRateBytesPerSecond;
+    return new FramePacing(updateRate, rate, this.nowMs);
+  }
+
+  /**
+   * A client came back with its player's resume token (away, or still connected on an old
+   * connection): the new connection takes the player over with fresh commands, snapshots (from
+   * nothing) and pacing; the player's state and entity are as they were.
+   */
+  private resume(client: ServerClient<P>, connection: ServerConnection): number {
+    client.rebind(
+      connection,
+      this.createCommandQueue(),
+      new SnapshotWriter(this.entities, this.config.snapshots),
+      this.createPacing(connection),
+      this.events.head,
+    );
+    this.connections.reserved[connection.slot] = 0;
+    this.hooks.onReconnect?.(this, client);
+    return 0;
+  }
+
   private removeClient(connection: ServerConnection, reason: number): void {
     const client = this.clients[connection.slot];
     if (client === null || client.connection !== connection) return;
-    this.clients[connection.slot] = null;
+    const grace = this.config.reconnectGraceMs;
+    if (grace > 0 && (reason === DISCONNECT_TIMED_OUT || reason === DISCONNECT_CLIENT_LEFT)) {
+      client.awayUntilMs = this.nowMs + grace;
+      client.awayReason = reason;
+      this.connections.reserved[connection.slot] = 1;
+      this.hooks.onAway?.(this, client, reason);
+      return;
+    }
+    this.forgetClient(client, reason);
+  }
+
+  private forgetClient(client: ServerClient<P>, reason: number): void {
+    this.clients[client.slot] = null;
+    this.connections.reserved[client.slot] = 0;
+    client.awayUntilMs = -1;
     this.entities.remove(client.entity);
     this.listPlayers();
     this.hooks.onDisconnect?.(this, client, reason);
@@ -407,6 +608,11 @@ export class GameServer<P, W> {
     events.predictedBySource = true;
     for (const client of this.clients) {
       if (client === null) continue;
+      if (client.awayUntilMs >= 0) {
+        if (this.nowMs >= client.awayUntilMs) this.forgetClient(client, client.awayReason);
+        continue;
+      }
+      this.receiveMessages(client);
       client.commands.addRealTime(this.tickIntervalMs);
       events.source = client.slot;
       for (let n = 0; n < this.config.maxCommandsPerTick; n++) {
@@ -437,7 +643,7 @@ export class GameServer<P, W> {
     this.connections.advance(this.nowMs, this.tickIntervalMs);
     const now = this.nowMs;
     for (const client of this.clients) {
-      if (client === null) continue;
+      if (client === null || client.awayUntilMs >= 0) continue;
       if (!client.pacing.due(now)) {
         client.channel.update(now);
         continue;
@@ -482,6 +688,32 @@ export class GameServer<P, W> {
     this.game.player.move(state, cmd, this.world, capture);
     lag.finish(this.world, client.entity);
     return capture;
+  }
+
+  private typeIdOf(type: EntityTypeSchema, caller: string): number {
+    const typeId = this.game.entities.types.indexOf(type);
+    if (typeId < 0)
+      throw new RangeError(`GameServer.${caller}: '${type.name}' is not one of the game's entity types`);
+    return typeId;
+  }
+
+  private writeEntity<S>(entity: number, type: EntityType<S>, values: EntityValues<S>): void {
+    const index = type.index as Readonly<Record<string, number>>;
+    const given = values as Readonly<Record<string, number | boolean | undefined>>;
+    for (const name in given) {
+      const field = Object.hasOwn(index, name) ? index[name] : undefined;
+      const value = given[name];
+      if (field === undefined) throw new RangeError(`'${type.name}' has no field '${name}'`);
+      if (value !== undefined) this.entities.setField(entity, field, value);
+    }
+  }
+
+  /** Hands the client's reliable game messages that arrived to `onMessage`, in order. */
+  private receiveMessages(client: ServerClient<P>): void {
+    const channel = client.channel;
+    for (let m = channel.receiveReliable(); m !== null; m = channel.receiveReliable()) {
+      this.hooks.onMessage?.(this, client, m);
+    }
   }
 
   private listPlayers(): void {

@@ -65,6 +65,11 @@ export interface PlayerDefinition<P, W> {
   copyClientOnly(out: P, from: P): void;
   /** The state's position, for smoothing visible corrections and for interest. */
   origin(state: P, out: Vec3): Vec3;
+  /**
+   * Puts the state at `origin` (quantized as the wire carries it), for server code that places
+   * or teleports a player (`GameServer.teleport`). A 2D game ignores `origin.z`.
+   */
+  setOrigin?(state: P, origin: Vec3): void;
 }
 
 /**

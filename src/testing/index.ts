@@ -9,7 +9,13 @@ export {
   wanderBot,
 } from './bots.ts';
 export { ConditionedEndpoint } from './conditioned-endpoint.ts';
-export { type AddClientOptions, type InputDriver, Match, type MatchClient } from './match.ts';
+export {
+  type AddClientOptions,
+  type InputDriver,
+  Match,
+  type MatchClient,
+  type MatchOptions,
+} from './match.ts';
 export {
   type RayVerdict,
   type ReadRayVerdict,

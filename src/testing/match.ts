@@ -8,6 +8,7 @@ import {
   createInputSample,
   GameClient,
   type InputSample,
+  type ResumeToken,
 } from '../client/client.ts';
 import type { NetworkProfile } from '../net/profile.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
@@ -31,6 +32,18 @@ export interface MatchClient<P, W> {
   nextFrameMs: number;
   /** Called after every frame (for measurements). */
   afterFrame?: (nowMs: number) => void;
+  /** Waiting for the clients added before it to connect (`MatchOptions.slotsInCreationOrder`). */
+  waiting: boolean;
+}
+
+export interface MatchOptions {
+  /**
+   * Each client starts connecting only once the one added before it is connected (or gave up),
+   * so clients get slots (lowest free first) in the order they were added: client i has slot i
+   * when nobody left. Off by default: every client starts connecting when added, and slots
+   * follow the order in which handshakes complete (which the network decides).
+   */
+  slotsInCreationOrder: boolean;
 }
 
 export interface AddClientOptions<P, W> {
@@ -46,6 +59,8 @@ export interface AddClientOptions<P, W> {
   clientTime?: (nowMs: number) => number;
   /** The game the client is built against, when not the server's (a mismatched build, say). */
   game?: GameDefinition<P, W>;
+  /** The resume token to connect with (another client's `resumeToken`: a reconnection). */
+  resumeToken?: ResumeToken;
 }
 
 export class Match<P, W> {
@@ -57,12 +72,19 @@ export class Match<P, W> {
   private nextTickMs = 0;
   private readonly clientTimes: ((nowMs: number) => number)[] = [];
 
+  readonly options: MatchOptions;
+  private readonly resumeTokens: (ResumeToken | null)[] = [];
+  /** Clients ever added (each gets its own address). */
+  private added = 0;
+
   constructor(
     readonly game: GameDefinition<P, W>,
     readonly seed: number,
     serverConfig: Partial<ServerConfig> = {},
     serverHooks: ServerHooks<P, W> = {},
+    options: Partial<MatchOptions> = {},
   ) {
+    this.options = { slotsInCreationOrder: false, ...options };
     this.random = new Random(seed);
     this.network = new MemoryNetwork({ seed: this.random.nextU32() });
     const endpoint = this.network.createEndpoint('server');
@@ -76,7 +98,7 @@ export class Match<P, W> {
 
   addClient(options: AddClientOptions<P, W> = {}): MatchClient<P, W> {
     const index = this.clients.length;
-    let endpoint: DatagramEndpoint = this.network.createEndpoint(`client${index}`, options.profile);
+    let endpoint: DatagramEndpoint = this.network.createEndpoint(`client${this.added++}`, options.profile);
     if (options.wrapEndpoint) endpoint = options.wrapEndpoint(endpoint);
     const client = new GameClient(
       options.game ?? this.game,
@@ -86,7 +108,9 @@ export class Match<P, W> {
       options.hooks ?? {},
     );
     const time = options.clientTime ?? ((t: number) => t);
-    client.connect(time(this.nowMs));
+    const previous = this.clients[index - 1];
+    const waiting = this.options.slotsInCreationOrder && previous !== undefined && !settled(previous);
+    if (!waiting) client.connect(time(this.nowMs), options.resumeToken);
     const entry: MatchClient<P, W> = {
       client,
       endpoint,
@@ -95,10 +119,24 @@ export class Match<P, W> {
       frameMs: options.frameMs ?? 1000 / 60,
       frameJitterMs: options.frameJitterMs ?? 0,
       nextFrameMs: this.nowMs,
+      waiting,
     };
     this.clients.push(entry);
     this.clientTimes.push(time);
+    this.resumeTokens.push(options.resumeToken ?? null);
     return entry;
+  }
+
+  /**
+   * Takes `entry` out of the match without a word to the server (a client that vanished: its
+   * network gone, its process killed): it is not updated again, and the server times it out.
+   */
+  drop(entry: MatchClient<P, W>): void {
+    const i = this.clients.indexOf(entry);
+    if (i < 0) throw new RangeError('Match.drop: not a client of this match');
+    this.clients.splice(i, 1);
+    this.clientTimes.splice(i, 1);
+    this.resumeTokens.splice(i, 1);
   }
 
   /** Runs the match until `untilMs`, every server tick and client frame at its own time. */
@@ -116,6 +154,14 @@ export class Match<P, W> {
         const c = this.clients[i];
         if (c.nextFrameMs > next) continue;
         const t = this.clientTimes[i](next);
+        if (c.waiting) {
+          if (!settled(this.clients[i - 1])) {
+            c.nextFrameMs = next + c.frameMs;
+            continue;
+          }
+          c.waiting = false;
+          c.client.connect(t, this.resumeTokens[i] ?? undefined);
+        }
         c.drive(c.client, t, c.input);
         c.client.update(t, c.input);
         c.afterFrame?.(next);
@@ -135,4 +181,9 @@ export class Match<P, W> {
     for (const c of this.clients) c.client.disconnect();
     this.server.close();
   }
+}
+
+/** A client that connected, or stopped trying (refused, timed out): the next may go. */
+function settled<P, W>(c: MatchClient<P, W>): boolean {
+  return c.waiting === false && c.client.state !== 'connecting' && c.client.state !== 'challenged';
 }

@@ -48,7 +48,13 @@ const game: GameDefinition<Dot, object> = {
   playerEntity: { typeId: 0, write: (state: Dot, out: Float64Array) => void out.set([state.x, state.y]) },
 };
 
-const hooks: ServerHooks<Dot, object> = { onConnect: (_server, client) => void client.slot };
+const hooks: ServerHooks<Dot, object> = {
+  onConnect: (_server, client) => {
+    void client.slot;
+    // @ts-expect-error the per-client frame scheduling is internal
+    void client.pacing;
+  },
+};
 const network = new MemoryNetwork({ seed: 1 });
 const server = new GameServer(game, network.createEndpoint('server'), { tickRate: 64 }, hooks);
 const client = new GameClient(game, network.createEndpoint('client'), 'server');
