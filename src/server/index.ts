@@ -32,7 +32,6 @@ export {
   type LagCompensator,
   type RewindReport,
 } from './lag-compensation.ts';
-export { PlayerData } from './player-data.ts';
 export {
   type HostedMatch,
   type MatchEnded,
@@ -45,6 +44,7 @@ export {
   type MatchSpec,
 } from './matches.ts';
 export { NamedView, NamedViewBuilder } from './named-view.ts';
+export { PlayerData } from './player-data.ts';
 export {
   DEFAULT_DEMO_RECORDER_CONFIG,
   DemoRecorder,
