@@ -121,15 +121,33 @@ export class AgonesAdapter {
   hooks<P, W>(): ServerHooks<P, W> {
     return {
       onTick: (server) => this.tick(server.timeMs),
-      onConnect: (_server, client) => {
-        this.stats.playersConnected++;
-        this.sdk.alpha.playerConnect(client.address).catch(this.fail);
-      },
-      onDisconnect: (_server, client) => {
-        this.stats.playersDisconnected++;
-        this.sdk.alpha.playerDisconnect(client.address).catch(this.fail);
-      },
+      onConnect: (_server, client) => this.player(client.address, true),
+      onDisconnect: (_server, client) => this.player(client.address, false),
     };
+  }
+
+  /**
+   * Reports a player joining (`connected`) or leaving, by id (its address: unique across every
+   * match of the process). For matches on worker threads, give MatchWorkers
+   * `onPlayer: (address, _match, connected) => agones.player(address, connected)`.
+   */
+  player(playerId: string, connected: boolean): void {
+    if (connected) {
+      this.stats.playersConnected++;
+      this.sdk.alpha.playerConnect(playerId).catch(this.fail);
+    } else {
+      this.stats.playersDisconnected++;
+      this.sdk.alpha.playerDisconnect(playerId).catch(this.fail);
+    }
+  }
+
+  /**
+   * Health for a process of many matches: call from a timer with the process's own view of its
+   * loops (MatchWorkers.healthy()); pings only while `healthy` is true, so one stalled match
+   * loop fails the process's health check.
+   */
+  check(healthy: boolean, nowMs: number): void {
+    if (healthy) this.tick(nowMs);
   }
 
   /** The match is over: tells Agones to shut this server down, and closes the link. */

@@ -289,11 +289,12 @@ export class MatchWorkers {
   }
 
   /**
-   * True when every worker's loop turned within `stallMs`: what a health check (Agones, /healthz)
-   * should report, so one stalled match fails the process's health.
+   * True when every worker runs and its loop turned within `maxSilenceMs` (default 1000, at most
+   * stallMs): what a health check (Agones, /healthz) should report, so one stalled match fails
+   * the process's health before the watchdog ends it.
    */
-  healthy(nowMs: number = performance.now()): boolean {
-    for (const w of this.workers) if (!w.alive || nowMs - w.lastBeatMs > this.stallMs) return false;
+  healthy(nowMs: number = performance.now(), maxSilenceMs = Math.min(1000, this.stallMs)): boolean {
+    for (const w of this.workers) if (!w.alive || nowMs - w.lastBeatMs > maxSilenceMs) return false;
     return true;
   }
 

@@ -2,12 +2,17 @@
 // SDK's own service definitions, driven by Agones' own Node SDK, with a real game server and
 // clients over the memory transport.
 import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
 import { Match } from 'backstep/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import { arenaGame } from '../../games/arena/shared/game.ts';
 import { runnerBot } from '../../games/arena/testing/bots.ts';
 import { AgonesAdapter, type AgonesSdk } from '../../src/agones.ts';
+import { GameClient } from '../../src/client/client.ts';
+import { MatchClientEndpoint } from '../../src/net/match-route.ts';
+import { MatchWorkers } from '../../src/node/match-workers.ts';
+import { type ConnectedEndpoint, connectNode, listen } from '../../src/node.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
 
 const require = createRequire(import.meta.url);
@@ -181,6 +186,59 @@ describe('the Agones adapter', () => {
     expect(await until(() => sidecar.players.size === 0)).toBe(true);
     await agones.shutdown();
     expect(sidecar.calls).toContain('Shutdown');
+    expect(agones.stats.errors).toBe(0);
+  });
+
+  it('tracks players across matches on worker threads; one stalled match stops the health pings', async () => {
+    const sidecar = await startSidecar();
+    cleanup.push(() => sidecar.close());
+    process.env.AGONES_SDK_GRPC_PORT = String(sidecar.port);
+    cleanup.push(() => {
+      delete process.env.AGONES_SDK_GRPC_PORT;
+    });
+    const agones = await AgonesAdapter.connect({ healthIntervalMs: 100 });
+    const endpoint = await listen({ host: '127.0.0.1', port: 0 });
+    const workers = await MatchWorkers.start({
+      endpoint,
+      module: new URL('./shooting-match.ts', import.meta.url),
+      workers: 2,
+      stallMs: 3000,
+      onPlayer: (address, _match, connected) => agones.player(address, connected),
+    });
+    cleanup.push(() => workers.close());
+    const health = setInterval(() => agones.check(workers.healthy(), performance.now()), 50);
+    cleanup.push(() => clearInterval(health));
+    await agones.ready();
+    await workers.create(1);
+    await workers.create(2, { stallAtTick: 192 });
+    const clients: { client: GameClient<unknown, unknown>; udp: ConnectedEndpoint }[] = [];
+    for (const [i, id] of [1, 1, 2].entries()) {
+      const udp = await connectNode(`udp://127.0.0.1:${endpoint.port}`);
+      cleanup.push(() => udp.close());
+      const client = new GameClient(arenaGame, new MatchClientEndpoint(udp, id), udp.serverAddress, {
+        seed: 40 + i,
+      });
+      client.connect(performance.now());
+      clients.push({ client: client as GameClient<unknown, unknown>, udp });
+    }
+    const frames = setInterval(() => {
+      for (const c of clients) c.client.update(performance.now(), null);
+    }, 16);
+    cleanup.push(() => clearInterval(frames));
+    // Three players in two matches, each reported once; pings while both loops turn.
+    expect(await until(() => sidecar.players.size === 3)).toBe(true);
+    expect([...sidecar.players].sort()).toEqual(clients.map((c) => c.udp.address).sort());
+    expect(await until(() => sidecar.healthPings >= 5)).toBe(true);
+    // Match 2 stalls its worker at its 192nd tick: the pings stop within a second...
+    expect(await until(() => !workers.healthy(), 6000)).toBe(true);
+    await wait(200);
+    const before = sidecar.healthPings;
+    await wait(800);
+    expect(sidecar.healthPings).toBe(before);
+    // ...the watchdog ends the match (its player leaves), a fresh worker starts, and pings resume.
+    expect(await until(() => sidecar.players.size === 2, 6000)).toBe(true);
+    expect(await until(() => sidecar.healthPings > before, 6000)).toBe(true);
+    expect(workers.stats.restarts).toBe(1);
     expect(agones.stats.errors).toBe(0);
   });
 
