@@ -4,16 +4,18 @@
 import { performance } from 'node:perf_hooks';
 import { bandwidthSection } from './bench/bandwidth.ts';
 import { clientFrameSection } from './bench/client-frame.ts';
+import { matchesSection } from './bench/matches.ts';
 import { machineHeader } from './bench/report.ts';
 import { serverTickSection } from './bench/server-tick.ts';
 
-const SECTIONS: Record<string, { title: string; run: () => void }> = {
+const SECTIONS: Record<string, { title: string; run: () => void | Promise<void> }> = {
   bandwidth: { title: '1. Bandwidth (issue 4)', run: () => bandwidthSection() },
   server: { title: '2. Server tick cost (issue 7)', run: () => serverTickSection() },
   client: { title: '3. Client frame cost (issue 7)', run: () => clientFrameSection() },
+  matches: { title: '4. Matches per core and per process', run: () => matchesSection() },
 };
 
-function main(): void {
+async function main(): Promise<void> {
   const asked = process.argv.slice(2);
   for (const name of asked) {
     if (!Object.hasOwn(SECTIONS, name)) {
@@ -28,10 +30,13 @@ function main(): void {
     const section = SECTIONS[name];
     const t0 = performance.now();
     console.log(`\n== ${section.title}`);
-    section.run();
+    await section.run();
     console.log(`  (section: ${((performance.now() - t0) / 1000).toFixed(0)} s of real time)`);
   }
   console.log(`\nAll sections: ${((performance.now() - start) / 1000).toFixed(0)} s of real time.`);
 }
 
-main();
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

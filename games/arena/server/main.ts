@@ -3,14 +3,16 @@
 // has stalled for a second). Stops cleanly on SIGTERM or SIGINT. With --agones (or
 // BACKSTEP_AGONES=1, as the Agones manifests set) it reports to the Agones SDK sidecar: Ready once
 // listening, health from the tick loop, players, allocation, Shutdown when it stops.
+// With --matches N it hosts matches 1..N instead, spread over --workers threads (default: every
+// core); clients join one by its id (MatchClientEndpoint), and health covers every match's loop.
 //
-//   node --conditions=backstep-source --import tsx games/arena/server/main.ts [--port P] [--host H] [--max-clients N] [--agones]
+//   node --conditions=backstep-source --import tsx games/arena/server/main.ts [--port P] [--host H] [--max-clients N] [--matches N [--workers W]] [--agones]
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { AgonesAdapter } from 'backstep/agones';
-import { closeWebRtc, listen } from 'backstep/node';
+import { closeWebRtc, listen, MatchWorkers } from 'backstep/node';
 import { combineHooks, GameServer } from 'backstep/server';
 import { arenaGame } from '../shared/game.ts';
 import { arenaRules } from './rules.ts';
@@ -18,15 +20,35 @@ import { arenaRules } from './rules.ts';
 /** A tick loop silent this long fails the health check. */
 const STALL_MS = 1000;
 
-function options(): { port: number; host: string; maxClients: number; agones: boolean } {
+interface Options {
+  port: number;
+  host: string;
+  maxClients: number;
+  agones: boolean;
+  /** Matches on worker threads (0: one match on the main thread). */
+  matches: number;
+  workers: number | undefined;
+}
+
+function options(): Options {
   const { values } = parseArgs({
     options: {
       port: { type: 'string', default: '4000' },
       host: { type: 'string', default: '127.0.0.1' },
       'max-clients': { type: 'string', default: '32' },
       agones: { type: 'boolean', default: false },
+      matches: { type: 'string', default: '0' },
+      workers: { type: 'string' },
     },
   });
+  const matches = Number(values.matches);
+  const workers = values.workers === undefined ? undefined : Number(values.workers);
+  if (!Number.isInteger(matches) || matches < 0 || matches > 100_000) {
+    throw new RangeError(`--matches: 0..100000, got ${values.matches}`);
+  }
+  if (workers !== undefined && (!Number.isInteger(workers) || workers < 1 || workers > 256)) {
+    throw new RangeError(`--workers: 1..256, got ${values.workers}`);
+  }
   const port = Number(values.port);
   const maxClients = Number(values['max-clients']);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
@@ -39,18 +61,71 @@ function options(): { port: number; host: string; maxClients: number; agones: bo
     host: values.host as string,
     maxClients,
     agones: values.agones === true || process.env.BACKSTEP_AGONES === '1',
+    matches,
+    workers,
   };
 }
 
+/** The match module the workers load: the TypeScript source, or its build next to this file. */
+function matchModule(): URL {
+  return new URL(import.meta.url.endsWith('.ts') ? './match.ts' : './match.js', import.meta.url);
+}
+
+/** Matches 1..N on worker threads behind one port; health and Agones cover every match's loop. */
+async function serveMatches(o: Options, agones: AgonesAdapter | null): Promise<void> {
+  let workers: MatchWorkers | null = null;
+  const health = (request: IncomingMessage, response: ServerResponse): void => {
+    if (request.url !== '/healthz') {
+      response.writeHead(404).end();
+      return;
+    }
+    const alive = workers?.healthy() === true;
+    response.writeHead(alive ? 200 : 503, { 'content-type': 'text/plain' }).end(alive ? 'ok\n' : 'stalled\n');
+  };
+  const endpoint = await listen({ port: o.port, host: o.host, httpHandler: health });
+  const running = await MatchWorkers.start({
+    endpoint,
+    module: matchModule(),
+    workers: o.workers,
+    onPlayer: (address, _match, connected) => agones?.player(address, connected),
+    onEnded: (e) =>
+      console.log(`match ${e.id} ended (reason ${e.reason}${e.error === undefined ? '' : `: ${e.error}`})`),
+  });
+  workers = running;
+  for (let id = 1; id <= o.matches; id++) await running.create(id, { maxClients: o.maxClients });
+  const pings = setInterval(() => agones?.check(running.healthy(), performance.now()), 250);
+  console.log(
+    `arena server listening on ${o.host}:${endpoint.port} (udp, ws /ws, webrtc /rtc, health /healthz): matches 1..${o.matches} on ${running.workerCount} worker threads`,
+  );
+  await agones?.ready();
+  let stopping = false;
+  const stop = async (): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(pings);
+    await running.close();
+    await agones?.shutdown();
+    closeWebRtc();
+    console.log('arena server stopped');
+  };
+  process.once('SIGTERM', () => void stop());
+  process.once('SIGINT', () => void stop());
+}
+
 async function main(): Promise<void> {
-  const { port, host, maxClients, agones: onAgones } = options();
+  const o = options();
+  const { port, host, maxClients, agones: onAgones } = o;
   const agones = onAgones
     ? await AgonesAdapter.connect({
         labels: { map: 'arena', mode: 'deathmatch' },
-        playerCapacity: maxClients,
+        playerCapacity: maxClients * Math.max(1, o.matches),
         onAllocated: () => console.log('allocated by Agones'),
       })
     : null;
+  if (o.matches > 0) {
+    await serveMatches(o, agones);
+    return;
+  }
   let lastTickMs = performance.now();
   const health = (request: IncomingMessage, response: ServerResponse): void => {
     if (request.url !== '/healthz') {
