@@ -19,6 +19,7 @@ import {
   serializeServerFrame,
   type WireEvent,
 } from '../protocol/frames.ts';
+import { PlayerStateHistory } from '../protocol/player-state.ts';
 import {
   CMD_MSEC_MAX,
   copyUserCommand,
@@ -146,6 +147,8 @@ class Session<P, W> {
   readonly predictor: Predictor<P, W>;
   readonly clock: ServerClock;
   readonly snapshots: SnapshotReader;
+  /** The player states frames carried: the player part's baselines. */
+  readonly players: PlayerStateHistory<P>;
   readonly view: RemoteView;
   adaptiveDelay: AdaptiveDelay | null;
   /** Newest command carried by each sent packet, when it went and its packet history entry, by packet sequence. */
@@ -172,6 +175,7 @@ class Session<P, W> {
     this.predictor = new Predictor(game.player, client.world, config.prediction);
     this.clock = new ServerClock(config.clock);
     this.snapshots = new SnapshotReader(game.entities);
+    this.players = new PlayerStateHistory(game.player.serialize, game.entities.frameHistory);
     this.view = new RemoteView(game.entities, this.snapshots, config.view);
     this.adaptiveDelay = adaptiveDelayFor(config);
   }
@@ -242,8 +246,11 @@ export class GameClient<P, W> {
     this.cmd.randomSeed = this.random.nextU32();
     this.targets = new Int32Array(game.entities.maxEntities);
     this.frame = createServerFrame(game.player.create());
+    const players = () => this.session.players;
     this.frameCodec = {
-      serializePlayer: (s, state) => game.player.serialize(s, state),
+      get players() {
+        return players();
+      },
       events: game.events ?? null,
       serializeSnapshot: (s, tick) => this.session.snapshots.read(s, tick),
     };
@@ -544,7 +551,7 @@ export class GameClient<P, W> {
       copyUserCommand(this.sendCmds[count++], c);
     }
     this.run.count = count;
-    this.flags.resetBaseline = session.snapshots.needsFullUpdate;
+    this.flags.resetBaseline = session.snapshots.needsFullUpdate || session.players.needsFullUpdate;
     serializeClientFlags(s, this.flags);
     serializeCommandRun(s, this.sendCmds, this.run);
     this.stats.commandsSent += count;

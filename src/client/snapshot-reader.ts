@@ -15,9 +15,11 @@ import {
   createEntryHeader,
   OP_CREATE,
   OP_REMOVE,
+  OP_UPDATE,
   SNAPSHOT_DROP_REASONS,
   type SnapshotDropReason,
   serializeEntry,
+  serializeIndexStep,
 } from '../protocol/snapshot.ts';
 
 export interface SnapshotReaderStats {
@@ -28,7 +30,15 @@ export interface SnapshotReaderStats {
   lastBits: number;
 }
 
-/** One decoded frame: the entities in view at a tick and their values (stride values each). */
+/** Saturation of a decoded frame's `gap` (beyond PREDICTION_TICKS: no prediction). */
+const SPAN_MAX = 255;
+
+/**
+ * One decoded frame: the entities in view at a tick and their values (stride values each), and
+ * what their next update is predicted from: the frame tick whose entry brought the values
+ * (`valueTick`), the values before that entry (`prev`) and the ticks between the two entries
+ * (`gap`, 0: no older values; saturating at 255).
+ */
 export class DecodedFrame {
   tick = -1;
   viewCount = 0;
@@ -38,6 +48,9 @@ export class DecodedFrame {
   readonly parity: Uint8Array;
   readonly changed: Uint8Array;
   readonly values: Int32Array;
+  readonly prev: Int32Array;
+  readonly valueTick: Float64Array;
+  readonly gap: Uint8Array;
   constructor(maxEntities: number, stride: number) {
     this.view = new Uint16Array(maxEntities);
     this.inView = new Uint8Array(maxEntities);
@@ -45,6 +58,9 @@ export class DecodedFrame {
     this.parity = new Uint8Array(maxEntities);
     this.changed = new Uint8Array(maxEntities);
     this.values = new Int32Array(maxEntities * stride);
+    this.prev = new Int32Array(maxEntities * stride);
+    this.valueTick = new Float64Array(maxEntities);
+    this.gap = new Uint8Array(maxEntities);
   }
 }
 
@@ -78,6 +94,8 @@ export class SnapshotReader {
   private readonly pendingCreated: Uint16Array;
   private readonly pendingRemoved: Uint16Array;
   private readonly header = createEntryHeader();
+  /** The values an update replaces (the prediction's newer input). */
+  private readonly older: Int32Array;
 
   /** Keeps the schema's frameHistory frames. */
   constructor(schema: GameSchema) {
@@ -99,6 +117,7 @@ export class SnapshotReader {
     this.removed = new Uint16Array(n);
     this.pendingCreated = new Uint16Array(n);
     this.pendingRemoved = new Uint16Array(n);
+    this.older = new Int32Array(stride);
     const dropped = {} as Record<SnapshotDropReason, number>;
     for (const r of SNAPSHOT_DROP_REASONS) dropped[r] = 0;
     this.stats = { framesRead: 0, dropped, lastBits: 0 };
@@ -186,18 +205,34 @@ export class SnapshotReader {
     let removed = 0;
     const h = this.header;
     const stride = this.stride;
+    const older = this.older;
     let prev = -1;
     for (;;) {
-      const gap = s.varuint(0);
+      const step = serializeIndexStep(s, 0);
       if (!s.ok) return this.fail(s, newer);
-      if (gap === 0) break;
-      const e = prev + gap;
+      if (step === 0) break;
+      const e = prev + step;
       if (e >= this.maxEntities) return this.drop('index out of range', newer);
       prev = e;
       const held = w.inView[e] !== 0;
-      h.typeId = held ? w.type[e] : -1;
-      if (!serializeEntry(s, h, this.schema, w.values, e * stride, w.values, e * stride))
-        return this.fail(s, newer);
+      const o = e * stride;
+      h.heldType = -1;
+      if (held) {
+        h.heldType = w.type[e];
+        h.baseParity = w.parity[e];
+        const age = frameTick - w.valueTick[e];
+        h.age = Math.min(age, SPAN_MAX);
+        h.gap = w.gap[e];
+        for (let f = 0; f < stride; f++) older[f] = w.values[o + f];
+      }
+      if (!serializeEntry(s, h, this.schema, w.values, o, older, 0, w.prev, o)) return this.fail(s, newer);
+      if (h.op === OP_UPDATE) {
+        for (let f = 0; f < stride; f++) w.prev[o + f] = older[f];
+        w.gap[e] = h.age;
+      } else {
+        w.gap[e] = 0;
+      }
+      w.valueTick[e] = frameTick;
       if (h.op === OP_REMOVE) {
         w.inView[e] = 0;
         this.pendingRemoved[removed++] = e;
@@ -246,9 +281,14 @@ export class SnapshotReader {
       w.type[e] = t;
       w.parity[e] = base.parity[e];
       w.changed[e] = 0;
+      w.valueTick[e] = base.valueTick[e];
+      w.gap[e] = base.gap[e];
       const o = e * stride;
       const n = types[t].fieldCount;
-      for (let f = 0; f < n; f++) w.values[o + f] = base.values[o + f];
+      for (let f = 0; f < n; f++) {
+        w.values[o + f] = base.values[o + f];
+        w.prev[o + f] = base.prev[o + f];
+      }
       w.view[w.viewCount++] = e;
     }
   }

@@ -11,19 +11,20 @@
 //   +-------------------+-------+--------------------------------------------------+
 //
 // Server packet payload (serializeServerFrame):
-//   +-------------------+-------+--------------------------------------------------+
-//   | serverTick        | 32    | tick the frame was built at                      |
-//   | choked            | 8     | frames held back by the rate since the last one  |
-//   | ackedCommand      | 32    | last command executed                            |
-//   | playerState       | var   | the game's player serialize                      |
-//   | eventCount        | 6     | 0..63 effect events of other players             |
-//   | event: type       | 8     | game-defined                                     |
-//   | event: source     | 16    | slot/entity that caused it                       |
-//   | event: p0..p3     | 4x32  | float32 parameters                               |
-//   | snapshot          | var   | the entity delta snapshot (layout in snapshot.ts) |
-//   +-------------------+-------+--------------------------------------------------+
+//   +-------------------+---------+------------------------------------------------+
+//   | serverTick        | 32      | tick the frame was built at                    |
+//   | choked            | 1 (+ 8) | 1: frames held back by the rate since the last |
+//   | player part       | var     | baseline, acked command, the owner's state     |
+//   |                   |         | (delta-encoded; layout in player-state.ts)     |
+//   | eventCount        | 6       | 0..63 effect events of other players           |
+//   | event: type       | var     | int [0, table length - 1] (no table: 8)        |
+//   | event: source     | varuint | (source + 1) mod 65536 (no table: uint 16)     |
+//   | event: params     | var     | at the table's precision (no table: 4 x 32)    |
+//   | snapshot          | var     | the entity delta snapshot (layout in snapshot.ts) |
+//   +-------------------+---------+------------------------------------------------+
 
 import type { BitStream } from './bitstream.ts';
+import type { PlayerStateHistory } from './player-state.ts';
 import type { NumberFieldSpec } from './schema.ts';
 import { createUserCommand, serializeUserCommand, type UserCommand } from './usercmd.ts';
 
@@ -187,7 +188,9 @@ export function serializeWireEvent(s: BitStream, e: WireEvent, table: EventTable
   e.type = s.int(e.type, 0, table.length - 1);
   const spec = table[e.type];
   if (spec === undefined) return s.fail('unknown event type');
-  e.source = s.uint(e.source, 16);
+  // Player slots are small and the world's source is 65535: (source + 1) mod 65536 in a varuint.
+  const source = s.varuint((e.source + 1) & 0xffff, 0xffff);
+  e.source = source === 0 ? 0xffff : source - 1;
   const params = spec.params;
   e.p0 = param(s, e.p0, params[0]);
   e.p1 = param(s, e.p1, params[1]);
@@ -206,6 +209,11 @@ export interface ServerFrame<P> {
   choked: number;
   /** The newest of the client's commands the server has run (the player state is its result). */
   ackedCommand: number;
+  /**
+   * The frame whose player state this one's is delta-encoded against (-1: none). The writer
+   * proposes the client's acknowledged frame; it becomes -1 when that cannot serve.
+   */
+  playerBaseline: number;
   /** The owner's player state. */
   player: P;
   eventCount: number;
@@ -216,7 +224,8 @@ export interface ServerFrame<P> {
 
 /** How a frame's game-defined parts travel: the player state, the event table, the snapshot. */
 export interface ServerFrameCodec<P> {
-  serializePlayer(s: BitStream, state: P): boolean;
+  /** This end's record of the player states frames carried (the player part's baselines; the server sets its client's before each frame). */
+  players: PlayerStateHistory<P>;
   readonly events: EventTable | null;
   /**
    * Writes or reads the snapshot of `serverTick` at the stream's position (the server's writer
@@ -228,7 +237,28 @@ export interface ServerFrameCodec<P> {
 export function createServerFrame<P>(player: P): ServerFrame<P> {
   const events: WireEvent[] = [];
   for (let i = 0; i < MAX_EVENTS_PER_FRAME; i++) events.push(createWireEvent());
-  return { serverTick: 0, choked: 0, ackedCommand: 0, player, eventCount: 0, events, snapshotOk: false };
+  return {
+    serverTick: 0,
+    choked: 0,
+    ackedCommand: 0,
+    playerBaseline: -1,
+    player,
+    eventCount: 0,
+    events,
+    snapshotOk: false,
+  };
+}
+
+/**
+ * The frame's head: tick, choke and the player part (what comes before the events). Writing
+ * and measuring need the frame's player state recorded in `codec.players` first.
+ */
+export function serializeFrameHead<P>(s: BitStream, f: ServerFrame<P>, codec: ServerFrameCodec<P>): boolean {
+  f.serverTick = s.uint(f.serverTick, 32);
+  if (s.bool(f.choked !== 0)) f.choked = s.uint(f.choked, 8);
+  else f.choked = 0;
+  if (!s.ok) return false;
+  return codec.players.serialize(s, f);
 }
 
 /**
@@ -241,10 +271,7 @@ export function serializeServerFrame<P>(
   f: ServerFrame<P>,
   codec: ServerFrameCodec<P>,
 ): boolean {
-  f.serverTick = s.uint(f.serverTick, 32);
-  f.choked = s.uint(f.choked, 8);
-  f.ackedCommand = s.uint(f.ackedCommand, 32);
-  if (!s.ok || !codec.serializePlayer(s, f.player)) return false;
+  if (!serializeFrameHead(s, f, codec)) return false;
   f.eventCount = s.int(f.eventCount, 0, MAX_EVENTS_PER_FRAME);
   for (let i = 0; i < f.eventCount && s.ok; i++) serializeWireEvent(s, f.events[i], codec.events);
   if (!s.ok) return false;

@@ -51,11 +51,18 @@ export {
   type ServerFrameCodec,
   serializeClientFlags,
   serializeCommandRun,
+  serializeFrameHead,
   serializeServerFrame,
   serializeWireEvent,
   type WireEvent,
   wireEventParam,
 } from './frames.ts';
+export {
+  PLAYER_STATE_MAX_BYTES,
+  type PlayerFrame,
+  PlayerStateHistory,
+} from './player-state.ts';
+export { MAX_CODE_LENGTH, PrefixCode } from './prefix-code.ts';
 export {
   type AngleField,
   type BoolField,
@@ -65,8 +72,10 @@ export {
   DEFAULT_TELEPORT_DISTANCE,
   decodeField,
   decodeNumber,
+  defaultCodeCounts,
   defineEntityType,
   defineGameSchema,
+  type EntityCodeCounts,
   type EntityType,
   type EntityTypeOptions,
   type EntityTypeSchema,
@@ -91,10 +100,15 @@ export {
 } from './schema.ts';
 export { SEQUENCE_BITS, seqAdd, seqDiff, seqGreaterThan, seqLessThan } from './sequence.ts';
 export {
+  type CodeTally,
+  createCodeTally,
   OP_CREATE,
   OP_REFRESH,
   OP_REMOVE,
   OP_UPDATE,
+  PREDICTION_TICKS,
+  predictEntity,
+  predictField,
   SNAPSHOT_DROP_REASONS,
   type SnapshotDropReason,
 } from './snapshot.ts';

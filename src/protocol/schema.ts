@@ -12,6 +12,7 @@
 // int as itself, a bool as 0 or 1. Comparing two stored values is exact, and copying is cheap.
 
 import { bitsRequired } from './bitstream.ts';
+import { PrefixCode } from './prefix-code.ts';
 
 /** Largest number of fields in one entity type. */
 export const MAX_ENTITY_FIELDS = 32;
@@ -111,6 +112,21 @@ export interface EntityTypeSchema {
   readonly positionFields: readonly [number, number, number];
   /** Relative snapshot priority (default 1): an entity twice as important is sent twice as often. */
   readonly priority: number;
+  /**
+   * Each field's predictor in an update (src/protocol/snapshot.ts): 0 holds the client's value
+   * (bools, step and 'none' fields), 1 extrapolates on a line ('linear' floats and ints), 2 round
+   * the circle ('angle' angles).
+   */
+  readonly predict: Uint8Array;
+  /**
+   * Prefix code of an entry's head for an entity the client holds: an update's changed count
+   * (0 .. fieldCount), or fieldCount + 1 for any other operation (src/protocol/snapshot.ts).
+   */
+  readonly changedCode: PrefixCode;
+  /** Per field, prefix code of a residual's class (0 .. bitsRequired(hi - lo)). */
+  readonly residualCodes: readonly PrefixCode[];
+  /** The symbol counts the codes were built from (trained, or the defaults). */
+  readonly codeCounts: EntityCodeCounts;
 }
 
 /** An entity type whose state is `S` (the type parameter only types the object helpers). */
@@ -125,10 +141,72 @@ export interface EntityType<S> extends EntityTypeSchema {
   readonly stateType?: S;
 }
 
+/**
+ * Symbol counts a game trains its snapshot codes on (from its own traffic: `npm run train-codes`
+ * prints them for the arena): a more frequent symbol gets a shorter code. `changed` has
+ * fieldCount + 2 counts (an update's changed count 0 .. fieldCount, then every other operation
+ * on an entity the client holds), `residual` one list per field in table order
+ * with bitsRequired(hi - lo) + 1 counts (a residual's class). Counts are only weights: any value
+ * can still be sent, an unseen one at the longest code.
+ */
+export interface EntityCodeCounts {
+  readonly changed: readonly number[];
+  readonly residual: readonly (readonly number[])[];
+}
+
 export interface EntityTypeOptions {
   /** Relative snapshot priority, > 0 (default 1). */
   priority?: number;
+  /**
+   * Trained symbol counts for the snapshot codes. Default: every changed count alike, and a
+   * residual of 0 as likely as all the others together.
+   */
+  code?: EntityCodeCounts;
 }
+
+/** The residual classes of a field: 0 .. bitsRequired(hi - lo). */
+export function residualClasses(f: CompiledField): number {
+  return bitsRequired(f.hi - f.lo) + 1;
+}
+
+/** The default code counts of a type's fields (see EntityTypeOptions.code). */
+export function defaultCodeCounts(fields: readonly CompiledField[]): EntityCodeCounts {
+  return {
+    changed: new Array<number>(fields.length + 2).fill(1),
+    residual: fields.map((f) => {
+      const n = residualClasses(f);
+      const counts = new Array<number>(n).fill(1);
+      counts[0] = n - 1;
+      return counts;
+    }),
+  };
+}
+
+function checkCodeCounts(typeName: string, fields: readonly CompiledField[], code: EntityCodeCounts): void {
+  const where = `entity type '${typeName}': code`;
+  const check = (counts: unknown, length: number, what: string): void => {
+    if (!Array.isArray(counts) || counts.length !== length) {
+      throw new RangeError(
+        `${where}: ${what} must list ${length} counts, got ${String((counts as unknown[] | null)?.length)}`,
+      );
+    }
+    for (const c of counts) {
+      if (typeof c !== 'number' || !(c >= 0) || !Number.isFinite(c)) {
+        throw new RangeError(`${where}: ${what} counts must be finite numbers >= 0, got ${String(c)}`);
+      }
+    }
+  };
+  if (code === null || typeof code !== 'object') throw new TypeError(`${where}: must be an object`);
+  check(code.changed, fields.length + 2, 'changed');
+  if (!Array.isArray(code.residual) || code.residual.length !== fields.length) {
+    throw new RangeError(`${where}: residual must list one count list per field (${fields.length})`);
+  }
+  for (const f of fields) check(code.residual[f.index], residualClasses(f), `residual of field '${f.name}'`);
+}
+
+/** Predictor ids (PREDICT_LINEAR and PREDICT_ANGLE of snapshot.ts). */
+const PREDICT_LINEAR_FIELD = 1;
+const PREDICT_ANGLE_FIELD = 2;
 
 const INT32_MIN = -2147483648;
 const INT32_MAX = 2147483647;
@@ -274,6 +352,8 @@ export function defineEntityType<S>(
     const f = fields.find((c) => c.name === axis);
     return f !== undefined && (f.kind === 'float' || f.kind === 'int') ? f.index : -1;
   };
+  const code = options.code ?? defaultCodeCounts(fields);
+  checkCodeCounts(name, fields, code);
   return {
     name,
     fieldCount: fields.length,
@@ -288,6 +368,12 @@ export function defineEntityType<S>(
     interpFields,
     positionFields: [position('x'), position('y'), position('z')],
     priority,
+    predict: Uint8Array.from(fields, (f) =>
+      f.interp === 'linear' ? PREDICT_LINEAR_FIELD : f.interp === 'angle' ? PREDICT_ANGLE_FIELD : 0,
+    ),
+    changedCode: new PrefixCode(code.changed),
+    residualCodes: fields.map((_, i) => new PrefixCode(code.residual[i])),
+    codeCounts: { changed: [...code.changed], residual: code.residual.map((r) => [...r]) },
   };
 }
 
@@ -385,7 +471,10 @@ export function schemaHash(schema: GameSchema): number {
   mix(`${schema.maxEntities}:${schema.teleportDistance}:${schema.frameHistory}`);
   for (const t of schema.types) {
     mix(t.name);
-    for (const f of t.fields) mix(`${f.name}:${f.kind}:${f.lo}:${f.hi}:${f.min}:${f.max}:${f.precision}`);
+    for (const f of t.fields)
+      mix(`${f.name}:${f.kind}:${f.lo}:${f.hi}:${f.min}:${f.max}:${f.precision}:${f.interp}`);
+    mix(`code:${Array.from(t.changedCode.lengths).join(',')}`);
+    for (const c of t.residualCodes) mix(Array.from(c.lengths).join(','));
   }
   return h >>> 0;
 }

@@ -8,9 +8,11 @@ import {
   MAX_EVENTS_PER_FRAME,
   type ServerFrame,
   type ServerFrameCodec,
+  serializeFrameHead,
   serializeServerFrame,
   serializeWireEvent,
 } from '../protocol/frames.ts';
+import type { PlayerStateHistory } from '../protocol/player-state.ts';
 import type { GameDefinition } from '../sim/game.ts';
 import type { EventLog } from './events.ts';
 import type { SnapshotWriter } from './snapshot-writer.ts';
@@ -66,6 +68,8 @@ export interface FrameClient<P> {
   readonly state: P;
   readonly entity: number;
   readonly snapshots: SnapshotWriter;
+  /** The player states its frames carried (baselines of the player part). */
+  readonly players: PlayerStateHistory<P>;
   readonly pacing: FramePacing;
   /** The newest command the server ran for this client. */
   readonly lastCommand: number;
@@ -109,7 +113,7 @@ export class FrameWriter<P, W> {
     this.measure = measure;
     this.frame = createServerFrame(game.player.create());
     this.codec = {
-      serializePlayer: (s, state) => game.player.serialize(s, state),
+      players: null as unknown as PlayerStateHistory<P>,
       events: game.events ?? null,
       serializeSnapshot: (s, tick) => this.writeSnapshot(s, tick),
     };
@@ -122,11 +126,15 @@ export class FrameWriter<P, W> {
     f.ackedCommand = client.lastCommand;
     f.choked = Math.min(client.pacing.chokedSinceSent, 255);
     f.player = client.state;
+    // The player part goes against the newest frame the client acknowledged, as the snapshot does.
+    f.playerBaseline = client.snapshots.baselineTick;
+    client.players.record(tick, client.state, client.lastCommand);
+    this.codec.players = client.players;
     const m = this.measure;
     m.beginMeasure();
-    this.game.player.serialize(m, client.state);
-    // Header (72 bits) and player state come first; events may take their share of what is left.
-    this.pickEvents(client, (s.bitsRemaining - 72 - m.bitsProcessed) * this.config.eventBudgetShare);
+    serializeFrameHead(m, f, this.codec);
+    // Tick, choke and player part come first; events may take their share of what is left.
+    this.pickEvents(client, (s.bitsRemaining - m.bitsProcessed) * this.config.eventBudgetShare);
     this.current = client;
     serializeServerFrame(s, f, this.codec);
     this.current = null;

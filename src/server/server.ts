@@ -19,6 +19,7 @@ import {
   serializeClientFlags,
   serializeCommandRun,
 } from '../protocol/frames.ts';
+import { PlayerStateHistory } from '../protocol/player-state.ts';
 import type { EntityType, EntityTypeSchema } from '../protocol/schema.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
@@ -130,6 +131,8 @@ export class ServerClient<P> {
    * @internal
    */
   pacing: FramePacing;
+  /** The player states its frames carried: the player part goes against the acknowledged one. */
+  readonly players: PlayerStateHistory<P>;
   /** Frames that failed to decode on this client's connection (commands). */
   badPayloads = 0;
   /**
@@ -168,6 +171,7 @@ export class ServerClient<P> {
     entity: number,
     commands: CommandQueue,
     snapshots: SnapshotWriter,
+    players: PlayerStateHistory<P>,
     pacing: FramePacing,
     eventCursor: number,
     writeFrame: (client: ServerClient<P>, s: BitStream) => void,
@@ -177,6 +181,7 @@ export class ServerClient<P> {
     this.entity = entity;
     this.queue = commands;
     this.writer = snapshots;
+    this.players = players;
     this.pacing = pacing;
     this.eventCursor = eventCursor;
     this.writeFrame = (s) => writeFrame(this, s);
@@ -213,6 +218,7 @@ export class ServerClient<P> {
     this.conn = connection;
     this.queue = commands;
     this.writer = snapshots;
+    this.players.reset();
     this.pacing = pacing;
     this.eventCursor = eventCursor;
     this.frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
@@ -528,6 +534,7 @@ export class GameServer<P, W> {
       entity,
       this.createCommandQueue(),
       new SnapshotWriter(this.entities, c.snapshots),
+      new PlayerStateHistory(this.game.player.serialize, this.entities.schema.frameHistory),
       this.createPacing(connection),
       this.events.head,
       this.writeClientFrame,

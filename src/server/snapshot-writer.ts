@@ -8,17 +8,28 @@
 // client holds costs nothing. Entities that need sending are bucketed by accumulated priority
 // (it grows each frame an entity waits, faster the nearer it is, and resets when it is sent), so
 // the budget goes to the most urgent ones first and far ones still get their turn, less often.
-// Selection charges each entity its exact cost (its entry plus the change in index-gap bits),
+// Selection charges each entity its exact cost (its entry plus the change in index-skip bits),
 // then the chosen entries are written in ascending index order.
+//
+// An update is predicted from the last two values the client holds (snapshot.ts). A frame
+// therefore also records, per entity in view, how old the client's newer value is (`age`: ticks
+// since the frame whose entry carried it), how far apart its two values are (`gap`, 0: it holds
+// one) and a tick whose values equal its older value (`back` ticks before the newer one's frame).
+// An entity's entry is a pure function of what the baseline frame records for it and its values
+// now, so it can be cached per (baseline frame, frame) pair.
 
-import { BitStream, varuintBits } from '../protocol/bitstream.ts';
+import { BitStream } from '../protocol/bitstream.ts';
 import {
+  type CodeTally,
   createEntryHeader,
+  indexStepBits,
   OP_CREATE,
   OP_REFRESH,
   OP_REMOVE,
   OP_UPDATE,
+  PREDICTION_TICKS,
   serializeEntry,
+  serializeIndexStep,
 } from '../protocol/snapshot.ts';
 import type { EntityStore, HistorySlot } from './entities.ts';
 
@@ -63,15 +74,33 @@ const VISIBLE = 2;
 const BUCKETS = 64;
 const BUCKET_OF_ONE = 40;
 
-/** What a client holds once it has a frame: `held[e]` for e in `view`, NOT_HELD for every other e. */
+/** Saturation of the one-byte tick spans a frame records (beyond PREDICTION_TICKS: no prediction). */
+const SPAN_MAX = 255;
+
+/**
+ * What a client holds once it has a frame: `held[e]` for e in `view`, NOT_HELD for every other e;
+ * for each e in view, what its next update is predicted from: `age` (ticks from the frame whose
+ * entry brought the client's newer value to this frame), `gap` (ticks from its older value's
+ * entry to the newer's; 0: none) and `back` (the older value is the values at the newer's frame
+ * tick - age - back), each saturating at SPAN_MAX; and `type`, the type of the entity it holds.
+ */
 class Frame {
   tick = -1;
   viewCount = 0;
   readonly held: Uint32Array;
   readonly view: Uint16Array;
+  readonly age: Uint8Array;
+  readonly gap: Uint8Array;
+  readonly back: Uint8Array;
+  /** Type id of the entity the client holds. */
+  readonly type: Uint8Array;
   constructor(maxEntities: number) {
+    this.type = new Uint8Array(maxEntities);
     this.held = new Uint32Array(maxEntities).fill(NOT_HELD);
     this.view = new Uint16Array(maxEntities);
+    this.age = new Uint8Array(maxEntities);
+    this.gap = new Uint8Array(maxEntities);
+    this.back = new Uint8Array(maxEntities);
   }
 }
 
@@ -93,6 +122,8 @@ export class SnapshotWriter {
   };
   /** The newest acknowledged frame (the next baseline), -1 for none. */
   baselineTick = -1;
+  /** When set, written (not measured) updates count their code symbols here (code training). */
+  tally: CodeTally | null = null;
 
   private readonly store: EntityStore;
   private readonly frames: Frame[];
@@ -220,6 +251,7 @@ export class SnapshotWriter {
     frame.tick = -1;
     for (let k = 0; k < frame.viewCount; k++) frame.held[frame.view[k]] = NOT_HELD;
     frame.viewCount = 0;
+    this.header.tally = this.tally;
 
     const start = s.bitsProcessed;
     s.varuint(base === null ? 0 : tick - base.tick);
@@ -230,7 +262,7 @@ export class SnapshotWriter {
 
     const candidateCount = this.gatherCandidates(base, cur, viewerX, viewerY, viewerZ, viewerEntity);
     const needCount = this.classify(base, frame, cur, tick, candidateCount, viewerX, viewerY, viewerZ);
-    const chosen = this.choose(frame, cur, needCount, s.bitsProcessed - start + 8, budgetBits);
+    const chosen = this.choose(frame, cur, tick, needCount, s.bitsProcessed - start + 2, budgetBits);
     const st = this.stats;
     st.lastCreated = 0;
     st.lastUpdated = 0;
@@ -238,7 +270,7 @@ export class SnapshotWriter {
     st.lastDeferred = needCount - chosen;
     st.deferred += st.lastDeferred;
     this.writeChosen(s, frame, cur, tick);
-    s.varuint(0);
+    serializeIndexStep(s, 0);
     if (!s.ok) {
       for (let k = 0; k < candidateCount; k++) frame.held[this.candidates[k]] = NOT_HELD;
       this.clearMarks(candidateCount);
@@ -317,13 +349,21 @@ export class SnapshotWriter {
       const m = this.mark[e];
       const held = base !== null && (m & IN_BASE) !== 0 ? base.held[e] : NOT_HELD;
       frame.held[e] = held;
+      if (base !== null && held !== NOT_HELD) {
+        const age = base.age[e] + (tick - base.tick);
+        frame.age[e] = Math.min(age, SPAN_MAX);
+        frame.gap[e] = base.gap[e];
+        frame.back[e] = base.back[e];
+        frame.type[e] = base.type[e];
+      }
       let op: number;
       let weight = 1;
       if ((m & VISIBLE) === 0) {
         op = OP_REMOVE;
       } else {
         if (held === NOT_HELD || store.createdTick[e] > held) op = OP_CREATE;
-        else if (store.changedTick[e] > held) op = store.history(held) === undefined ? OP_REFRESH : OP_UPDATE;
+        else if (store.changedTick[e] > held)
+          op = this.canPredict(frame, e, tick, held) ? OP_UPDATE : OP_REFRESH;
         else {
           frame.held[e] = tick;
           this.priority[e] = 0;
@@ -364,6 +404,7 @@ export class SnapshotWriter {
   private choose(
     frame: Frame,
     cur: HistorySlot,
+    tick: number,
     needCount: number,
     used: number,
     budgetBits: number,
@@ -374,11 +415,11 @@ export class SnapshotWriter {
     for (; k < needCount; k++) {
       const e = this.order[k];
       const m = this.measure.beginMeasure();
-      this.serializeOne(m, e, cur, frame.held[e]);
+      this.serializeOne(m, e, cur, frame, tick);
       const p = prevSet(sel, e);
       const n = nextSet(sel, e);
-      let cost = m.bitsProcessed + varuintBits(e - p);
-      if (n >= 0) cost += varuintBits(n - e) - varuintBits(n - p);
+      let cost = m.bitsProcessed + indexStepBits(e - p);
+      if (n >= 0) cost += indexStepBits(n - e) - indexStepBits(n - p);
       if (total + cost > budgetBits) break;
       total += cost;
       sel[e >>> 5] |= 1 << (e & 31);
@@ -407,10 +448,10 @@ export class SnapshotWriter {
           continue;
         }
         const at = s.bitsProcessed;
-        s.varuint(e - prev);
-        this.serializeOne(s, e, cur, frame.held[e]);
+        serializeIndexStep(s, e - prev);
+        this.serializeOne(s, e, cur, frame, tick);
         this.op[e] = NO_OP;
-        if (!s.ok || s.bitsRemaining < 8) {
+        if (!s.ok || s.bitsRemaining < 2) {
           s.rewind(at);
           full = true;
           continue;
@@ -421,25 +462,63 @@ export class SnapshotWriter {
           frame.held[e] = NOT_HELD;
           st.lastRemoved++;
         } else {
+          if (op === OP_UPDATE) {
+            // The client's newer value becomes its older one: `age` ticks old, held at `held`.
+            const back = tick - frame.held[e];
+            frame.gap[e] = frame.age[e];
+            frame.back[e] = Math.min(back, SPAN_MAX);
+            st.lastUpdated++;
+          } else {
+            frame.gap[e] = 0;
+            frame.back[e] = 0;
+            if (op === OP_CREATE) st.lastCreated++;
+            else st.lastUpdated++;
+          }
           frame.held[e] = tick;
-          if (op === OP_CREATE) st.lastCreated++;
-          else st.lastUpdated++;
+          frame.age[e] = 0;
+          frame.type[e] = cur.type[e];
         }
       }
     }
   }
 
-  /** Serializes entity `e`'s entry (after its gap) with its chosen operation; `held`: the client's tick. */
-  private serializeOne(s: BitStream, e: number, cur: HistorySlot, held: number): void {
+  /**
+   * Whether an update of `e` can be written against what the client holds after frame `frame`
+   * (its spans already carried to `tick`): the server still has the values at `held`, and at the
+   * older value's tick when the update is predicted from it; else the entity is refreshed.
+   */
+  private canPredict(frame: Frame, e: number, tick: number, held: number): boolean {
+    const store = this.store;
+    if (store.history(held) === undefined) return false;
+    const gap = frame.gap[e];
+    const age = frame.age[e];
+    if (gap === 0 || gap > PREDICTION_TICKS || age > PREDICTION_TICKS) return true;
+    return store.history(tick - age - frame.back[e]) !== undefined;
+  }
+
+  /** Serializes entity `e`'s entry (after its index skip) with its chosen operation, against what `frame` says the client holds. */
+  private serializeOne(s: BitStream, e: number, cur: HistorySlot, frame: Frame, tick: number): void {
     const h = this.header;
     const op = this.op[e];
     const o = e * this.store.stride;
     h.op = op;
     h.parity = cur.parity[e];
     h.typeId = cur.type[e];
+    h.heldType = frame.held[e] === NOT_HELD ? -1 : frame.type[e];
     let base = cur.values;
-    if (op === OP_UPDATE) base = (this.store.history(held) as HistorySlot).values;
-    serializeEntry(s, h, this.store.schema, cur.values, o, base, o);
+    let prev = cur.values;
+    if (op === OP_UPDATE) {
+      const held = this.store.history(frame.held[e]) as HistorySlot;
+      base = held.values;
+      prev = base;
+      h.baseParity = held.parity[e];
+      h.age = frame.age[e];
+      h.gap = frame.gap[e];
+      if (h.gap !== 0 && h.gap <= PREDICTION_TICKS && h.age <= PREDICTION_TICKS) {
+        prev = (this.store.history(tick - h.age - frame.back[e]) as HistorySlot).values;
+      }
+    }
+    serializeEntry(s, h, this.store.schema, cur.values, o, base, o, prev, o);
   }
 
   private clearMarks(candidateCount: number): void {

@@ -6,7 +6,7 @@ import { SnapshotReader } from '../../src/client/snapshot-reader.ts';
 import { MAX_PACKET_BYTES } from '../../src/net/transport.ts';
 import { BitStream } from '../../src/protocol/bitstream.ts';
 import { defineEntityType, defineGameSchema, type FieldTable } from '../../src/protocol/schema.ts';
-import { SNAPSHOT_DROP_REASONS } from '../../src/protocol/snapshot.ts';
+import { indexStepBits, SNAPSHOT_DROP_REASONS, serializeIndexStep } from '../../src/protocol/snapshot.ts';
 import { EntityStore } from '../../src/server/entities.ts';
 import { SnapshotWriter } from '../../src/server/snapshot-writer.ts';
 import { Random } from '../../src/sim/random.ts';
@@ -60,6 +60,8 @@ const sound = defineEntityType<Sound>(
 );
 const schema = defineGameSchema([player, rocket, sound], { maxEntities: 512 });
 const STRIDE = schema.stride;
+/** An empty snapshot: the baseline delta (a varuint, 8 bits) and the end step (2 bits). */
+const EMPTY_BITS = 10;
 
 /** A copy of the committed world at one tick (tests may allocate). */
 interface WorldCopy {
@@ -380,13 +382,13 @@ function perfectLink(budgetBits = Infinity, viewRadius = Infinity, historyTicks 
 }
 
 describe('snapshot size', () => {
-  it('a static world of 100 entities costs 2 bytes per snapshot once acknowledged', () => {
+  it('a static world of 100 entities costs 10 bits per snapshot once acknowledged', () => {
     const link = perfectLink();
     const rng = new Random(SEED);
     for (let i = 0; i < 100; i++) spawn(link.store, rng);
     const first = link.step();
     expect(first, `seed ${SEED}`).toBeGreaterThan(100 * 40);
-    for (let i = 0; i < 20; i++) expect(link.step(), `seed ${SEED} frame ${i}`).toBe(16);
+    for (let i = 0; i < 20; i++) expect(link.step(), `seed ${SEED} frame ${i}`).toBe(EMPTY_BITS);
     expect(link.reader.viewCount, `seed ${SEED}`).toBe(100);
   });
 
@@ -400,8 +402,11 @@ describe('snapshot size', () => {
     const t = schema.types[link.store.typeIdAt(e)];
     link.store.values(e)[0] = (link.store.values(e)[0] + 1) % (t.hi[0] + 1);
     const bits = link.step();
-    // gap (8) + op (2) + parity (1) + changed count + one changed bit + the value, over the empty 16.
-    expect(bits, `seed ${SEED}`).toBe(16 + 8 + 3 + t.changedCountBits + 1 + t.bits[0]);
+    // index step + head (changed count 1) + the residual +1 (class 2: its code and 1 bit), over the
+    // empty snapshot; the entity was created in the baseline, so its prediction is its value.
+    expect(bits, `seed ${SEED}`).toBe(
+      EMPTY_BITS + indexStepBits(e + 1) + t.changedCode.lengths[1] + t.residualCodes[0].lengths[2] + 1,
+    );
     expect(link.reader.changedThisFrame(e), `seed ${SEED}`).toBe(true);
     expect(link.reader.changedThisFrame(e + 1), `seed ${SEED}`).toBe(false);
   });
@@ -415,7 +420,7 @@ describe('snapshot size', () => {
     expect(b, `seed ${SEED}`).toBe(a);
     expect(link.writer.stats.framesWithoutBaseline, `seed ${SEED}`).toBe(2);
     link.writer.acknowledge(link.tick);
-    expect(link.step(), `seed ${SEED}`).toBe(16);
+    expect(link.step(), `seed ${SEED}`).toBe(EMPTY_BITS);
     link.writer.resetBaseline();
     expect(link.step(), `seed ${SEED}`).toBe(a);
     expect(link.reader.baselineTick, `seed ${SEED}`).toBe(-1);
@@ -441,10 +446,8 @@ describe('priority within a budget', () => {
     const updates = new Array<number>(200).fill(0);
     const ticks = 400;
     for (let tick = 1; tick <= ticks; tick++) {
-      for (let e = 0; e < 200; e++) {
-        const v = link.store.values(e);
-        v[3] = (v[3] + 1) & 1023;
-      }
+      // A direction no prediction can follow: every entity needs its full residual each tick.
+      for (let e = 0; e < 200; e++) link.store.values(e)[3] = rng.int(0, 1023);
       const bits = link.step();
       expect(bits, `seed ${SEED} tick ${tick}`).toBeLessThanOrEqual(budget);
       for (let e = 0; e < 200; e++) {
@@ -468,7 +471,7 @@ describe('priority within a budget', () => {
     const link = perfectLink(1);
     const rng = new Random(SEED);
     for (let i = 0; i < 10; i++) spawn(link.store, rng);
-    expect(link.step(), `seed ${SEED}`).toBe(16);
+    expect(link.step(), `seed ${SEED}`).toBe(EMPTY_BITS);
     expect(link.reader.viewCount, `seed ${SEED}`).toBe(0);
     expect(link.writer.stats.lastDeferred, `seed ${SEED}`).toBe(10);
   });
@@ -530,14 +533,23 @@ describe('entity lifecycle on the wire', () => {
     link.store.setField(far, 0, 3000);
     link.step();
     expect(link.reader.inView(far), `seed ${SEED}`).toBe(false);
-    for (let i = 0; i < 8; i++) expect(link.step(false), `seed ${SEED} frame ${i}`).toBe(16);
+    for (let i = 0; i < 8; i++) expect(link.step(false), `seed ${SEED} frame ${i}`).toBe(EMPTY_BITS);
     link.store.setField(e, 1, 7);
     const bits = link.step();
     expect(link.reader.baselineTick, `seed ${SEED}`).toBe(1);
-    expect(bits, `seed ${SEED}`).toBe(16 + 8 + 3 + rocket.valueBits);
-    expect(link.reader.values(e)[1], `seed ${SEED}`).toBe(link.store.values(e)[1]);
+    // index step, escaped head and op (2 bits: refresh), parity, every value.
+    const entry = indexStepBits(e + 1);
+    const escapeHead = rocket.changedCode.lengths[rocket.fieldCount + 1];
+    expect(bits, `seed ${SEED}`).toBe(EMPTY_BITS + entry + escapeHead + 2 + 1 + rocket.valueBits);
+    const before = link.store.values(e)[1];
+    expect(link.reader.values(e)[1], `seed ${SEED}`).toBe(before);
     link.store.setField(e, 1, 9);
-    expect(link.step(), `seed ${SEED}`).toBe(16 + 8 + 3 + rocket.changedCountBits + 2 + rocket.bits[1]);
+    // A refreshed entity has one value: its prediction is that value, the residual the whole move.
+    const delta = link.store.values(e)[1] - before;
+    const u = delta >= 0 ? 2 * delta : -2 * delta - 1;
+    const c = 32 - Math.clz32(u);
+    const residuals = rocket.residualCodes[0].lengths[0] + rocket.residualCodes[1].lengths[c] + c - 1;
+    expect(link.step(), `seed ${SEED}`).toBe(EMPTY_BITS + entry + rocket.changedCode.lengths[2] + residuals);
   });
 
   it("the viewer's own entity is never sent, and leaves the view when it becomes the viewer's", () => {
@@ -595,7 +607,7 @@ describe('reader against bad input', () => {
     link.step();
     const s = new BitStream(16).beginWrite();
     s.varuint(5);
-    s.varuint(0);
+    serializeIndexStep(s, 0);
     const bytes = s.bytes.slice();
     const r = link.reader;
     expect(r.read(new BitStream(0).beginRead(bytes), 10), `seed ${SEED}`).toBe(false);
@@ -603,12 +615,12 @@ describe('reader against bad input', () => {
     expect(r.needsFullUpdate, `seed ${SEED}`).toBe(true);
     const old = new BitStream(16).beginWrite();
     old.varuint(64);
-    old.varuint(0);
+    serializeIndexStep(old, 0);
     expect(r.read(new BitStream(0).beginRead(old.bytes.slice()), 70), `seed ${SEED}`).toBe(false);
     expect(r.stats.dropped['baseline too old'], `seed ${SEED}`).toBe(1);
     const empty = new BitStream(16).beginWrite();
     empty.varuint(0);
-    empty.varuint(0);
+    serializeIndexStep(empty, 0);
     expect(r.read(new BitStream(0).beginRead(empty.bytes.slice()), 1), `seed ${SEED}`).toBe(false);
     expect(r.stats.dropped.duplicate, `seed ${SEED}`).toBe(1);
     expect(r.read(new BitStream(0).beginRead(empty.bytes.slice()), 12), `seed ${SEED}`).toBe(true);
@@ -648,57 +660,76 @@ describe('reader against bad input', () => {
     const link = perfectLink();
     link.store.create(0);
     link.step();
-    // Each case: the fields after the baseline delta, as [value, bits] (bits 0: a varuint).
-    const cases: [string, [number, number][]][] = [
-      ['index out of range', [[600, 0]]],
+    const t = schema.types[0];
+    const escapeHead = t.fieldCount + 1;
+    // Each case writes what follows the baseline delta (1, the frame above), entry by entry.
+    const entry = (s: BitStream, index: number, prev = -1): void => {
+      serializeIndexStep(s, index - prev);
+    };
+    const cases: [string, (s: BitStream) => void][] = [
+      ['index out of range', (s) => entry(s, 600)],
+      [
+        'index out of range',
+        (s) => {
+          entry(s, 0);
+          t.changedCode.serialize(s, 0);
+          entry(s, 512, 0);
+        },
+      ],
       [
         'unknown entity type',
-        [
-          [2, 0],
-          [1, 2],
-          [0, 1],
-          [3, 2],
-        ],
+        (s) => {
+          // Index 1 is not held: a create, with its parity and type.
+          entry(s, 1);
+          s.uint(0, 1);
+          s.uint(3, schema.typeBits);
+        },
       ],
       [
-        'not in baseline',
-        [
-          [2, 0],
-          [0, 2],
-        ],
-      ],
-      [
-        'field count out of range',
-        [
-          [1, 0],
-          [0, 2],
-          [0, 1],
-          [9, 4],
-        ],
+        'field value out of range',
+        (s) => {
+          // An update of field 0 whose residual class allows more than the field's range.
+          entry(s, 0);
+          t.changedCode.serialize(s, 1);
+          const top = t.residualCodes[0].size - 1;
+          t.residualCodes[0].serialize(s, top);
+          s.uint(2 ** (top - 1) - 1, top - 1);
+        },
       ],
       [
         'overrun',
-        [
-          [1, 0],
-          [3, 2],
-          [0, 1],
-        ],
+        (s) => {
+          // A refresh of index 0 with its parity and no values.
+          entry(s, 0);
+          t.changedCode.serialize(s, escapeHead);
+          s.uint(2, 2);
+          s.uint(0, 1);
+        },
       ],
       [
         'malformed',
-        [
-          [0xffffffff, 32],
-          [0xff, 8],
-        ],
+        (s) => {
+          // An index step of more than 16 leading zeros.
+          s.uint(0, 2);
+          s.uint(0, 20);
+          s.uint(0xff, 8);
+        },
+      ],
+      [
+        'malformed',
+        (s) => {
+          // An update across a teleport whose changed count escapes again.
+          entry(s, 0);
+          t.changedCode.serialize(s, escapeHead);
+          s.uint(3, 2);
+          t.changedCode.serialize(s, escapeHead);
+        },
       ],
     ];
-    for (const [reason, fields] of cases) {
+    for (const [reason, write] of cases) {
       const s = new BitStream(64).beginWrite();
-      if (reason !== 'malformed') s.varuint(1);
-      for (const [value, bits] of fields) {
-        if (bits === 0) s.varuint(value);
-        else s.uint(value, bits);
-      }
+      s.varuint(1);
+      write(s);
       const dropped = link.reader.stats.dropped as Record<string, number>;
       const before = dropped[reason];
       expect(link.reader.read(new BitStream(0).beginRead(s.bytes.slice()), 2), `seed ${SEED} ${reason}`).toBe(
@@ -707,6 +738,12 @@ describe('reader against bad input', () => {
       expect(dropped[reason], `seed ${SEED} ${reason}`).toBe(before + 1);
       expect(link.reader.needsFullUpdate, `seed ${SEED} ${reason}`).toBe(true);
     }
+    const s = new BitStream(64).beginWrite();
+    s.uint(0xffffffff, 32);
+    s.uint(0xff, 8);
+    const before = link.reader.stats.dropped.malformed;
+    expect(link.reader.read(new BitStream(0).beginRead(s.bytes.slice()), 2), `seed ${SEED}`).toBe(false);
+    expect(link.reader.stats.dropped.malformed, `seed ${SEED}`).toBe(before + 1);
     expect(link.reader.frameTick, `seed ${SEED}`).toBe(1);
     expect(link.reader.viewCount, `seed ${SEED}`).toBe(1);
   });
@@ -717,11 +754,10 @@ describe('reader against bad input', () => {
     const reader = new SnapshotReader(oddSchema);
     const s = new BitStream(16).beginWrite();
     s.varuint(0);
-    s.varuint(1);
-    s.uint(1, 2);
+    serializeIndexStep(s, 1);
     s.uint(0, 1);
     s.uint(7, 3);
-    s.varuint(0);
+    serializeIndexStep(s, 0);
     expect(reader.read(new BitStream(0).beginRead(s.bytes.slice()), 1), `seed ${SEED}`).toBe(false);
     expect(reader.stats.dropped['field value out of range'], `seed ${SEED}`).toBe(1);
   });

@@ -5,6 +5,7 @@ import type { UserCommand } from 'backstep/protocol';
 import { defineEntityType, defineGameSchema, type FieldTable, typeIdOf } from 'backstep/protocol';
 import type { HitscanDefinition } from 'backstep/sim';
 import { dcos, dsin, type Vec3 } from 'backstep/sim';
+import { PLAYER_CODE_COUNTS, PROJECTILE_CODE_COUNTS } from './codes.ts';
 import {
   ANGLE_BITS,
   ARENA_MAX_ENTITIES,
@@ -40,17 +41,24 @@ const coordinate = {
   interp: 'linear',
 } as const;
 
-/** Every field a hit test depends on, at the owner's precision, most often changed first. */
-export const PLAYER_ENTITY = defineEntityType<PlayerEntity>('player', {
-  x: coordinate,
-  y: coordinate,
-  yaw: { kind: 'angle', bits: ANGLE_BITS, interp: 'angle' },
-  pitch: { kind: 'angle', bits: ANGLE_BITS, interp: 'angle' },
-  z: coordinate,
-  ducked: { kind: 'int', min: 0, max: 1, interp: 'step' },
-  weapon: { kind: 'int', min: 0, max: WEAPON_COUNT - 1, interp: 'step' },
-  alive: { kind: 'int', min: 0, max: 1, interp: 'step' },
-} satisfies FieldTable<PlayerEntity>);
+/**
+ * Every field a hit test depends on, at the owner's precision, most often changed first; its
+ * snapshot codes trained on the arena's own matches (codes.ts, `npm run train-codes`).
+ */
+export const PLAYER_ENTITY = defineEntityType<PlayerEntity>(
+  'player',
+  {
+    x: coordinate,
+    y: coordinate,
+    yaw: { kind: 'angle', bits: ANGLE_BITS, interp: 'angle' },
+    pitch: { kind: 'angle', bits: ANGLE_BITS, interp: 'angle' },
+    z: coordinate,
+    ducked: { kind: 'int', min: 0, max: 1, interp: 'step' },
+    weapon: { kind: 'int', min: 0, max: WEAPON_COUNT - 1, interp: 'step' },
+    alive: { kind: 'int', min: 0, max: 1, interp: 'step' },
+  } satisfies FieldTable<PlayerEntity>,
+  { code: PLAYER_CODE_COUNTS },
+);
 
 /** A launcher projectile in flight (a server-controlled object). */
 export interface ProjectileEntity {
@@ -59,11 +67,15 @@ export interface ProjectileEntity {
   z: number;
 }
 
-export const PROJECTILE_ENTITY = defineEntityType<ProjectileEntity>('projectile', {
-  x: coordinate,
-  y: coordinate,
-  z: coordinate,
-} satisfies FieldTable<ProjectileEntity>);
+export const PROJECTILE_ENTITY = defineEntityType<ProjectileEntity>(
+  'projectile',
+  {
+    x: coordinate,
+    y: coordinate,
+    z: coordinate,
+  } satisfies FieldTable<ProjectileEntity>,
+  { code: PROJECTILE_CODE_COUNTS },
+);
 
 export const ARENA_SCHEMA = defineGameSchema([PLAYER_ENTITY, PROJECTILE_ENTITY], {
   maxEntities: ARENA_MAX_ENTITIES,

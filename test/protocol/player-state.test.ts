@@ -1,0 +1,175 @@
+// The owner's player state delta-encoded against an acknowledged frame's: exact through loss,
+// and every byte hostile.
+import { describe, expect, it } from 'vitest';
+import {
+  type ArenaPlayerState,
+  arenaPlayerStatesEqual,
+  createArenaPlayerState,
+  serializeArenaPlayerState,
+} from '../../games/arena/shared/player.ts';
+import { BitStream } from '../../src/protocol/bitstream.ts';
+import { type PlayerFrame, PlayerStateHistory } from '../../src/protocol/player-state.ts';
+import { Random } from '../../src/sim/random.ts';
+
+const SEED = Number(process.env.SEED ?? 0x91a7e);
+
+/** Moves a state on the wire's grid: position, velocity and view change, now and then the rest. */
+function evolve(s: ArenaPlayerState, rng: Random): void {
+  s.originX = Math.max(-4096, Math.min(4096, s.originX + rng.int(-300, 300) / 32));
+  s.originY = Math.max(-4096, Math.min(4096, s.originY + rng.int(-300, 300) / 32));
+  if (rng.chance(0.2)) s.originZ = rng.int(0, 4000) / 32;
+  s.velocityX = rng.int(-2400, 2400) / 8;
+  s.velocityY = rng.int(-2400, 2400) / 8;
+  s.yaw = (rng.int(0, 65535) * 360) / 65536;
+  if (rng.chance(0.1)) s.onGround = !s.onGround;
+  if (rng.chance(0.1)) s.health = rng.int(0, 255);
+  if (rng.chance(0.1)) s.rifleClip = rng.int(0, 63);
+}
+
+function frame(player: ArenaPlayerState): PlayerFrame<ArenaPlayerState> {
+  return { serverTick: 0, ackedCommand: 0, playerBaseline: -1, player };
+}
+
+describe('player state delta', () => {
+  it('every state read equals the one written, through loss and late acknowledgements', () => {
+    const rng = new Random(SEED);
+    const server = new PlayerStateHistory(serializeArenaPlayerState, 64);
+    const client = new PlayerStateHistory(serializeArenaPlayerState, 64);
+    const state = createArenaPlayerState();
+    const out = frame(state);
+    const got = frame(createArenaPlayerState());
+    const w = new BitStream(512);
+    const r = new BitStream(0);
+    let baseline = -1;
+    const arrived: number[] = [];
+    let withBaseline = 0;
+    let deltaBits = 0;
+    let fullBits = 0;
+    let command = 1;
+    for (let tick = 2; tick < 4000; tick += 2) {
+      evolve(state, rng);
+      command += rng.int(0, 3);
+      out.serverTick = tick;
+      out.ackedCommand = command;
+      out.playerBaseline = baseline;
+      server.record(tick, state, command);
+      w.beginWrite();
+      expect(server.serialize(w, out), `seed ${SEED}`).toBe(true);
+      if (out.playerBaseline >= 0) {
+        withBaseline++;
+        deltaBits += w.bitsProcessed;
+      } else {
+        fullBits += w.bitsProcessed;
+      }
+      if (rng.chance(0.2)) continue;
+      got.serverTick = tick;
+      expect(client.serialize(r.beginRead(w.bytes.slice()), got), `seed ${SEED} tick ${tick}`).toBe(true);
+      expect(arenaPlayerStatesEqual(got.player, state), `seed ${SEED} tick ${tick}`).toBe(true);
+      expect(got.ackedCommand, `seed ${SEED}`).toBe(command);
+      expect(got.playerBaseline, `seed ${SEED}`).toBe(out.playerBaseline);
+      arrived.push(tick);
+      // Acknowledgements reach the server a few frames later.
+      if (arrived.length > 3) baseline = arrived[arrived.length - 4];
+    }
+    expect(withBaseline, `seed ${SEED}`).toBeGreaterThan(1500);
+    // A full state is 237 bits after 40 of header; the delta of this busy state is well under.
+    expect(deltaBits / withBaseline, `seed ${SEED}`).toBeLessThan(0.75 * (fullBits / (1999 - withBaseline)));
+  });
+
+  it('a baseline the reader does not hold fails and asks for a full update; the next full state clears it', () => {
+    const server = new PlayerStateHistory(serializeArenaPlayerState, 64);
+    const client = new PlayerStateHistory(serializeArenaPlayerState, 64);
+    const state = createArenaPlayerState();
+    const f = frame(state);
+    const w = new BitStream(512);
+    server.record(10, state, 5);
+    state.originX = 12.5;
+    server.record(12, state, 6);
+    f.serverTick = 12;
+    f.ackedCommand = 6;
+    f.playerBaseline = 10;
+    w.beginWrite();
+    server.serialize(w, f);
+    expect(f.playerBaseline).toBe(10);
+    const got = frame(createArenaPlayerState());
+    got.serverTick = 12;
+    const r = new BitStream(0).beginRead(w.bytes.slice());
+    expect(client.serialize(r, got)).toBe(false);
+    expect(r.error).toBe('player baseline unknown');
+    expect(client.needsFullUpdate).toBe(true);
+    f.playerBaseline = -1;
+    w.beginWrite();
+    server.serialize(w, f);
+    expect(client.serialize(new BitStream(0).beginRead(w.bytes.slice()), got)).toBe(true);
+    expect(client.needsFullUpdate).toBe(false);
+    expect(got.player.originX).toBe(12.5);
+    // A baseline too old for the history, or for this frame, goes without one.
+    f.serverTick = 200;
+    f.playerBaseline = 12;
+    server.record(200, state, 7);
+    w.beginWrite();
+    server.serialize(w, f);
+    expect(f.playerBaseline).toBe(-1);
+  });
+
+  it('30,000 mutated and random player parts never throw, and each reads or fails with a reason', () => {
+    const rng = new Random(SEED);
+    const server = new PlayerStateHistory(serializeArenaPlayerState, 64);
+    const state = createArenaPlayerState();
+    const f = frame(state);
+    const sources: Uint8Array[] = [];
+    const w = new BitStream(512);
+    const scratch = createArenaPlayerState();
+    for (let tick = 1; tick <= 40; tick++) {
+      evolve(state, rng);
+      server.record(tick, state, tick * 2);
+      f.serverTick = tick;
+      f.ackedCommand = tick * 2;
+      f.playerBaseline = tick > 1 ? 1 : -1;
+      w.beginWrite();
+      server.serialize(w, f);
+      sources[tick] = w.bytes.slice();
+    }
+    const r = new BitStream(0);
+    const buf = new Uint8Array(600);
+    const reasons = new Map<string, number>();
+    let read = 0;
+    for (let i = 0; i < 30_000; i++) {
+      const client = new PlayerStateHistory(serializeArenaPlayerState, 64);
+      // The client holds frame 1 (every delta's baseline), read from its full form.
+      const first = frame(scratch);
+      first.serverTick = 1;
+      client.serialize(r.beginRead(sources[1]), first);
+      const tick = rng.int(2, 40);
+      let length: number;
+      if (rng.chance(0.2)) {
+        length = rng.int(0, 40);
+        for (let k = 0; k < length; k++) buf[k] = rng.int(0, 255);
+      } else {
+        const bytes = sources[tick];
+        length = bytes.length;
+        buf.set(bytes);
+        const flips = rng.int(1, 3);
+        for (let k = 0; k < flips; k++) buf[rng.int(0, length - 1)] ^= 1 << rng.int(0, 7);
+        if (rng.chance(0.2)) length = rng.int(0, length);
+      }
+      const got = frame(scratch);
+      got.serverTick = tick;
+      let ok = false;
+      try {
+        ok = client.serialize(r.beginRead(buf, length), got);
+      } catch (error) {
+        expect.fail(`seed ${SEED} case ${i} threw ${String(error)}`);
+      }
+      if (ok) read++;
+      else reasons.set(r.error, (reasons.get(r.error) ?? 0) + 1);
+    }
+    expect(read, `seed ${SEED}`).toBeGreaterThan(3000);
+    for (const reason of ['player baseline too old', 'player baseline unknown', 'read past end']) {
+      expect(
+        reasons.get(reason) ?? 0,
+        `seed ${SEED} ${reason} ${JSON.stringify([...reasons])}`,
+      ).toBeGreaterThan(0);
+    }
+  });
+});
