@@ -1,5 +1,6 @@
-// The engine/game line, enforced: the engine never imports a game; a game reaches the engine only
-// through the package's public entry points; shared game code (run by both sides) imports nothing
+// The engine/game line, enforced: the engine never imports a game; a game (the reference game and
+// the examples) reaches the engine only through the package's public entry points; an example
+// reaches nothing else outside its folder; shared game code (run by both sides) imports nothing
 // but its own folder and the engine's pure entry points.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -42,39 +43,57 @@ function offenders(files: string[], bad: (file: string, specifier: string) => bo
   return out;
 }
 
-const games = readdirSync(join(ROOT, 'games'), { withFileTypes: true })
-  .filter((d) => d.isDirectory())
-  .map((d) => d.name);
+/** Every game: the reference game's folder under games/, the examples' under examples/. */
+const games = ['games', 'examples'].flatMap((root) =>
+  readdirSync(join(ROOT, root), { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => `${root}/${d.name}`),
+);
 
 describe('the engine/game line', () => {
-  it('the engine (src/) never imports a game', () => {
+  it('the engine (src/) never imports a game or an example', () => {
     const files = tsFiles(join(ROOT, 'src'));
     expect(files.length).toBeGreaterThan(30);
     const bad = offenders(
       files,
-      (f, s) => (target(f, s) ?? '').startsWith('games/') || s.includes('/games/'),
+      (f, s) => /^(games|examples)\//.test(target(f, s) ?? '') || /\/(games|examples)\//.test(s),
     );
     expect(bad).toEqual([]);
   });
 
   it('games reach the engine only through its public entry points (backstep/...), never by a src/ path', () => {
-    const files = tsFiles(join(ROOT, 'games'));
-    expect(files.length).toBeGreaterThan(10);
-    const bad = offenders(files, (f, s) => (target(f, s) ?? '').startsWith('src/') || s.includes('/src/'));
-    expect(bad).toEqual([]);
+    for (const root of ['games', 'examples']) {
+      const files = tsFiles(join(ROOT, root));
+      expect(files.length, root).toBeGreaterThan(4);
+      const bad = offenders(files, (f, s) => (target(f, s) ?? '').startsWith('src/') || s.includes('/src/'));
+      expect(bad, root).toEqual([]);
+    }
+  });
+
+  it('an example reaches nothing outside its own folder but the public entry points and its test runner', () => {
+    for (const game of games.filter((g) => g.startsWith('examples/'))) {
+      const files = tsFiles(join(ROOT, game));
+      expect(files.length, game).toBeGreaterThan(3);
+      const bad = offenders(files, (f, s) => {
+        const t = target(f, s);
+        if (t !== null) return !t.startsWith(`${game}/`);
+        return !s.startsWith('backstep/') && s !== 'vitest';
+      });
+      expect(bad, game).toEqual([]);
+    }
   });
 
   it('shared game code imports only its own folder and the pure entry points (protocol, sim)', () => {
     expect(games.length).toBeGreaterThan(0);
     for (const game of games) {
-      const shared = join(ROOT, 'games', game, 'shared');
+      const shared = join(ROOT, game, 'shared');
       const files = tsFiles(shared);
       const bad = offenders(files, (f, s) => {
         const t = target(f, s);
         if (t !== null) return !t.startsWith(relative(ROOT, shared));
         return !PURE_ENTRIES.has(s);
       });
-      expect(bad, `games/${game}/shared`).toEqual([]);
+      expect(bad, `${game}/shared`).toEqual([]);
     }
   });
 

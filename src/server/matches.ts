@@ -54,6 +54,10 @@ export class MatchEndpoint implements DatagramEndpoint {
   readonly stats = createTransportStats();
   /** Addresses this match has accepted (bound to it in the router). */
   readonly bound = new Set<string>();
+  /**
+   * Datagrams the router put here for this match, waiting for its server's poll.
+   * @internal
+   */
   readonly queue: DatagramQueue;
   private readonly router: MatchRouter;
   private open = true;
