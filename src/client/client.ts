@@ -114,7 +114,8 @@ export interface ClientHooks {
   onDisconnect?(reason: number): void;
   /**
    * A reliable game message from the server (`GameServer.sendMessage`), exactly once and in
-   * order. Its bytes come from the network: check them.
+   * order. Its bytes come from the network: check them. Without this hook the messages stay in
+   * the channel, for a game that reads them itself (`client.channel?.receiveReliable()`).
    */
   onMessage?(message: Uint8Array): void;
 }
@@ -418,9 +419,9 @@ export class GameClient<P, W> {
       connection.update(nowMs);
       if (connection.state !== 'connected') return;
       const channel = connection.channel;
-      if (channel !== null) {
+      if (channel !== null && this.hooks.onMessage !== undefined) {
         for (let m = channel.receiveReliable(); m !== null; m = channel.receiveReliable())
-          this.hooks.onMessage?.(m);
+          this.hooks.onMessage(m);
       }
     }
     session.predictor.predict(nowMs);

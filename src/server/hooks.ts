@@ -40,6 +40,8 @@ export interface ServerHooks<P, W> {
   /**
    * A reliable game message from the client (`GameClient.sendMessage`), exactly once and in
    * order, before its commands of the tick run. Its bytes come from the network: check them.
+   * Without this hook the messages stay in the channel, for a game that reads them itself
+   * (`client.channel.receiveReliable()`).
    */
   onMessage?(server: GameServer<P, W>, client: ServerClient<P>, message: Uint8Array): void;
 }
@@ -74,8 +76,11 @@ export function combineHooks<P, W>(...all: ServerHooks<P, W>[]): ServerHooks<P, 
     onReconnect: (s, c) => {
       for (const h of all) h.onReconnect?.(s, c);
     },
-    onMessage: (s, c, m) => {
-      for (const h of all) h.onMessage?.(s, c, m);
-    },
+    // Present only when a set has it: without one, messages stay in the channel (see onMessage).
+    onMessage: all.some((h) => h.onMessage !== undefined)
+      ? (s, c, m) => {
+          for (const h of all) h.onMessage?.(s, c, m);
+        }
+      : undefined,
   };
 }

@@ -619,7 +619,7 @@ export class GameServer<P, W> {
         if (this.nowMs >= client.awayUntilMs) this.forgetClient(client, client.awayReason);
         continue;
       }
-      this.receiveMessages(client);
+      if (this.hooks.onMessage !== undefined) this.receiveMessages(client);
       client.commands.addRealTime(this.tickIntervalMs);
       events.source = client.slot;
       for (let n = 0; n < this.config.maxCommandsPerTick; n++) {

@@ -13,7 +13,7 @@ import {
   quantize,
   type UserCommand,
 } from 'backstep/protocol';
-import { PlayerData, type ServerClient } from 'backstep/server';
+import { combineHooks, PlayerData, type ServerClient } from 'backstep/server';
 import type { GameDefinition, GameEventSink, Vec3 } from 'backstep/sim';
 import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
@@ -253,6 +253,26 @@ describe('game code and the engine', () => {
     const expected = Array.from({ length: 200 }, (_, i) => i);
     expect(atServer, `seed ${seed}`).toEqual(expected);
     expect(atClient, `seed ${seed}`).toEqual(expected);
+    match.close();
+  });
+
+  it('leaves game messages in the channel when no hook takes them (for a game that reads it)', () => {
+    const match = new Match(dotGame, 18, {}, combineHooks({}, {}));
+    const { client } = match.addClient({ profile: lossy });
+    match.run(1000);
+    const server = match.server.clients[client.slot] as ServerClient<Dot>;
+    for (let i = 0; i < 5; i++) {
+      expect(client.sendMessage(new Uint8Array([i]))).toBe(true);
+      expect(match.server.sendMessage(server, new Uint8Array([10 + i]))).toBe(true);
+    }
+    match.run(1500);
+    const drain = (read: () => Uint8Array | null): number[] => {
+      const out: number[] = [];
+      for (let m = read(); m !== null; m = read()) out.push(m[0]);
+      return out;
+    };
+    expect(drain(() => server.channel.receiveReliable())).toEqual([0, 1, 2, 3, 4]);
+    expect(drain(() => client.channel?.receiveReliable() ?? null)).toEqual([10, 11, 12, 13, 14]);
     match.close();
   });
 
