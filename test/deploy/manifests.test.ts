@@ -1,8 +1,8 @@
 // The deployment files agree with Agones' resource definitions (field names and allowed values
 // of the GameServer, Fleet and FleetAutoscaler CRDs) and with each other and the Dockerfile: the
 // same port everywhere, the health endpoint the server answers.
-import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -77,6 +77,32 @@ function checkGameServerSpec(spec: Node, port: number): void {
   expect(probe).toEqual({ path: '/healthz', port });
   expect(typeof containers[0].image).toBe('string');
 }
+
+describe('the Dockerfile', () => {
+  const docker = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+
+  it('runs built JavaScript: the command runs a script the build stage bundles from the game', () => {
+    expect(docker).toMatch(/FROM node:20-slim AS build[\s\S]*RUN npm run build/);
+    const bundle = /esbuild ((?:\S+\.ts\s+)+)[\s\S]*?--outdir=(\S+)/.exec(docker);
+    expect(bundle, 'an esbuild step with entries and --outdir').not.toBeNull();
+    const entries = (bundle?.[1] ?? '').trim().split(/\s+/);
+    for (const entry of entries) expect(existsSync(join(ROOT, entry)), entry).toBe(true);
+    const outputs = entries.map((e) => `${bundle?.[2]}/${basename(e, '.ts')}.js`);
+    const command = /CMD \["node", "([^"]+)"/.exec(docker)?.[1];
+    expect(outputs).toContain(command);
+    // The server's worker threads load the match module from next to it.
+    expect(outputs).toContain(`${bundle?.[2]}/match.js`);
+    expect(docker).not.toMatch(/CMD .*tsx/);
+    expect(docker).toMatch(/COPY --from=build \S+\/dist \.\/dist/);
+  });
+
+  it('installs runtime packages only, and the Agones SDK at the version of the lock file', () => {
+    expect(docker).toMatch(/npm ci --omit=dev/);
+    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
+    const version = lock.packages['node_modules/@google-cloud/agones-sdk'].version;
+    expect(docker).toContain(`@google-cloud/agones-sdk@${version}`);
+  });
+});
 
 describe('Agones manifests', () => {
   const port = dockerPort();

@@ -19,8 +19,13 @@ export interface MatchesWorkerData {
 }
 
 export interface MatchesWorkerResult {
-  /** Real milliseconds of server updates per simulated second, summed over the matches. */
+  /** Real (wall) milliseconds of server updates per simulated second, summed over the matches. */
   serverMsPerSecond: number;
+  /** Wall milliseconds of the servers' updates and of the whole measured loop (bots included). */
+  serverWallMs: number;
+  loopWallMs: number;
+  /** CPU milliseconds the whole process used during the measured loop (every thread). */
+  processCpuMs: number;
   /** The 99th percentile of one match's update, ms. */
   p99Ms: number;
   ticks: number;
@@ -67,7 +72,11 @@ function run(o: MatchesWorkerData): MatchesWorkerResult {
     };
   }
   // The matches take turns in 100 ms slices of simulated time, as one thread's loop runs them.
+  const cpu = process.cpuUsage();
+  const loopStart = performance.now();
   for (let t = 0; t < o.measureMs; t += 100) for (const match of matches) match.run(100);
+  const loopWallMs = performance.now() - loopStart;
+  const used = process.cpuUsage(cpu);
   let ticks = 0;
   let shots = 0;
   let connected = 0;
@@ -80,6 +89,9 @@ function run(o: MatchesWorkerData): MatchesWorkerResult {
   samples.sort((a, b) => a - b);
   return {
     serverMsPerSecond: total / (o.measureMs / 1000),
+    serverWallMs: total,
+    loopWallMs,
+    processCpuMs: (used.user + used.system) / 1000,
     p99Ms: samples[Math.floor(samples.length * 0.99)] ?? 0,
     ticks,
     shotsPerTick: ticks > 0 ? shots / ticks : 0,
