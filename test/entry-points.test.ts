@@ -234,6 +234,8 @@ describe('entry point contents', () => {
       'sharedRandom',
       'SequenceBuffer',
       'NO_EVENTS',
+      'judgeView',
+      'DEFAULT_VIEW_ACCEPTANCE_LIMITS',
     ]) {
       expect(m[name], name).toBeDefined();
     }

@@ -31,6 +31,13 @@ import {
 import { type GameDefinition, type GameEventSink, gameSchemaHash } from '../sim/game.ts';
 import { Random } from '../sim/random.ts';
 import { SequenceBuffer } from '../sim/ring.ts';
+import {
+  checkViewAcceptanceLimits,
+  DEFAULT_VIEW_ACCEPTANCE_LIMITS,
+  judgeView,
+  VIEW_HONOURED,
+  type ViewAcceptanceLimits,
+} from '../sim/view-acceptance.ts';
 import { ServerClock, type ServerClockConfig } from './clock.ts';
 import { AdaptiveDelay, defaultInterpolationDelayMs } from './delay.ts';
 import { PACKET_IN, PACKET_OUT, PacketHistory } from './packet-history.ts';
@@ -63,6 +70,8 @@ export interface ClientConfig {
   prediction: Partial<PredictionConfig>;
   clock: Partial<ServerClockConfig>;
   view: Partial<RemoteViewConfig>;
+  /** The server's view acceptance limits (its lagCompensation settings; the defaults match). */
+  viewAcceptance: Partial<ViewAcceptanceLimits>;
 }
 
 export const DEFAULT_CLIENT_CONFIG: ClientConfig = {
@@ -79,7 +88,12 @@ export const DEFAULT_CLIENT_CONFIG: ClientConfig = {
   prediction: {},
   clock: {},
   view: {},
+  viewAcceptance: {},
 };
+
+/** No frame for this many snapshot intervals (plus STALL_MARGIN_MS): the link is stalled. */
+const STALL_INTERVALS = 4;
+const STALL_MARGIN_MS = 20;
 
 /** What the player is doing this frame (the game's input layer fills it). */
 export interface InputSample {
@@ -137,6 +151,12 @@ export interface ClientStats {
   eventsReceived: number;
   /** Frames the server reported holding back for this client's rate (choke). */
   choked: number;
+  /**
+   * Commands whose named view the server will not honour (the view acceptance rule, or a view
+   * about to leave the server's history): their shots are judged from the server's estimate, so
+   * the client shows none of them hitting a player.
+   */
+  viewsUncompensated: number;
 }
 
 /**
@@ -168,6 +188,10 @@ class Session<P, W> {
   spawned = false;
   lastFrameMs = -1;
   msecRemainder = 0;
+  /** The interpolation delay the view was last drawn with, ms. */
+  viewDelayMs = 0;
+  /** Local time the newest frame arrived, ms. */
+  newestFrameAtMs = 0;
   nextCommandSendMs = 0;
 
   constructor(client: GameClient<P, W>, connection: ClientConnection) {
@@ -195,6 +219,7 @@ export class GameClient<P, W> {
     framesBad: 0,
     eventsReceived: 0,
     choked: 0,
+    viewsUncompensated: 0,
   };
   /** Recent packets each way: sizes and round trips (net_graph). */
   readonly packets = new PacketHistory(512);
@@ -203,6 +228,13 @@ export class GameClient<P, W> {
    * next (interpolation off), and commands name that view.
    */
   interpolate = true;
+  /** The view acceptance limits this client assumes the server applies. */
+  readonly viewLimits: Readonly<ViewAcceptanceLimits>;
+  /**
+   * Whether the newest command's named view will be honoured by the server (false: its shots are
+   * judged from the server's estimate and the client showed none of them hitting a player).
+   */
+  lastViewHonoured = false;
 
   private readonly endpoint: DatagramEndpoint;
   private readonly serverAddress: string;
@@ -234,6 +266,8 @@ export class GameClient<P, W> {
   ) {
     this.config = { ...DEFAULT_CLIENT_CONFIG, ...config };
     validateClientConfig(this.config);
+    this.viewLimits = Object.freeze({ ...DEFAULT_VIEW_ACCEPTANCE_LIMITS, ...this.config.viewAcceptance });
+    checkViewAcceptanceLimits(this.viewLimits, 'client config: viewAcceptance');
     this.game = game;
     this.endpoint = endpoint;
     this.serverAddress = serverAddress;
@@ -428,10 +462,18 @@ export class GameClient<P, W> {
     const tickRate = connection.tickRate;
     if (tickRate > 0 && session.clock.synced) {
       const tickMs = 1000 / tickRate;
-      const renderTick = this.interpolate
-        ? (session.clock.receivedNow(nowMs) - this.interpolationDelayMs(nowMs)) / tickMs
-        : session.view.newestTick;
-      session.view.update(renderTick, tickMs);
+      const delay = this.interpolationDelayMs(nowMs);
+      let renderTimeMs = this.interpolate
+        ? session.clock.receivedNow(nowMs) - delay
+        : session.view.newestTick * tickMs;
+      // Never further behind the newest frame than the delay (and half the rule's slack): the
+      // view acceptance rule honours no older view. The smoothed clock lags the newest frame
+      // only while it catches up after the latency fell.
+      const newest = session.view.newestTick;
+      const floor = newest * tickMs - delay - this.viewLimits.viewSlackMs / 2;
+      if (newest >= 0 && renderTimeMs < floor) renderTimeMs = floor;
+      session.viewDelayMs = delay;
+      session.view.update(renderTimeMs / tickMs, tickMs);
     }
   }
 
@@ -501,16 +543,20 @@ export class GameClient<P, W> {
     c.impulse = input.impulse;
     c.randomSeed = nextRandomSeed(c.randomSeed);
     // The view the player was looking at when they made this command: last frame's.
-    c.lerpMsec = Math.round(this.interpolationDelayMs(this.nowMs));
+    c.lerpMsec = Math.round(session.viewDelayMs);
     c.viewTickA = view.tickA;
     c.viewTickB = view.tickB;
     c.viewFraction = view.fraction;
+    c.viewNewest = Math.max(0, view.newestTick);
     quantizeUserCommand(c);
-    // Its first prediction is the client's verdict on any shot: against the players as drawn.
+    this.lastViewHonoured = this.viewHonoured(c);
+    if (!this.lastViewHonoured) this.stats.viewsUncompensated++;
+    // Its first prediction is the client's verdict on any shot: against the players as drawn,
+    // or against none when the server will not honour the view (it judges from its estimate).
     const hitscan = this.game.hitscan;
     if (hitscan !== undefined) {
       let count = 0;
-      for (let k = 0; k < view.count; k++) {
+      for (let k = 0; this.lastViewHonoured && k < view.count; k++) {
         const e = view.list[k];
         if (view.types[e] === hitscan.targetType) this.targets[count++] = e;
       }
@@ -521,6 +567,27 @@ export class GameClient<P, W> {
       predictor.addCommand(c, this.localEvents);
     }
     this.hooks.onPredicted?.(c, predictor.current);
+  }
+
+  /**
+   * Whether the server will honour `cmd`'s named view: the view acceptance rule (the server runs
+   * the same function), and frame A still within the server's history when the command arrives
+   * (maxUnlagMs and the frames it remembers, in server time: estimated from the clock and the
+   * round trip, with a margin of two snapshot intervals). While no frame has arrived for
+   * STALL_INTERVALS snapshot intervals the link is taken to be stalled both ways (a latency spike
+   * delays the command as much as the frames), and no view is counted on.
+   */
+  private viewHonoured(cmd: UserCommand): boolean {
+    const session = this.session;
+    const tickRate = session.connection.tickRate;
+    if (!(tickRate > 0) || judgeView(cmd, 1000 / tickRate, this.viewLimits) !== VIEW_HONOURED) return false;
+    const intervalMs = 1000 / this.config.updateRate;
+    if (this.nowMs - session.newestFrameAtMs > STALL_INTERVALS * intervalMs + STALL_MARGIN_MS) return false;
+    const tickMs = 1000 / tickRate;
+    const rtt = session.connection.channel?.stats.rttMs ?? 0;
+    const arrivalMs = session.clock.receivedNow(this.nowMs) + rtt + 2 * tickMs + 2 * intervalMs;
+    const horizonMs = Math.min(this.viewLimits.maxUnlagMs, (this.game.entities.frameHistory - 1) * tickMs);
+    return cmd.viewTickA * tickMs >= arrivalMs - horizonMs;
   }
 
   private sendCommands(nowMs: number): void {
@@ -573,6 +640,7 @@ export class GameClient<P, W> {
     // snapshot baseline; its player state and clock sample are out of date.
     if (f.serverTick > session.serverTick || !session.spawned) {
       session.serverTick = f.serverTick;
+      session.newestFrameAtMs = this.nowMs;
       const rtt = session.connection.channel?.stats.rttMs ?? 0;
       session.clock.onServerTime(this.nowMs, (f.serverTick * 1000) / tickRate, rtt);
       session.adaptiveDelay?.onSnapshot(this.nowMs, (f.serverTick * 1000) / tickRate);

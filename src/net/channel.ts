@@ -291,6 +291,13 @@ function checkConfig(c: PacketChannelConfig): void {
 export class PacketChannel {
   /** Called once per sent packet when it is first acknowledged (in sequence order within one received packet). */
   onAck: ((sequence: number) => void) | null = null;
+  /** The sequence of the packet `receive` accepted last (-1 before any). */
+  lastReceivedSequence = -1;
+  /**
+   * The ack field of the packet `receive` accepted last (-1 when it acknowledged nothing): the
+   * newest of our packets the peer had received when it sent that one.
+   */
+  lastReceivedAck = -1;
   readonly stats: ChannelStats;
   /** When the last packet was accepted (-Infinity: never). For timeouts. */
   lastReceivedMs = Number.NEGATIVE_INFINITY;
@@ -486,6 +493,8 @@ export class PacketChannel {
     const ack = h.ack;
     const ackBits = h.ackBits;
     this.markReceived(sequence);
+    this.lastReceivedSequence = sequence;
+    this.lastReceivedAck = acksNothing ? -1 : ack;
     this.lastReceivedMs = nowMs;
     this.stats.packetsReceived++;
     this.stats.bytesReceived += length;

@@ -2,10 +2,14 @@
 //
 // The schema, with every field's unit, default and range, is documented in profiles/README.md.
 
+import bursty from '../../profiles/bursty.json' with { type: 'json' };
 import congested from '../../profiles/congested.json' with { type: 'json' };
 import dsl from '../../profiles/dsl.json' with { type: 'json' };
+import flapping from '../../profiles/flapping.json' with { type: 'json' };
 import lan from '../../profiles/lan.json' with { type: 'json' };
 import mobile from '../../profiles/mobile.json' with { type: 'json' };
+import slowlink from '../../profiles/slowlink.json' with { type: 'json' };
+import spikes from '../../profiles/spikes.json' with { type: 'json' };
 import terrible from '../../profiles/terrible.json' with { type: 'json' };
 import {
   describeValue,
@@ -256,9 +260,17 @@ export function conditionsAt(
   return out;
 }
 
-/** The profiles shipped in profiles/*.json, by name: lan, dsl, mobile, congested, terrible. */
+/**
+ * The profiles shipped in profiles/*.json, by name: lan, dsl, mobile, congested, terrible, and the
+ * hard cases slowlink, spikes, bursty, flapping.
+ */
 export const NAMED_PROFILES: Readonly<Record<string, NetworkProfile>> = Object.freeze(
-  Object.fromEntries([lan, dsl, mobile, congested, terrible].map((doc) => [doc.name, parseProfile(doc)])),
+  Object.fromEntries(
+    [lan, dsl, mobile, congested, terrible, slowlink, spikes, bursty, flapping].map((doc) => [
+      doc.name,
+      parseProfile(doc),
+    ]),
+  ),
 );
 
 /** The named profile `name`; throws an Error listing the known names if there is none. */

@@ -22,11 +22,12 @@
 //   | viewDelta 1+8    | viewTickB - viewTickA, 0..255                              |
 //   | viewFrac 1+15    | fraction from A to B, 0..4 in steps of 1/4096 (>1: the     |
 //   |                  | client was extrapolating past B)                           |
+//   | viewNewest 1+8   | newest tick received - viewTickB, 0..255                   |
 //   +------------------+-----------------------------------------------------------+
 // The view tick is written absolute (32 bits) when the base's view tick is 0 (the first command),
 // else as the difference from the base's, wrapped to a signed 32-bit integer (zigzag varuint,
 // 8..40 bits); the reader adds it to the base's and wraps the sum to 32 bits. An unchanged
-// command costs 21 bits (msec and 13 unchanged bits).
+// command costs 22 bits (msec and 14 unchanged bits).
 
 import { type BitStream, quantizeAngle } from './bitstream.ts';
 
@@ -42,6 +43,8 @@ export const CMD_VIEW_FRACTION_STEPS = 4096;
  */
 export const CMD_VIEW_FRACTION_MAX = 4;
 export const CMD_VIEW_DELTA_MAX = 255;
+/** Largest `viewNewest - viewTickB` on the wire. */
+export const CMD_VIEW_NEWEST_MAX = 255;
 
 export interface UserCommand {
   /** Command number, counting from 1 per connection (never wraps in practice: 2^32 commands). */
@@ -69,6 +72,12 @@ export interface UserCommand {
   viewTickB: number;
   /** Fraction from viewTickA to viewTickB, a multiple of 1/4096 in [0, 4] (past 1: extrapolated). */
   viewFraction: number;
+  /**
+   * The newest server tick the client had received when it made this command (the frame its
+   * view could have been drawn from at the latest), within [viewTickB, viewTickB + 255]. The
+   * view acceptance rule (src/sim/view-acceptance.ts) measures the view against it.
+   */
+  viewNewest: number;
 }
 
 export function createUserCommand(): UserCommand {
@@ -88,6 +97,7 @@ export function createUserCommand(): UserCommand {
     viewTickA: 0,
     viewTickB: 0,
     viewFraction: 0,
+    viewNewest: 0,
   };
 }
 
@@ -107,6 +117,7 @@ export function copyUserCommand(out: UserCommand, c: UserCommand): UserCommand {
   out.viewTickA = c.viewTickA;
   out.viewTickB = c.viewTickB;
   out.viewFraction = c.viewFraction;
+  out.viewNewest = c.viewNewest;
   return out;
 }
 
@@ -134,7 +145,7 @@ function clampInt(v: number, min: number, max: number): number {
  * Puts a command into the exact form the wire carries (the client does this before predicting
  * it, so client and server run the same numbers). Out-of-range values are clamped, NaN becomes
  * 0 (or the field's minimum), angles wrap into [0, 360), viewTickB is kept within
- * [viewTickA, viewTickA + 255]. Quantizing twice changes nothing.
+ * [viewTickA, viewTickA + 255] and viewNewest within [viewTickB, viewTickB + 255]. Quantizing twice changes nothing.
  */
 export function quantizeUserCommand(c: UserCommand): void {
   c.msec = clampInt(c.msec, CMD_MSEC_MIN, CMD_MSEC_MAX);
@@ -151,6 +162,7 @@ export function quantizeUserCommand(c: UserCommand): void {
   c.viewTickA = clampInt(c.viewTickA, 0, 0xffffffff);
   c.viewTickB = clampInt(c.viewTickB, c.viewTickA, c.viewTickA + CMD_VIEW_DELTA_MAX);
   c.viewFraction = quantizeViewFraction(c.viewFraction);
+  c.viewNewest = clampInt(c.viewNewest, c.viewTickB, c.viewTickB + CMD_VIEW_NEWEST_MAX);
 }
 
 /**
@@ -217,5 +229,10 @@ export function serializeUserCommand(s: BitStream, c: UserCommand, base: UserCom
     ? s.int(c.viewFraction * CMD_VIEW_FRACTION_STEPS, 0, CMD_VIEW_FRACTION_MAX * CMD_VIEW_FRACTION_STEPS) /
       CMD_VIEW_FRACTION_STEPS
     : base.viewFraction;
+  const baseNewest = base.viewNewest - base.viewTickB;
+  const newest = s.bool(c.viewNewest - c.viewTickB !== baseNewest)
+    ? s.int(c.viewNewest - c.viewTickB, 0, CMD_VIEW_NEWEST_MAX)
+    : baseNewest;
+  c.viewNewest = c.viewTickB + newest;
   return s.ok;
 }

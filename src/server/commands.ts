@@ -7,6 +7,7 @@ import {
   CMD_MSEC_MAX,
   CMD_MSEC_MIN,
   CMD_VIEW_DELTA_MAX,
+  CMD_VIEW_NEWEST_MAX,
   copyUserCommand,
   createUserCommand,
   quantizeViewFraction,
@@ -227,6 +228,10 @@ export function sanitize(cmd: UserCommand): boolean {
   }
   if (cmd.viewTickB < cmd.viewTickA || cmd.viewTickB - cmd.viewTickA > CMD_VIEW_DELTA_MAX) {
     cmd.viewTickB = cmd.viewTickA;
+    changed = true;
+  }
+  if (cmd.viewNewest < cmd.viewTickB || cmd.viewNewest - cmd.viewTickB > CMD_VIEW_NEWEST_MAX) {
+    cmd.viewNewest = cmd.viewTickB;
     changed = true;
   }
   const f = quantizeViewFraction(cmd.viewFraction);

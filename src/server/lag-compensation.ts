@@ -7,39 +7,54 @@
 // 'exact' mode that view is the one the command names: the two snapshot frames the client was
 // interpolating between and the fraction, blended from the very values the client held for each
 // player in those frames (with blendEntity, the function the client drew with), so the server
-// tests the same boxes the client saw. The named view is checked against the measured latency
-// plus the client's interpolation delay; one that disagrees beyond the tolerance, or that names
-// frames the server did not send, falls back to the estimate. Nothing older than maxUnlagMs is
-// ever used. 'estimate' always uses the paper's estimate (now - latency - lerp, from the server's
-// own history); 'off' tests against the present.
+// tests the same boxes the client saw. Whether the named view is honoured is decided by the view
+// acceptance rule (src/sim/view-acceptance.ts), which the client runs too, on the command's own
+// data: the view, the newest frame the client had received (checked against what it
+// acknowledged, GameServer.checkClaimedNewest), its declared delay. Besides the rule, the server
+// refuses a view whose frames it did not send or no longer remembers, and, in server time, one
+// older than maxUnlagMs. A refused view falls back to the estimate. 'estimate' always uses the
+// paper's estimate (now - latency - lerp, from the server's own history, never older than
+// maxUnlagMs); 'off' tests against the present.
 
 import type { UserCommand } from '../protocol/usercmd.ts';
 import { drawEntity } from '../sim/blend.ts';
 import type { HitscanDefinition } from '../sim/game.ts';
 import { vec3 } from '../sim/math.ts';
+import {
+  checkViewAcceptanceLimits,
+  DEFAULT_VIEW_ACCEPTANCE_LIMITS,
+  judgeView,
+  namedViewTick,
+  VIEW_HONOURED,
+  VIEW_NONE,
+  type ViewAcceptanceLimits,
+} from '../sim/view-acceptance.ts';
 import type { EntityStore, HistorySlot } from './entities.ts';
 import type { SnapshotWriter } from './snapshot-writer.ts';
 
 export type LagCompensationMode = 'exact' | 'estimate' | 'off';
 export const LAG_COMPENSATION_MODES: readonly LagCompensationMode[] = ['exact', 'estimate', 'off'];
 
-export interface LagCompensationConfig {
+/**
+ * The view acceptance limits (shared with clients: `maxUnlagMs` also bounds, in server time, how
+ * old a world any shot is judged against), plus the server's own check of the newest frame a
+ * command claims.
+ */
+export interface LagCompensationConfig extends ViewAcceptanceLimits {
   /** How shots are judged: the view the command names, the paper's estimate, or none. */
   mode: LagCompensationMode;
-  /** No shot is judged against a world older than this. */
-  maxUnlagMs: number;
   /**
-   * How far a named view may lie from latency + interpolation delay before it is not trusted,
-   * plus four times the measured round-trip variance (a latency spike widens it, as TCP's
-   * retransmission timeout does).
+   * A command may claim a newest frame older than the client acknowledged before making it by at
+   * most this much (a frame acknowledged but not decoded); a claim older still is raised to that
+   * floor before the rule runs. Also what a client lying about it can gain.
    */
-  viewToleranceMs: number;
+  ackSlackMs: number;
 }
 
 export const DEFAULT_LAG_COMPENSATION_CONFIG: LagCompensationConfig = {
   mode: 'exact',
-  maxUnlagMs: 1000,
-  viewToleranceMs: 200,
+  ...DEFAULT_VIEW_ACCEPTANCE_LIMITS,
+  ackSlackMs: 32,
 };
 
 export interface LagCompensationStats {
@@ -47,9 +62,17 @@ export interface LagCompensationStats {
   rewinds: number;
   /** Named views honoured exactly. */
   exactViews: number;
-  /** Named views refused: outside the tolerance, or naming frames the server did not send. */
+  /** Named views refused, for any reason below. */
   viewsRefused: number;
-  /** Views clamped to maxUnlagMs. */
+  /** ...by the view acceptance rule (the client knew). */
+  viewsRefusedByRule: number;
+  /** ...naming frames the server did not send or no longer remembers, or a future newest frame. */
+  viewsNotSent: number;
+  /** ...older than maxUnlagMs in server time (a slow up-link: the client could not know). */
+  viewsPastUnlag: number;
+  /** Commands whose claimed newest frame was older than their packet acknowledged, raised. */
+  newestRaised: number;
+  /** Estimates clamped to maxUnlagMs. */
   tooOld: number;
   /** Commands that named no view (nothing drawn yet). */
   noView: number;
@@ -78,6 +101,10 @@ export class LagCompensator<P, W> {
     rewinds: 0,
     exactViews: 0,
     viewsRefused: 0,
+    viewsRefusedByRule: 0,
+    viewsNotSent: 0,
+    viewsPastUnlag: 0,
+    newestRaised: 0,
     tooOld: 0,
     noView: 0,
     targetsConsidered: 0,
@@ -116,9 +143,8 @@ export class LagCompensator<P, W> {
 
   /**
    * Puts into `world` the targets `cmd` is judged against in `mode`, as seen by the shooter whose
-   * player is entity `self`, whose snapshots `writer` wrote, with round trip `rttMs` (and its
-   * variance `rttVarianceMs`), at server
-   * tick `tick` (the newest committed). The targets are chosen among `players[0 .. playerCount)`
+   * player is entity `self`, whose snapshots `writer` wrote, with round trip `rttMs` (for the
+   * estimate only), at server tick `tick` (the newest committed). The targets are chosen among `players[0 .. playerCount)`
    * (entity indices). Call `finish(world)` after the command ran.
    */
   rewind(
@@ -129,7 +155,6 @@ export class LagCompensator<P, W> {
     self: number,
     writer: SnapshotWriter,
     rttMs: number,
-    rttVarianceMs: number,
     tick: number,
     players: Int32Array,
     playerCount: number,
@@ -148,19 +173,25 @@ export class LagCompensator<P, W> {
     if (mode !== 'off') {
       viewTick = estimate;
       if (mode === 'exact') {
-        if (cmd.viewTickB === 0) {
+        const verdict = judgeView(cmd, tickMs, this.config);
+        if (verdict === VIEW_NONE) {
           this.stats.noView++;
+        } else if (verdict !== VIEW_HONOURED) {
+          this.stats.viewsRefused++;
+          this.stats.viewsRefusedByRule++;
+        } else if (
+          cmd.viewNewest > tick ||
+          !writer.hasFrame(cmd.viewTickA) ||
+          !writer.hasFrame(cmd.viewTickB)
+        ) {
+          this.stats.viewsRefused++;
+          this.stats.viewsNotSent++;
+        } else if (cmd.viewTickA < oldest) {
+          this.stats.viewsRefused++;
+          this.stats.viewsPastUnlag++;
         } else {
-          const named = cmd.viewTickA + (cmd.viewTickB - cmd.viewTickA) * cmd.viewFraction;
-          const toleranceTicks = (this.config.viewToleranceMs + 4 * rttVarianceMs) / tickMs;
-          const sent =
-            cmd.viewTickB <= tick && writer.hasFrame(cmd.viewTickA) && writer.hasFrame(cmd.viewTickB);
-          if (sent && Math.abs(named - estimate) <= toleranceTicks && cmd.viewTickA >= oldest) {
-            r.exact = true;
-            viewTick = named;
-          } else {
-            this.stats.viewsRefused++;
-          }
+          r.exact = true;
+          viewTick = namedViewTick(cmd);
         }
       }
       if (viewTick < oldest) {
@@ -293,10 +324,8 @@ function validate(c: LagCompensationConfig): void {
       `lagCompensation.mode must be one of ${LAG_COMPENSATION_MODES.join(', ')}, got ${String(c.mode)}`,
     );
   }
-  if (!(c.maxUnlagMs >= 0 && Number.isFinite(c.maxUnlagMs))) {
-    throw new RangeError(`lagCompensation.maxUnlagMs must be a finite number >= 0, got ${c.maxUnlagMs}`);
-  }
-  if (!(c.viewToleranceMs >= 0)) {
-    throw new RangeError(`lagCompensation.viewToleranceMs must be >= 0, got ${c.viewToleranceMs}`);
+  checkViewAcceptanceLimits(c, 'lagCompensation');
+  if (!(c.ackSlackMs >= 0 && Number.isFinite(c.ackSlackMs))) {
+    throw new RangeError(`lagCompensation.ackSlackMs must be a finite number >= 0, got ${c.ackSlackMs}`);
   }
 }

@@ -77,7 +77,7 @@ export interface ServerConfig {
   eventRadius: number;
   /** Share of a frame's room that effect events may take; the snapshot gets the rest. */
   eventBudgetShare: number;
-  /** How hit-scan shots are judged (mode, maxUnlagMs, view tolerance). */
+  /** How hit-scan shots are judged (mode, maxUnlagMs and the view acceptance limits). */
   lagCompensation: Partial<LagCompensationConfig>;
   /**
    * How long a player whose client timed out or left waits for it to come back, ms (0: not at
@@ -147,6 +147,11 @@ export class ServerClient<P> {
    * @internal
    */
   frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
+  /**
+   * The newest frame each received packet acknowledged (-1: none), by the client's packet sequence.
+   * @internal
+   */
+  packetAcks = new SequenceBuffer<{ tick: number }>(256, () => ({ tick: -1 }));
   /**
    * Writes this client's frame into a packet (made once: no allocation per frame).
    * @internal
@@ -222,6 +227,7 @@ export class ServerClient<P> {
     this.pacing = pacing;
     this.eventCursor = eventCursor;
     this.frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
+    this.packetAcks = new SequenceBuffer<{ tick: number }>(256, () => ({ tick: -1 }));
     this.awayUntilMs = -1;
     this.listen(connection);
   }
@@ -677,7 +683,7 @@ export class GameServer<P, W> {
   ): EventCapture {
     const lag = this.lagCompensation as LagCompensator<P, W>;
     const capture = this.shotEvents;
-    const { rttMs, rttVarianceMs } = client.channel.stats;
+    const { rttMs } = client.channel.stats;
     lag.rewind(
       mode,
       this.world,
@@ -686,7 +692,6 @@ export class GameServer<P, W> {
       client.entity,
       client.snapshots,
       rttMs,
-      rttVarianceMs,
       this.tick - 1,
       this.playerEntities,
       this.playerCount,
@@ -749,7 +754,44 @@ export class GameServer<P, W> {
       return;
     }
     if (this.flags.resetBaseline) client.snapshots.resetBaseline();
+    this.checkClaimedNewest(client, run.count);
     for (let i = 0; i < run.count; i++) client.commands.receive(this.cmds[i], i === 0);
+  }
+
+  /**
+   * A command names the newest frame it had. Every packet the client sent before making it
+   * acknowledged frames it had by then: a claim older than the newest frame acknowledged by the
+   * packet before the one that first carried the command (less ackSlackMs) is raised to it, so a
+   * client cannot push its view back by claiming to have missed frames it acknowledged. A packet
+   * adds at least one new command, so the command at `k` places from the newest was first sent
+   * at most `k` packets ago; the packet before that acknowledged no more than the client had.
+   */
+  private checkClaimedNewest(client: ServerClient<P>, count: number): void {
+    const channel = client.channel;
+    const sequence = channel.lastReceivedSequence;
+    const ack = channel.lastReceivedAck;
+    const acked = ack < 0 ? undefined : client.frameTicks.get(ack);
+    client.packetAcks.insert(sequence).tick = acked === undefined ? -1 : acked.tick;
+    const lag = this.lagCompensation;
+    if (lag === null) return;
+    const slackTicks = Math.ceil(lag.config.ackSlackMs / this.tickIntervalMs);
+    for (let i = count - 1; i >= 0; i--) {
+      const cmd = this.cmds[i];
+      if (cmd.viewTickB === 0 || cmd.sequence <= client.commands.lastDone) continue;
+      // The packets sent before this command was made: the newest of them that arrived.
+      let floor = -1;
+      for (let back = count - i; back < count - i + 8; back++) {
+        const before = client.packetAcks.get((sequence - back) & 0xffff);
+        if (before !== undefined) {
+          floor = before.tick - slackTicks;
+          break;
+        }
+      }
+      if (cmd.viewNewest < floor) {
+        cmd.viewNewest = floor;
+        lag.stats.newestRaised++;
+      }
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-// The sim entry point (browser-safe): the game definition a game plugs in through, deterministic math, seeded randomness, sequence rings and the remote-entity blend.
+// The sim entry point (browser-safe): the game definition a game plugs in through, deterministic math, seeded randomness, sequence rings, the remote-entity blend and the view acceptance rule.
 
 export { blendEntity, drawEntity } from './blend.ts';
 export {
@@ -28,3 +28,17 @@ export {
 } from './math.ts';
 export { Random, sharedRandom, sharedRandomRange } from './random.ts';
 export { SequenceBuffer } from './ring.ts';
+export {
+  checkViewAcceptanceLimits,
+  DEFAULT_VIEW_ACCEPTANCE_LIMITS,
+  judgeView,
+  namedViewTick,
+  VIEW_BEYOND_UNLAG,
+  VIEW_HONOURED,
+  VIEW_NONE,
+  VIEW_NOT_RECEIVED,
+  VIEW_OLDER_THAN_DELAY,
+  VIEW_VERDICT_NAMES,
+  type ViewAcceptanceLimits,
+  type ViewVerdict,
+} from './view-acceptance.ts';

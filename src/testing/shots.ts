@@ -45,8 +45,14 @@ export interface ShotLedgerOptions<P> {
 export interface ShotAgreement {
   /** Rays the server judged whose client verdict is known, from the same shooter state. */
   compared: number;
-  /** Of those, rays both sides gave the same verdict. */
+  /** Of those, rays both sides gave the same verdict, or that the client knew were uncompensated. */
   agreed: number;
+  /**
+   * Of the compared rays, those of commands whose view the client knew the server would not
+   * honour (the view acceptance rule): the client showed no hit and left the verdict to the
+   * server's estimate, so they count as agreed whatever the server decided.
+   */
+  uncompensated: number;
   /** agreed / compared (0 when nothing was compared). */
   share: number;
   /** The compared rays the client saw hit something. */
@@ -71,6 +77,8 @@ export class ShotLedger<P, W> {
    * not know yet). Their rays were judged from another place, so `agreement` leaves them out.
    */
   readonly mispredicted = new Set<string>();
+  /** Commands "slot:command" whose client knew the server would not honour their view. */
+  readonly uncompensated = new Set<string>();
   readonly options: ShotLedgerOptions<P>;
   /** The server's own lag compensation mode, once it judged a shot. */
   deciding: LagCompensationMode | null = null;
@@ -98,8 +106,10 @@ export class ShotLedger<P, W> {
       },
       onPredicted: (cmd, state) => {
         // A command that shot: the state it ends in is what the server's run must match.
-        const key = `${getClient().slot}:${cmd.sequence}`;
+        const client = getClient();
+        const key = `${client.slot}:${cmd.sequence}`;
         if (!this.shooting.delete(key)) return;
+        if (!client.lastViewHonoured) this.uncompensated.add(key);
         const copy = this.game.player.create();
         this.game.player.copy(copy, state as P);
         this.predicted.set(key, copy);
@@ -149,17 +159,29 @@ export class ShotLedger<P, W> {
     const server = mode === null ? new Map<string, number>() : this.verdicts(mode);
     let compared = 0;
     let agreed = 0;
+    let uncompensated = 0;
     let clientHits = 0;
     let serverHits = 0;
     for (const [key, v] of server) {
       const mine = this.client.get(key);
-      if (mine === undefined || this.mispredicted.has(key.slice(0, key.lastIndexOf(':')))) continue;
+      const command = key.slice(0, key.lastIndexOf(':'));
+      if (mine === undefined || this.mispredicted.has(command)) continue;
       compared++;
-      if (mine === v) agreed++;
+      if (this.uncompensated.has(command)) {
+        uncompensated++;
+        agreed++;
+      } else if (mine === v) agreed++;
       if (mine >= 0) clientHits++;
       if (v >= 0) serverHits++;
     }
-    return { compared, agreed, share: compared > 0 ? agreed / compared : 0, clientHits, serverHits };
+    return {
+      compared,
+      agreed,
+      uncompensated,
+      share: compared > 0 ? agreed / compared : 0,
+      clientHits,
+      serverHits,
+    };
   }
 
   /** Records one judgement's verdicts. */

@@ -174,6 +174,53 @@ describe('lag compensation: hit agreement', () => {
   });
 });
 
+describe('lag compensation: the view acceptance rule', () => {
+  it('refuses a view older than the one drawn, and the client knew: none of its shots showed a hit', () => {
+    const seed = 91;
+    const msg = `seed ${seed}`;
+    const ledger = new ArenaShotLedger();
+    const match = new Match(arenaGame, seed, {}, ledger.serverHooks());
+    const profile = parseProfile({ name: 'dsl-like', latencyMs: 30, jitterMs: 2 });
+    const clients: Client[] = [];
+    for (let i = 0; i < 4; i++) {
+      let client: Client | null = null;
+      const aim = aimBot(seed + i, { aimErrorUnits: 8 });
+      client = match.addClient({
+        profile,
+        // Client 0 cheats: each command names a view 250 ms older than the one it drew (where
+        // its targets were a quarter of a second ago), while declaring the usual delay.
+        drive: (c, nowMs, input) => {
+          aim(c, nowMs, input);
+          if (i === 0 && c.view.tickA > 16) {
+            c.view.tickA -= 16;
+            c.view.tickB -= 16;
+          }
+        },
+        hooks: ledger.clientHooks(() => client as Client),
+      }).client;
+      clients.push(client);
+    }
+    match.run(20_000);
+    const stats = match.server.lagCompensation!.stats;
+    const cheater = clients[0];
+    expect(cheater.stats.viewsUncompensated, msg).toBeGreaterThan(500);
+    expect(stats.viewsRefusedByRule, msg).toBeGreaterThan(100);
+    // Only the cheater's views were refused; every honest one was honoured.
+    for (const c of clients.slice(1)) expect(c.stats.viewsUncompensated, msg).toBeLessThan(20);
+    expect(stats.viewsNotSent + stats.viewsPastUnlag, msg).toBe(0);
+    expect(ledger.uncompensated.size, msg).toBeGreaterThan(50);
+    for (const key of ledger.uncompensated) expect(key.startsWith(`${cheater.slot}:`), msg).toBe(true);
+    let shown = 0;
+    for (const [ray, verdict] of ledger.client) {
+      if (ledger.uncompensated.has(ray.slice(0, ray.lastIndexOf(':'))) && verdict >= 0) shown++;
+    }
+    expect(shown, `${msg}: uncompensated rays shown as hits`).toBe(0);
+    const exact = ledger.agreement('exact');
+    expect(exact.agreed, msg).toBe(exact.compared);
+    match.close();
+  });
+});
+
 describe('weapon prediction', () => {
   it('ammo, reloads, switches and attack timing predict exactly in a scripted fight at 250 ms', () => {
     const seed = 2501;

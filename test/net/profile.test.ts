@@ -23,7 +23,17 @@ describe('named profiles', () => {
       expect(profile.name, file).toBe(file.replace(/\.json$/, ''));
       expect(NAMED_PROFILES[profile.name], file).toEqual(profile);
     }
-    expect(Object.keys(NAMED_PROFILES).sort()).toEqual(['congested', 'dsl', 'lan', 'mobile', 'terrible']);
+    expect(Object.keys(NAMED_PROFILES).sort()).toEqual([
+      'bursty',
+      'congested',
+      'dsl',
+      'flapping',
+      'lan',
+      'mobile',
+      'slowlink',
+      'spikes',
+      'terrible',
+    ]);
   });
 
   it('resolves per-direction values of the named profiles', () => {
@@ -41,7 +51,7 @@ describe('named profiles', () => {
 
   it('rejects an unknown name, listing the known ones', () => {
     expect(() => profileByName('dialup')).toThrow(
-      'unknown network profile "dialup" (known: lan, dsl, mobile, congested, terrible)',
+      'unknown network profile "dialup" (known: lan, dsl, mobile, congested, terrible, slowlink, spikes, bursty, flapping)',
     );
     expect(() => profileByName('toString')).toThrow('unknown network profile');
   });

@@ -19,8 +19,8 @@ import {
 const SEED = Number(process.env.SEED ?? 0xc3d);
 const at = `seed ${SEED}`;
 
-/** An unchanged command: msec (8 bits) plus one "unchanged" bit for each of the 13 other fields. */
-const UNCHANGED_COMMAND_BITS = 21;
+/** An unchanged command: msec (8 bits) plus one "unchanged" bit for each of the 14 other fields. */
+const UNCHANGED_COMMAND_BITS = 22;
 
 const u32 = fc.integer({ min: 0, max: 0xffffffff });
 
@@ -45,8 +45,14 @@ const rawCommandArb: fc.Arbitrary<UserCommand> = fc
     viewTickA: fc.oneof(fc.constant(0), u32, fc.integer({ min: 0, max: 100000 }), fc.constant(0xffffffff)),
     viewDelta: fc.oneof(fc.integer({ min: 0, max: 255 }), fc.integer({ min: -20, max: 400 })),
     viewFraction: fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), fc.double()),
+    newestDelta: fc.oneof(fc.integer({ min: 0, max: 255 }), fc.integer({ min: -20, max: 400 }), fc.double()),
   })
-  .map(({ viewDelta, ...r }) => ({ sequence: 0, ...r, viewTickB: r.viewTickA + viewDelta }));
+  .map(({ viewDelta, newestDelta, ...r }) => ({
+    sequence: 0,
+    ...r,
+    viewTickB: r.viewTickA + viewDelta,
+    viewNewest: r.viewTickA + viewDelta + newestDelta,
+  }));
 
 /** A command as the client sends it: raw input, quantized. */
 const commandArb = rawCommandArb.map((c) => {
@@ -136,6 +142,7 @@ describe('quantizeUserCommand', () => {
     expect(c.lerpMsec).toBe(1000);
     expect(c.viewTickB, 'viewTickB < viewTickA becomes viewTickA').toBe(100);
     expect(c.viewFraction, 'fraction over CMD_VIEW_FRACTION_MAX becomes the max').toBe(CMD_VIEW_FRACTION_MAX);
+    expect(c.viewNewest, 'viewNewest below viewTickB becomes viewTickB').toBe(100);
 
     c.msec = 300;
     c.viewTickB = 1000;
@@ -146,6 +153,9 @@ describe('quantizeUserCommand', () => {
     quantizeUserCommand(c);
     expect(c.msec).toBe(CMD_MSEC_MAX);
     expect(c.viewTickB, 'viewTickB is at most viewTickA + 255').toBe(355);
+    c.viewNewest = 5000;
+    quantizeUserCommand(c);
+    expect(c.viewNewest, 'viewNewest is at most viewTickB + 255').toBe(610);
     expect(c.viewFraction).toBe(0);
     expect(c.yaw).toBe(270);
     expect(c.pitch).toBe(45);
@@ -173,6 +183,7 @@ describe('quantizeUserCommand', () => {
       viewTickA: 0,
       viewTickB: 0,
       viewFraction: 0,
+      viewNewest: 0,
     });
   });
 
@@ -271,7 +282,7 @@ describe('serializeUserCommand', () => {
     );
   });
 
-  it('a typical command (next seed, view tick +1, new fraction, turning) costs 61 bits', () => {
+  it('a typical command (next seed, view tick +1, new fraction, turning) costs 62 bits', () => {
     const base = createUserCommand();
     base.msec = 16;
     base.yaw = 90;
@@ -288,11 +299,12 @@ describe('serializeUserCommand', () => {
     c.viewTickB = 5002;
     c.viewFraction = 0.25;
     quantizeUserCommand(c);
-    // msec 8 + 13 changed bits + yaw 16 + seed successor 1 + view tick varuint 8 + fraction 15 = 61.
-    expect(roundTrip([c], base, 'typical')).toBe(61);
+    // msec 8 + 14 changed bits + yaw 16 + seed successor 1 + view tick varuint 8 + fraction 15 = 62
+    // (the newest tick received stays viewTickB: unchanged).
+    expect(roundTrip([c], base, 'typical')).toBe(62);
     // A seed that is not the successor is written whole: 1 + 32 bits instead of 1.
     c.randomSeed = 0xdeadbeef;
-    expect(roundTrip([c], base, 'explicit seed')).toBe(93);
+    expect(roundTrip([c], base, 'explicit seed')).toBe(94);
   });
 
   it('view ticks across the whole 32-bit range round-trip as wrapped differences', () => {

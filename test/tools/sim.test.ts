@@ -264,7 +264,7 @@ describe('sim: the verdict', () => {
       'hitAgreement.exact',
       'view.extrapolatedShare + view.heldShare',
     ]);
-    expect(bad[0].cause).toMatch(/refused 900 named views and clamped 12/);
+    expect(bad[0].cause).toMatch(/refused 900 named views the client expected it to honour/);
     const refusedOnly = judgeRun(
       base({ 'hitAgreement.exact': 1, 'lagCompensation.viewsRefused': 3, 'choke.share': 0.02 }),
     );

@@ -198,7 +198,10 @@ export class SimMetrics {
       f[`hitAgreement.${mode}`] = share(a.agreed, a.compared);
       f[`hitAgreement.${mode}.compared`] = a.compared;
       f[`hitAgreement.${mode}.agreed`] = a.agreed;
+      f[`hitAgreement.${mode}.uncompensated`] = a.uncompensated;
     }
+    const decided = ledger.agreement(decisive);
+    f['shots.uncompensatedShare'] = share(decided.uncompensated, decided.compared);
     f['shots.rays'] = ledger.verdicts(decisive).size;
     f['shots.clientHits'] = ledger.clientHits();
     f['shots.serverHits'] = ledger.decisiveHits;
@@ -230,6 +233,10 @@ export class SimMetrics {
     const lag = server.lagCompensation?.stats;
     f['lagCompensation.exactViews'] = lag?.exactViews ?? 0;
     f['lagCompensation.viewsRefused'] = lag?.viewsRefused ?? 0;
+    f['lagCompensation.viewsRefusedByRule'] = lag?.viewsRefusedByRule ?? 0;
+    f['lagCompensation.viewsNotSent'] = lag?.viewsNotSent ?? 0;
+    f['lagCompensation.viewsPastUnlag'] = lag?.viewsPastUnlag ?? 0;
+    f['lagCompensation.newestRaised'] = lag?.newestRaised ?? 0;
     f['lagCompensation.tooOld'] = lag?.tooOld ?? 0;
     f['clients.connectedAtEnd'] = connected;
     f['server.ticks'] = server.stats.ticks;

@@ -54,6 +54,12 @@ export function formatReport(result: SimResult): string {
     'shots',
     [
       ['rays the server judged', count(get('shots.rays')), '', 'shots.rays'],
+      [
+        'rays known uncompensated',
+        percent(get('shots.uncompensatedShare')),
+        `${count(get(`hitAgreement.${decisive}.uncompensated`))} rays: the client knew the server would not honour the view, showed no hit, counted as agreed`,
+        'shots.uncompensatedShare',
+      ],
       ["hits on the shooters' screens", count(get('shots.clientHits')), '', 'shots.clientHits'],
       ['hits on the server (deciding mode)', count(get('shots.serverHits')), '', 'shots.serverHits'],
       [
@@ -157,11 +163,17 @@ export function formatReport(result: SimResult): string {
       [
         'views refused',
         count(get('lagCompensation.viewsRefused')),
-        'outside tolerance: estimate used',
+        `estimate used: ${count(get('lagCompensation.viewsRefusedByRule'))} by the view rule, ${count(get('lagCompensation.viewsNotSent'))} frames not sent or forgotten, ${count(get('lagCompensation.viewsPastUnlag'))} past maxUnlagMs`,
         'lagCompensation.viewsRefused',
       ],
       [
-        'views older than maxUnlagMs',
+        'claimed newest frame raised',
+        count(get('lagCompensation.newestRaised')),
+        'older than its packet acknowledged',
+        'lagCompensation.newestRaised',
+      ],
+      [
+        'estimates older than maxUnlagMs',
         count(get('lagCompensation.tooOld')),
         'clamped',
         'lagCompensation.tooOld',

@@ -127,6 +127,7 @@ function createFight(plan: SimPlan): Fight {
       updateRate: s.updateRate,
       rateBytesPerSecond: s.rateBytesPerSecond,
       interpolationDelayMs: s.interpolationDelayMs,
+      viewAcceptance: { maxUnlagMs: s.maxUnlagMs },
     },
     drivers,
     frameMs: 1000 / s.frameRate,

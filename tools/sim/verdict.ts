@@ -23,15 +23,16 @@ export function judgeRun(result: SimResult): Flag[] {
   const deciding = result.options.lagCompensation;
   const agreement = get(`hitAgreement.${deciding}`);
   const refused = get('lagCompensation.viewsRefused') ?? 0;
-  const tooOld = get('lagCompensation.tooOld') ?? 0;
+  const byRule = get('lagCompensation.viewsRefusedByRule') ?? 0;
+  const unforeseen = refused - byRule;
   if (agreement !== null && agreement < 1) {
     flags.push({
       figure: `hitAgreement.${deciding}`,
       value: agreement,
       threshold: '100 %',
       cause:
-        refused + tooOld > 0
-          ? `the server refused ${refused} named views and clamped ${tooOld} older than maxUnlagMs: round trip plus interpolation beyond what lag compensation honours (a slow or queueing link, latency spikes)`
+        unforeseen > 0
+          ? `the server refused ${unforeseen} named views the client expected it to honour (frames not sent or forgotten, or older than maxUnlagMs in server time): an up-link slower than the client's round trip said (a queue building, a latency spike)`
           : 'disagreements on honoured views: the client and the server rebuilt different worlds for the same named view',
     });
   } else if (refused > 0) {
@@ -39,8 +40,7 @@ export function judgeRun(result: SimResult): Flag[] {
       figure: 'lagCompensation.viewsRefused',
       value: refused,
       threshold: '0',
-      cause:
-        'named views outside the tolerance or older than maxUnlagMs: latency jumps, or a queue building on the link',
+      cause: `${byRule} views refused by the view acceptance rule (the client knew and showed no hit), ${unforeseen} for frames forgotten or older than maxUnlagMs: the view fell behind the newest frame (a stall, latency spikes) or the link queued`,
     });
   }
   const guessed = (get('view.extrapolatedShare') ?? 0) + (get('view.heldShare') ?? 0);
