@@ -244,6 +244,11 @@ export class ServerClient<P> {
     };
   }
 
+  /**
+   * The player's slot, 0 .. maxClients - 1: the lowest slot that was free (and not held for a
+   * player away within its grace period) when its handshake completed, kept across a
+   * reconnection. Events it causes carry it as their source; the game spawns it with it.
+   */
   get slot(): number {
     return this.connection.slot;
   }

@@ -325,6 +325,14 @@ describe('game code and the engine', () => {
     expect(back.client.predictor.current.x, `seed ${seed}`).toBe(x);
     expect(log).toContain(`reconnect ${slot}`);
     expect(log).not.toContain(`disconnect ${slot}`);
+    // Every accept draws a new token: the old one no longer names the player.
+    expect(back.client.resumeToken, `seed ${seed}`).not.toEqual(token);
+    const replay = match.addClient({ profile: lossy, resumeToken: token });
+    match.run(1500);
+    expect(replay.client.state).toBe('connected');
+    expect(replay.client.slot).not.toBe(slot);
+    expect(back.client.state).toBe('connected');
+    match.drop(replay);
     // Gone for longer than the grace period: the player is removed and its slot freed.
     match.drop(back);
     match.run(1000 + 5000 + 500);
