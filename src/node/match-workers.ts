@@ -29,7 +29,7 @@ import {
 } from '../net/handshake.ts';
 import { checkMatchId, MATCH_ROUTE_HEADER_BYTES, readMatchRoute } from '../net/match-route.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
-import type { MatchEnded, MatchSpec } from '../server/matches.ts';
+import { Allowance, checkRate, type MatchEnded, type MatchSpec } from '../server/matches.ts';
 import {
   createRingBuffers,
   DatagramRing,
@@ -72,6 +72,8 @@ export interface MatchWorkersOptions {
   protocolId?: number;
   /** "No such match" refusals per second in all (default 200). */
   maxRefusalsPerSecond?: number;
+  /** Packets from addresses not yet in a match each match takes per second (default 500; see MatchRouterOptions). */
+  maxJoinPacketsPerSecond?: number;
   /** Each match that ended: by `end`, by failure (its code threw, or its worker stalled), or at `close`. */
   onEnded?: (ended: MatchEnded) => void;
   /** A player joined (`connected`) or left a match: for player tracking (Agones). */
@@ -133,6 +135,8 @@ interface MatchEntry {
   readonly worker: WorkerSlot;
   /** Addresses the match accepted, with their client nonces. */
   readonly players: Map<string, number>;
+  /** Packets from addresses not yet in the match, per second. */
+  readonly joins: Allowance;
 }
 
 /** Where the worker entry is, and how Node must load it (TypeScript sources need tsx). */
@@ -187,6 +191,7 @@ export class MatchWorkers {
   private refusalRefillMs = 0;
   private closing: Promise<void> | null = null;
   private stopping = false;
+  private nowMs = 0;
   private readonly onPacket = (from: string, data: Uint8Array): void => this.route(from, data);
   private readonly onRecord = (r: RingRecord): void => this.fromWorker(r);
 
@@ -216,6 +221,8 @@ export class MatchWorkers {
       }
     }
     createRingBuffers(options.ringSlots ?? 2048);
+    checkRate('MatchWorkers', 'maxRefusalsPerSecond', options.maxRefusalsPerSecond ?? 200);
+    checkRate('MatchWorkers', 'maxJoinPacketsPerSecond', options.maxJoinPacketsPerSecond ?? 500);
     const host = new MatchWorkers(options);
     try {
       for (let i = 0; i < count; i++) host.workers.push(new WorkerSlot(i));
@@ -257,7 +264,12 @@ export class MatchWorkers {
     if (this.matches.has(id)) throw new Error(`MatchWorkers.create: match ${id} is already running`);
     let worker = this.workers[0];
     for (const w of this.workers) if (w.matches.size < worker.matches.size) worker = w;
-    const entry: MatchEntry = { id, worker, players: new Map() };
+    const entry: MatchEntry = {
+      id,
+      worker,
+      players: new Map(),
+      joins: new Allowance(this.options.maxJoinPacketsPerSecond ?? 500),
+    };
     this.matches.set(id, entry);
     worker.matches.add(id);
     try {
@@ -406,6 +418,7 @@ export class MatchWorkers {
   /** The main thread's loop: datagrams to the workers, theirs to the network, the watchdog. */
   private step(): void {
     const now = performance.now();
+    this.nowMs = now;
     this.endpoint.poll(now, this.onPacket);
     for (const w of this.workers) {
       if (!w.alive) continue;
@@ -472,6 +485,10 @@ export class MatchWorkers {
       entry = this.matches.get(routed);
       if (entry === undefined) {
         this.refuseNoMatch(from, data.subarray(MATCH_ROUTE_HEADER_BYTES));
+        return;
+      }
+      if (!entry.joins.take(this.nowMs)) {
+        this.reject('join rate');
         return;
       }
     }

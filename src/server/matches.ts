@@ -36,6 +36,41 @@ export interface MatchRouterOptions {
   protocolId?: number;
   /** "No such match" refusals sent per second in all, whatever the source addresses (default 200). */
   maxRefusalsPerSecond?: number;
+  /**
+   * Packets from addresses not yet in a match (connect requests, challenge responses) each match
+   * takes per second, bursts up to a second's worth (default 500: 16 players joining at once
+   * resend 4 a second each). A flood of forged joins fills no match's queue: its players'
+   * packets, routed by address, are never counted against this.
+   */
+  maxJoinPacketsPerSecond?: number;
+}
+
+/** A token bucket: `perSecond` a second, bursts up to a second's worth. */
+export class Allowance {
+  private tokens: number;
+  private lastMs = Number.NaN;
+
+  constructor(readonly perSecond: number) {
+    this.tokens = perSecond;
+  }
+
+  /** Takes one at `nowMs` (never earlier than the last call's); false when none is left. */
+  take(nowMs: number): boolean {
+    if (nowMs > this.lastMs) {
+      this.tokens = Math.min(this.perSecond, this.tokens + ((nowMs - this.lastMs) * this.perSecond) / 1000);
+    }
+    if (!(nowMs <= this.lastMs)) this.lastMs = nowMs;
+    if (this.tokens < 1) return false;
+    this.tokens--;
+    return true;
+  }
+}
+
+/** Throws a RangeError naming `where` and `key` unless `value` is a number >= 0. */
+export function checkRate(where: string, key: string, value: number): void {
+  if (!(value >= 0) || !Number.isFinite(value)) {
+    throw new RangeError(`${where}: ${key} must be a number >= 0, got ${String(value)}`);
+  }
 }
 
 /** What the router dropped, by reason, and what it refused. */
@@ -59,11 +94,20 @@ export class MatchEndpoint implements DatagramEndpoint {
    * @internal
    */
   readonly queue: DatagramQueue;
+  /** Packets from addresses not yet in a match, per second. */
+  readonly joins: Allowance;
   private readonly router: MatchRouter;
   private open = true;
 
-  constructor(router: MatchRouter, id: number, queueCapacity: number, address: string) {
+  constructor(
+    router: MatchRouter,
+    id: number,
+    queueCapacity: number,
+    address: string,
+    joinsPerSecond: number,
+  ) {
     this.router = router;
+    this.joins = new Allowance(joinsPerSecond);
     this.id = id;
     this.address = `${address}#${id}`;
     this.queue = new DatagramQueue(queueCapacity, this.stats);
@@ -110,6 +154,7 @@ export class MatchRouter {
   private readonly queueCapacity: number;
   private readonly protocolId: number;
   private readonly maxRefusalsPerSecond: number;
+  private readonly maxJoinPacketsPerSecond: number;
   private refusalAllowance: number;
   private refusalRefillMs = 0;
   private nowMs = 0;
@@ -122,11 +167,9 @@ export class MatchRouter {
     this.queueCapacity = options.queueCapacity ?? 1024;
     this.protocolId = options.protocolId ?? DEFAULT_PROTOCOL_ID;
     this.maxRefusalsPerSecond = options.maxRefusalsPerSecond ?? 200;
-    if (!(this.maxRefusalsPerSecond >= 0) || !Number.isFinite(this.maxRefusalsPerSecond)) {
-      throw new RangeError(
-        `MatchRouter: maxRefusalsPerSecond must be a number >= 0, got ${String(options.maxRefusalsPerSecond)}`,
-      );
-    }
+    this.maxJoinPacketsPerSecond = options.maxJoinPacketsPerSecond ?? 500;
+    checkRate('MatchRouter', 'maxRefusalsPerSecond', this.maxRefusalsPerSecond);
+    checkRate('MatchRouter', 'maxJoinPacketsPerSecond', this.maxJoinPacketsPerSecond);
     this.refusalAllowance = this.maxRefusalsPerSecond;
     // Checked here so that a bad capacity is reported when the router is made, not at the first match.
     new DatagramQueue(this.queueCapacity, createTransportStats());
@@ -146,7 +189,13 @@ export class MatchRouter {
   open(id: number): MatchEndpoint {
     checkMatchId('MatchRouter.open', id);
     if (this.matches.has(id)) throw new Error(`MatchRouter.open: match ${id} is already open`);
-    const match = new MatchEndpoint(this, id, this.queueCapacity, this.endpoint.address);
+    const match = new MatchEndpoint(
+      this,
+      id,
+      this.queueCapacity,
+      this.endpoint.address,
+      this.maxJoinPacketsPerSecond,
+    );
     this.matches.set(id, match);
     return match;
   }
@@ -202,6 +251,10 @@ export class MatchRouter {
     const inner = data.subarray(MATCH_ROUTE_HEADER_BYTES);
     if (match === undefined) {
       this.refuseNoMatch(from, inner);
+      return;
+    }
+    if (!match.joins.take(this.nowMs)) {
+      this.reject('join rate');
       return;
     }
     match.queue.push(from, inner);

@@ -209,6 +209,46 @@ describe('matches in one process', () => {
     expect(rig.host.get(1)?.clientCount, msg).toBe(1);
   });
 
+  it('takes joins at a bounded rate per match: a flood of forged joins costs its players nothing', () => {
+    const seed = 16;
+    const msg = `seed ${seed}`;
+    const rig = new Rig(seed);
+    rig.create(1);
+    const player = rig.join(1);
+    rig.run(1000);
+    expect(player.client.state, msg).toBe('connected');
+    const hs = createHandshakePacket();
+    hs.type = PACKET_CONNECT_REQUEST;
+    hs.version = DEFAULT_PROTOCOL_VERSION;
+    hs.schemaHash = gameSchemaHash(arenaGame);
+    const stream = createHandshakeStream();
+    const flooders = Array.from({ length: 20 }, (_, i) => rig.network.createEndpoint(`flood${i}`));
+    const tick = player.client.serverTick;
+    for (let round = 0; round < 5; round++) {
+      for (const [i, f] of flooders.entries()) {
+        for (let k = 0; k < 100; k++) {
+          hs.clientNonce = i * 1000 + k;
+          const inner = writeHandshakePacket(stream, DEFAULT_PROTOCOL_ID, hs);
+          const routed = new Uint8Array(MATCH_ROUTE_HEADER_BYTES + inner.length);
+          writeMatchRoute(routed, 1);
+          routed.set(inner, MATCH_ROUTE_HEADER_BYTES);
+          f.send('server', routed);
+        }
+      }
+      rig.run(200);
+    }
+    // 10,000 joins in a second: the match took at most a second's allowance and a second's refill.
+    const rejected = rig.host.router.stats.rejected['join rate'] ?? 0;
+    expect(rejected, msg).toBeGreaterThanOrEqual(10_000 - 1000);
+    const match = rig.host.router.get(1);
+    expect(match?.stats.droppedQueueFull, msg).toBe(0);
+    expect(player.client.state, msg).toBe('connected');
+    expect(player.client.serverTick, msg).toBeGreaterThan(tick + 50);
+    expect(() => new MatchHost(rig.network.createEndpoint('bad'), { maxJoinPacketsPerSecond: -1 })).toThrow(
+      /maxJoinPacketsPerSecond/,
+    );
+  });
+
   it('creates and ends 1,000 matches with players in one process and keeps memory flat', () => {
     const seed = 15;
     const msg = `seed ${seed}`;
