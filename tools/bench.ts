@@ -7,12 +7,14 @@ import { clientFrameSection } from './bench/client-frame.ts';
 import { matchesSection } from './bench/matches.ts';
 import { machineHeader } from './bench/report.ts';
 import { serverTickSection } from './bench/server-tick.ts';
+import { spectatorSection } from './bench/spectators.ts';
 
 const SECTIONS: Record<string, { title: string; run: () => void | Promise<void> }> = {
   bandwidth: { title: '1. Bandwidth (issue 4)', run: () => bandwidthSection() },
   server: { title: '2. Server tick cost (issue 7)', run: () => serverTickSection() },
   client: { title: '3. Client frame cost (issue 7)', run: () => clientFrameSection() },
   matches: { title: '4. Matches per core and per process', run: () => matchesSection() },
+  spectators: { title: '5. Spectator cost', run: () => spectatorSection() },
 };
 
 async function main(): Promise<void> {

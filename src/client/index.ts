@@ -1,4 +1,4 @@
-// The client entry point (browser-safe): the game client and its parts (prediction, server clock, snapshot reader, remote view, interpolation delay, net_graph figures and packet history) and the demo player.
+// The client entry point (browser-safe): the game client and its parts (prediction, server clock, snapshot reader, remote view, interpolation delay, net_graph figures and packet history) and the demo player and the spectator client.
 
 export {
   type ClientConfig,
@@ -38,6 +38,14 @@ export {
   SnapshotReader,
   type SnapshotReaderStats,
 } from './snapshot-reader.ts';
+export {
+  DEFAULT_SPECTATOR_CLIENT_CONFIG,
+  SpectatorClient,
+  type SpectatorClientConfig,
+  type SpectatorClientHooks,
+  type SpectatorClientStats,
+  type SpectatorGame,
+} from './spectator.ts';
 export {
   DEFAULT_REMOTE_VIEW_CONFIG,
   RemoteView,

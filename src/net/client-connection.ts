@@ -42,6 +42,8 @@ export interface ClientConnectionConfig {
    */
   resumeHi?: number;
   resumeLo?: number;
+  /** Join as a spectator watching this far behind (ms, 0..65535); absent or -1: as a player. */
+  spectatorDelayMs?: number;
 }
 
 export type ConnectionState =
@@ -203,6 +205,9 @@ export class ClientConnection {
     p.rate = c.rateBytesPerSecond;
     p.resumeHi = c.resumeHi ?? 0;
     p.resumeLo = c.resumeLo ?? 0;
+    const delay = c.spectatorDelayMs ?? -1;
+    p.spectator = delay >= 0;
+    p.spectatorDelayMs = delay >= 0 ? Math.min(65535, Math.round(delay)) : 0;
     p.reason = reason;
     this.endpoint.send(this.serverAddress, writeHandshakePacket(this.hsStream, c.protocolId, p));
   }

@@ -10,7 +10,7 @@
 // connect request (1):    clientNonce 32 | version 32 | schemaHash 32 | zero padding to REQUEST_BYTES
 // challenge (2):          clientNonce 32 | issuedAt 32 | cookie 64
 // challenge response (3): clientNonce 32 | issuedAt 32 | cookie 64 | updateRate 8 | rate 32
-//                         | resumeToken 64 | zero padding to REQUEST_BYTES
+//                         | resumeToken 64 | role 8 | spectatorDelayMs 16 | zero padding to REQUEST_BYTES
 // accepted (4):           clientNonce 32 | slot 16 | tickRate 8 | serverTick 32 | resumeToken 64
 // The resume token (0: none) is the server's for one player: a client that comes back with it
 // within the server's grace period takes its slot and player back.
@@ -85,6 +85,9 @@ export interface HandshakePacket {
   cookieLo: number;
   updateRate: number;
   rate: number;
+  /** Challenge response: the client joins as a spectator (no player, no commands), watching this far behind. */
+  spectator: boolean;
+  spectatorDelayMs: number;
   slot: number;
   tickRate: number;
   serverTick: number;
@@ -105,6 +108,8 @@ export function createHandshakePacket(): HandshakePacket {
     cookieLo: 0,
     updateRate: 0,
     rate: 0,
+    spectator: false,
+    spectatorDelayMs: 0,
     slot: 0,
     tickRate: 0,
     serverTick: 0,
@@ -132,6 +137,11 @@ function serializeBody(s: BitStream, p: HandshakePacket): boolean {
         p.rate = s.uint(p.rate, 32);
         p.resumeHi = s.uint(p.resumeHi, 32);
         p.resumeLo = s.uint(p.resumeLo, 32);
+        // In the padding: a client that predates spectators sends zeros (a player).
+        const role = s.uint(p.spectator ? 1 : 0, 8);
+        if (role > 1) return s.fail('unknown role');
+        p.spectator = role === 1;
+        p.spectatorDelayMs = s.uint(p.spectatorDelayMs, 16);
       }
       break;
     case PACKET_ACCEPTED:

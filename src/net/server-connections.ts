@@ -74,6 +74,8 @@ export class ServerConnection {
   /** Snapshots per second and bytes per second the client asked for in its challenge response. */
   readonly requestedUpdateRate: number;
   readonly requestedRateBytesPerSecond: number;
+  /** The client asked to watch as a spectator (no player, no commands), this far behind (ms); -1: a player. */
+  readonly spectatorDelayMs: number;
   /** Packets dropped for coming faster than maxPacketsPerSecond. */
   packetsThrottled = 0;
   /** Data packets this connection may still send before its allowance refills. */
@@ -87,6 +89,7 @@ export class ServerConnection {
     updateRate: number,
     rate: number,
     allowance: number,
+    spectatorDelayMs = -1,
   ) {
     this.slot = slot;
     this.address = address;
@@ -94,6 +97,7 @@ export class ServerConnection {
     this.channel = channel;
     this.requestedUpdateRate = updateRate;
     this.requestedRateBytesPerSecond = rate;
+    this.spectatorDelayMs = spectatorDelayMs;
     this.packetAllowance = allowance;
   }
 }
@@ -371,6 +375,7 @@ export class ServerConnections {
       p.updateRate,
       p.rate,
       this.config.maxPacketsPerSecond,
+      p.spectator ? p.spectatorDelayMs : -1,
     );
     const refusal = this.handler.accept(connection);
     if (refusal !== 0) {

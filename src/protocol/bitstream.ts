@@ -412,6 +412,12 @@ export class BitStream {
         for (let i = 0; i < length; i++) target[i] = this.readBits(8);
         return true;
       case MODE_WRITE:
+        if ((this.bitPos & 7) === 0 && this.bitPos + length * 8 <= this.bitLimit) {
+          // On a byte boundary: one copy (the buffer is zeroed past the position).
+          this.buf.set(target.subarray(0, length), this.bitPos >>> 3);
+          this.bitPos += length * 8;
+          return true;
+        }
         for (let i = 0; i < length; i++) this.writeBits(target[i], 8);
         return this.ok;
       default:

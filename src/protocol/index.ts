@@ -112,6 +112,7 @@ export {
   SNAPSHOT_DROP_REASONS,
   type SnapshotDropReason,
 } from './snapshot.ts';
+export { type SpectatorFrame, serializeSpectatorFrame } from './spectator.ts';
 export {
   CMD_ANGLE_BITS,
   CMD_LERP_MSEC_MAX,

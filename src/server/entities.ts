@@ -121,14 +121,33 @@ export class EntityStore {
    * the slot, or -1 when the store is full.
    */
   create(typeId: number): number {
-    const type = this.typeOf(typeId);
-    const zero = this.zeros[typeId];
+    this.typeOf(typeId);
     let i = this.lowestFree;
     while (i < this.maxEntities && this.alive[i] !== 0) i++;
     if (i === this.maxEntities) {
       this.lowestFree = i;
       return -1;
     }
+    this.occupy(i, typeId);
+    this.lowestFree = i + 1;
+    return i;
+  }
+
+  /**
+   * Creates an entity of type `typeId` in slot `index`, which must be free (a mirror of another
+   * store, such as a spectator stream's, keeps the indices it is given). As `create` otherwise.
+   */
+  createAt(index: number, typeId: number): void {
+    this.typeOf(typeId);
+    if (!(Number.isInteger(index) && index >= 0 && index < this.maxEntities) || this.alive[index] !== 0) {
+      throw new RangeError(`EntityStore.createAt: slot ${index} is not a free slot`);
+    }
+    this.occupy(index, typeId);
+  }
+
+  private occupy(i: number, typeId: number): void {
+    const type = this.schema.types[typeId];
+    const zero = this.zeros[typeId];
     this.alive[i] = 1;
     this.type[i] = typeId;
     // A new entity in a reused slot flips the teleport parity: never blended with the old one.
@@ -139,10 +158,8 @@ export class EntityStore {
     this.positions[3 * i] = 0;
     this.positions[3 * i + 1] = 0;
     this.positions[3 * i + 2] = 0;
-    this.lowestFree = i + 1;
     this.count++;
     if (i >= this.end) this.end = i + 1;
-    return i;
   }
 
   /** Frees slot `index`; throws when it holds no entity. */

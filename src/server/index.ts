@@ -67,3 +67,9 @@ export {
   type SnapshotWriterConfig,
   type SnapshotWriterStats,
 } from './snapshot-writer.ts';
+export {
+  DEFAULT_SPECTATOR_CONFIG,
+  type SpectatorConfig,
+  type SpectatorHub,
+  type SpectatorStreamStats,
+} from './spectators.ts';

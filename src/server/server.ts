@@ -32,6 +32,7 @@ import { EventCapture, EventLog } from './events.ts';
 import type { ServerHooks } from './hooks.ts';
 import { type LagCompensationConfig, type LagCompensationMode, LagCompensator } from './lag-compensation.ts';
 import { SnapshotWriter, type SnapshotWriterConfig } from './snapshot-writer.ts';
+import { type SpectatorConfig, SpectatorHub } from './spectators.ts';
 
 export interface ServerConfig {
   /** Simulation ticks per second. */
@@ -86,6 +87,8 @@ export interface ServerConfig {
    * itself) takes the slot and the player's state back. After it, the player is removed.
    */
   reconnectGraceMs: number;
+  /** Spectators: how many besides the players (default none), the delays offered, their frame rate. */
+  spectators: Partial<SpectatorConfig>;
 }
 
 export const DEFAULT_SERVER_CONFIG: ServerConfig = {
@@ -109,6 +112,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   eventBudgetShare: 0.25,
   lagCompensation: {},
   reconnectGraceMs: 0,
+  spectators: {},
 };
 
 export interface ServerStats extends ConnectionStats {
@@ -296,8 +300,10 @@ export class GameServer<P, W> {
   readonly entities: EntityStore;
   /** Lag compensation for hit-scan shots (null when the game has none). */
   readonly lagCompensation: LagCompensator<P, W> | null;
-  /** Connected clients by slot (null: free). */
+  /** Connected clients by slot (null: free, or a spectator's slot). */
   readonly clients: (ServerClient<P> | null)[];
+  /** Clients watching with no player (null when the server takes no spectators). */
+  readonly spectators: SpectatorHub<P, W> | null;
   readonly stats: ServerStats = { ticks: 0, ticksSkipped: 0, rejected: {}, connects: 0, disconnects: 0 };
   /** The handshake, bans, allowances and timeouts: everything before and around the game. */
   readonly connections: ServerConnections;
@@ -336,8 +342,13 @@ export class GameServer<P, W> {
     this.hooks = hooks;
     this.world = game.createWorld();
     this.tickIntervalMs = 1000 / c.tickRate;
-    this.clients = new Array(c.maxClients).fill(null);
+    const maxSpectators = c.spectators.maxSpectators ?? 0;
+    this.clients = new Array(c.maxClients + maxSpectators).fill(null);
     this.entities = new EntityStore(game.entities, { historyTicks: c.entityHistoryTicks });
+    this.spectators =
+      maxSpectators > 0
+        ? new SpectatorHub(game, this.entities, this.events, this.tickIntervalMs, c.spectators)
+        : null;
     this.entityScratch = new Float64Array(game.entities.stride);
     this.lagCompensation =
       game.hitscan === undefined
@@ -352,7 +363,7 @@ export class GameServer<P, W> {
     this.connections = new ServerConnections(
       endpoint,
       {
-        maxClients: c.maxClients,
+        maxClients: c.maxClients + maxSpectators,
         tickRate: c.tickRate,
         protocolId: c.protocolId,
         protocolVersion: c.protocolVersion,
@@ -533,8 +544,12 @@ export class GameServer<P, W> {
 
   private accept(connection: ServerConnection): number {
     const c = this.config;
+    if (connection.spectatorDelayMs >= 0) {
+      return this.spectators?.accept(connection, this.nowMs) ? 0 : REFUSE_SERVER_FULL;
+    }
     const away = this.clients[connection.slot];
     if (away !== null) return this.resume(away, connection);
+    if (this.playerCount >= c.maxClients) return REFUSE_SERVER_FULL;
     const entity = this.entities.create(this.game.playerEntity.typeId);
     if (entity < 0) return REFUSE_SERVER_FULL;
     const state = this.game.player.create();
@@ -595,6 +610,7 @@ export class GameServer<P, W> {
   }
 
   private removeClient(connection: ServerConnection, reason: number): void {
+    this.spectators?.remove(connection);
     const client = this.clients[connection.slot];
     if (client === null || client.connection !== connection) return;
     const grace = this.config.reconnectGraceMs;
@@ -658,6 +674,7 @@ export class GameServer<P, W> {
     this.updatePlayerEntities();
     this.entities.commit(this.tick);
     this.hooks.afterTick?.(this, this.tick);
+    this.spectators?.tick(this.tick, this.events, this.nowMs);
     this.connections.advance(this.nowMs, this.tickIntervalMs);
     const now = this.nowMs;
     for (const client of this.clients) {
@@ -752,7 +769,10 @@ export class GameServer<P, W> {
 
   private receivePayload(connection: ServerConnection, s: BitStream): void {
     const client = this.clients[connection.slot];
-    if (client === null) return;
+    if (client === null || client.connection !== connection) {
+      if (this.spectators?.isSpectator(connection)) this.spectators.payload(connection, s, this.nowMs);
+      return;
+    }
     const run = this.run;
     if (!serializeClientFlags(s, this.flags) || !serializeCommandRun(s, this.cmds, run)) {
       client.badPayloads++;
