@@ -1,13 +1,18 @@
-// Benchmarks: `npm run bench [-- SECTION...]` prints each section's tables (bandwidth, server,
-// client; all by default). Figures are compared as ratios within one run, never asserted in tests.
+// Benchmarks: `npm run bench [-- SECTION...] [--page-seconds N]` prints each section's tables
+// (bandwidth, server, client, matches, spectators, page; all by default). Figures are compared as ratios within one
+// run, never asserted in tests.
 
 import { performance } from 'node:perf_hooks';
 import { bandwidthSection } from './bench/bandwidth.ts';
 import { clientFrameSection } from './bench/client-frame.ts';
 import { matchesSection } from './bench/matches.ts';
+import { pageSection } from './bench/page.ts';
 import { machineHeader } from './bench/report.ts';
 import { serverTickSection } from './bench/server-tick.ts';
 import { spectatorSection } from './bench/spectators.ts';
+
+/** Seconds the page section measures frames for (--page-seconds). */
+let pageSeconds = 60;
 
 const SECTIONS: Record<string, { title: string; run: () => void | Promise<void> }> = {
   bandwidth: { title: '1. Bandwidth (issue 4)', run: () => bandwidthSection() },
@@ -15,10 +20,21 @@ const SECTIONS: Record<string, { title: string; run: () => void | Promise<void> 
   client: { title: '3. Client frame cost (issue 7)', run: () => clientFrameSection() },
   matches: { title: '4. Matches per core and per process', run: () => matchesSection() },
   spectators: { title: '5. Spectator cost', run: () => spectatorSection() },
+  page: { title: '6. The browser game: bundle size and frame time', run: () => pageSection(pageSeconds) },
 };
 
 async function main(): Promise<void> {
-  const asked = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const flag = args.indexOf('--page-seconds');
+  if (flag >= 0) {
+    pageSeconds = Number(args[flag + 1]);
+    if (!(pageSeconds >= 1 && pageSeconds <= 3600)) {
+      console.error(`bench: --page-seconds must be a number of seconds in 1..3600, got ${args[flag + 1]}`);
+      process.exit(2);
+    }
+    args.splice(flag, 2);
+  }
+  const asked = args;
   for (const name of asked) {
     if (!Object.hasOwn(SECTIONS, name)) {
       console.error(`bench: unknown section ${name} (sections: ${Object.keys(SECTIONS).join(', ')})`);

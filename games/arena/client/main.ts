@@ -1,0 +1,403 @@
+// The arena in the browser, live: connects (WebRTC, else WebSocket), samples input, runs the
+// client each animation frame and hands what it knows to the parts that show it: the scene (the
+// local player from prediction, the others from the interpolated remote view), the effects, the
+// HUD, net_graph (G), the lag compensation overlay (O) and the panel (P). Scene, effects and HUD
+// take plain state, so another source of world state (a demo) can drive them. Any failure shows
+// on the page with a retry.
+
+import { FrameLoop, InputSampler } from 'backstep/browser';
+import { createInputSample, type NetGraphFigures } from 'backstep/client';
+import type { WireEvent } from 'backstep/protocol';
+import { vec3 } from 'backstep/sim';
+import {
+  BUTTON_ATTACK,
+  BUTTON_CROUCH,
+  BUTTON_JUMP,
+  BUTTON_RELOAD,
+  EVENT_WEAPON_FIRE,
+  IMPULSE_WEAPON_1,
+} from '../shared/constants.ts';
+import {
+  PLAYER_ENTITY,
+  PLAYER_ENTITY_TYPE,
+  PROJECTILE_ENTITY,
+  PROJECTILE_ENTITY_TYPE,
+} from '../shared/entities.ts';
+import { ARENA_LEVEL } from '../shared/level.ts';
+import type { KillMessage, ServerStatsMessage, ShotReport } from '../shared/messages.ts';
+import { eyeHeight } from '../shared/player.ts';
+import { ArenaEffects } from './effects.ts';
+import { Hud } from './hud.ts';
+import { NetGraphView } from './net-graph-view.ts';
+import { LagCompensationOverlay, type OverlayStats } from './overlay.ts';
+import { Panel, type PanelValues } from './panel.ts';
+import { ArenaScene, type ViewPoint } from './scene.ts';
+import { ArenaSession, DEFAULT_SESSION_OPTIONS } from './session.ts';
+
+/** What the page reports about itself (tests and benchmarks read it). */
+export interface ArenaReport {
+  phase: string;
+  failure: string;
+  transport: string;
+  fallbackReason: string;
+  state: string;
+  slot: number;
+  spawned: boolean;
+  origin: { x: number; y: number; z: number };
+  yaw: number;
+  pitch: number;
+  health: number;
+  weapon: number;
+  netGraph: NetGraphFigures | null;
+  netGraphLines: string[];
+  netGraphVisible: boolean;
+  overlay: OverlayStats;
+  overlayVisible: boolean;
+  panelVisible: boolean;
+  serverStats: ServerStatsMessage | null;
+  frames: number;
+  /** Shots this client fired, and hits its own prediction saw. */
+  shotsFired: number;
+  predictedHits: number;
+  killFeed: string[];
+  /** Frame time over the frames since the last reset: mean and 99th percentile, ms. */
+  frameTimes(reset: boolean): {
+    frames: number;
+    workMean: number;
+    workP99: number;
+    intervalMean: number;
+    intervalP99: number;
+  };
+}
+
+declare global {
+  interface Window {
+    arena: ArenaReport;
+  }
+}
+
+const params = new URLSearchParams(location.search);
+const transportParam = params.get('transport');
+const options = {
+  ...DEFAULT_SESSION_OPTIONS,
+  host: params.get('server') ?? location.host,
+  transport: transportParam === 'webrtc' || transportParam === 'websocket' ? transportParam : 'auto',
+  secure: location.protocol === 'https:',
+  protocolVersion: Number(params.get('protocolVersion') ?? DEFAULT_SESSION_OPTIONS.protocolVersion),
+  webRtcTimeoutMs: Number(params.get('rtcTimeoutMs') ?? DEFAULT_SESSION_OPTIONS.webRtcTimeoutMs),
+} as const;
+
+const $ = (id: string) => document.getElementById(id) as HTMLElement;
+const canvas = $('view') as HTMLCanvasElement;
+const statusBox = $('status');
+const statusText = $('status-text');
+const retryButton = $('retry') as HTMLButtonElement;
+const legend = $('overlay-legend');
+
+const P = PLAYER_ENTITY.index;
+const scene = new ArenaScene(canvas, ARENA_LEVEL, {
+  playerType: PLAYER_ENTITY_TYPE,
+  projectileType: PROJECTILE_ENTITY_TYPE,
+  player: { x: P.x, y: P.y, z: P.z, yaw: P.yaw, ducked: P.ducked, alive: P.alive },
+  projectile: PROJECTILE_ENTITY.index,
+});
+const overlay = new LagCompensationOverlay();
+overlay.visible = params.get('overlay') === '1';
+scene.world.add(overlay.group);
+const netGraphView = new NetGraphView($('side'));
+netGraphView.visible = params.get('netgraph') === '1';
+let methods: PanelValues;
+const panel = new Panel($('panel'), (values) => applyPanel(values));
+methods = panel.values;
+panel.visible = params.get('panel') === '1';
+
+const sampler = new InputSampler(canvas, {
+  bindings: {
+    forward: ['KeyW', 'ArrowUp'],
+    back: ['KeyS', 'ArrowDown'],
+    left: ['KeyA', 'ArrowLeft'],
+    right: ['KeyD', 'ArrowRight'],
+    up: [],
+    down: [],
+    buttons: {
+      Space: BUTTON_JUMP,
+      KeyC: BUTTON_CROUCH,
+      ShiftLeft: BUTTON_CROUCH,
+      Mouse0: BUTTON_ATTACK,
+      KeyR: BUTTON_RELOAD,
+    },
+    impulses: { Digit1: IMPULSE_WEAPON_1, Digit2: IMPULSE_WEAPON_1 + 1, Digit3: IMPULSE_WEAPON_1 + 2 },
+  },
+});
+const input = createInputSample();
+
+const report: ArenaReport = {
+  phase: 'connecting',
+  failure: '',
+  transport: '',
+  fallbackReason: '',
+  state: '',
+  slot: -1,
+  spawned: false,
+  origin: { x: 0, y: 0, z: 0 },
+  yaw: 0,
+  pitch: 0,
+  health: 0,
+  weapon: 0,
+  netGraph: null,
+  netGraphLines: [],
+  netGraphVisible: netGraphView.visible,
+  overlay: overlay.stats,
+  overlayVisible: overlay.visible,
+  panelVisible: panel.visible,
+  serverStats: null,
+  frames: 0,
+  shotsFired: 0,
+  predictedHits: 0,
+  killFeed: [],
+  frameTimes: (reset) => {
+    const w = loop.workTimes;
+    const i = loop.intervals;
+    const out = {
+      frames: w.count,
+      workMean: w.mean(),
+      workP99: w.percentile(99),
+      intervalMean: i.mean(),
+      intervalP99: i.percentile(99),
+    };
+    if (reset) {
+      w.clear();
+      i.clear();
+    }
+    return out;
+  },
+};
+window.arena = report;
+
+const effects = new ArenaEffects(scene);
+const hud = new Hud(document);
+let session: ArenaSession;
+let viewSet = false;
+
+function playerName(slot: number): string {
+  if (slot < 0) return 'a rocket';
+  return slot === session.client?.slot ? 'you' : `player ${slot}`;
+}
+
+function onEvent(e: WireEvent, predicted: boolean, command: number): void {
+  const client = session.client;
+  if (client === null) return;
+  const s = client.predictor.current;
+  effects.play(performance.now(), e, predicted, { x: s.originX, y: s.originY, z: s.originZ });
+  if (predicted && e.type === EVENT_WEAPON_FIRE) rememberDrawnShot(command);
+}
+
+/** The targets as this client drew them for the command that fired (the overlay's blue boxes). */
+function rememberDrawnShot(command: number): void {
+  const view = session.client?.view;
+  if (view === undefined) return;
+  const shot = {
+    command,
+    count: 0,
+    entities: [] as number[],
+    origins: [] as number[],
+    ducked: [] as boolean[],
+  };
+  for (let k = 0; k < view.count; k++) {
+    const e = view.list[k];
+    if (view.types[e] !== PLAYER_ENTITY_TYPE) continue;
+    const o = e * view.stride;
+    shot.entities.push(e);
+    shot.origins.push(view.values[o + P.x], view.values[o + P.y], view.values[o + P.z]);
+    shot.ducked.push(view.values[o + P.ducked] !== 0);
+    shot.count++;
+  }
+  overlay.drawn(shot);
+}
+
+function onKill(kill: KillMessage): void {
+  hud.kill(performance.now(), kill, playerName);
+  report.killFeed = hud.feed.map((f) => f.text);
+}
+
+function onShotReport(r: ShotReport): void {
+  overlay.report(performance.now(), r);
+}
+
+/** Applies the panel's values: link shapes, the methods the client runs, and the server's part. */
+function applyPanel(values: PanelValues): void {
+  methods = values;
+  session.setUpShape({
+    latencyMs: values.upLatencyMs,
+    jitterMs: values.upJitterMs,
+    loss: values.upLossPercent / 100,
+    duplicate: values.upDuplicatePercent / 100,
+  });
+  const s = session.settings;
+  s.downLatencyMs = values.downLatencyMs;
+  s.downJitterMs = values.downJitterMs;
+  s.downLoss = values.downLossPercent / 100;
+  s.downDuplicate = values.downDuplicatePercent / 100;
+  s.lagCompensation = values.lagCompensation;
+  s.updateRate = values.updateRate;
+  s.rateBytesPerSecond = values.rateBytesPerSecond;
+  s.overlay = overlay.visible;
+  const client = session.client;
+  if (client !== null) {
+    client.interpolate = values.interpolation;
+    client.setInterpolationDelay(values.interpolationDelay);
+    client.setMaxExtrapolationMs(values.maxExtrapolationMs);
+    client.setUpdateRate(values.updateRate);
+  }
+  session.sendSettings();
+}
+
+function showStatus(text: string, retry: boolean): void {
+  statusBox.hidden = false;
+  statusText.textContent = text;
+  retryButton.hidden = !retry;
+}
+
+function startSession(): void {
+  viewSet = false;
+  showStatus(`Connecting to ${options.host}…`, false);
+  session = new ArenaSession(options, { onEvent }, { onKill, onShotReport });
+  void session
+    .start(() => performance.now())
+    .then(() => {
+      if (session.client !== null) applyPanel(methods);
+    });
+}
+
+retryButton.addEventListener('click', () => {
+  const old = session;
+  void old.close().finally(() => {
+    startSession();
+    if (!loop.isRunning) loop.start();
+  });
+});
+
+window.addEventListener('keydown', (e) => {
+  const tag = (e.target as HTMLElement | null)?.tagName;
+  if (tag === 'INPUT' || tag === 'SELECT' || tag === 'TEXTAREA' || e.repeat) return;
+  if (e.code === 'KeyG') netGraphView.visible = !netGraphView.visible;
+  else if (e.code === 'KeyO') {
+    overlay.visible = !overlay.visible;
+    if (!overlay.visible) overlay.clear();
+    session.settings.overlay = overlay.visible;
+    session.sendSettings();
+  } else if (e.code === 'KeyP') {
+    panel.visible = !panel.visible;
+    if (panel.visible && document.pointerLockElement !== null) document.exitPointerLock();
+  }
+});
+
+canvas.addEventListener('mousedown', () => effects.unlockAudio());
+
+function resize(): void {
+  scene.resize(window.innerWidth, window.innerHeight);
+}
+window.addEventListener('resize', resize);
+resize();
+
+const origin = vec3();
+const viewPoint: ViewPoint = { eyeX: 0, eyeY: 0, eyeZ: 64, yaw: 0, pitch: 0, weapon: 0, alive: true };
+let lastGraphMs = 0;
+
+function frame(nowMs: number): void {
+  const client = session.client;
+  const spawned = client?.isSpawned === true;
+  if (client !== null && spawned && !viewSet) {
+    const s = client.predictor.current;
+    sampler.setView(s.yaw, s.pitch);
+    viewSet = true;
+  }
+  if (spawned) sampler.sample(input);
+  session.frame(nowMs, spawned ? input : null);
+  report.phase = session.phase;
+  report.failure = session.failure;
+  report.transport = session.transport;
+  report.fallbackReason = session.fallbackReason;
+  report.frames++;
+  if (session.phase === 'failed') {
+    showStatus(session.failure, true);
+    loop.stop();
+    return;
+  }
+  if (client === null || !client.isSpawned) {
+    scene.render(nowMs, viewPoint, { count: 0, list: [], types: [], values: new Float64Array(0), stride: 1 });
+    return;
+  }
+  statusBox.hidden = true;
+  const predictor = client.predictor;
+  const state = methods.prediction ? predictor.current : predictor.acked;
+  if (methods.prediction) predictor.renderOrigin(nowMs, origin);
+  else {
+    origin.x = state.originX;
+    origin.y = state.originY;
+    origin.z = state.originZ;
+  }
+  viewPoint.eyeX = origin.x;
+  viewPoint.eyeY = origin.y;
+  viewPoint.eyeZ = origin.z + eyeHeight(state);
+  viewPoint.yaw = sampler.yaw;
+  viewPoint.pitch = sampler.pitch;
+  viewPoint.weapon = state.activeWeapon;
+  viewPoint.alive = state.health > 0;
+  overlay.update(nowMs);
+  scene.render(nowMs, viewPoint, client.view);
+
+  report.state = client.state;
+  report.slot = client.slot;
+  report.spawned = true;
+  report.origin.x = state.originX;
+  report.origin.y = state.originY;
+  report.origin.z = state.originZ;
+  report.yaw = sampler.yaw;
+  report.pitch = sampler.pitch;
+  report.health = predictor.current.health;
+  report.weapon = predictor.current.activeWeapon;
+  report.netGraph = session.netGraph.figures;
+  report.serverStats = session.serverStats;
+  report.netGraphVisible = netGraphView.visible;
+  report.overlayVisible = overlay.visible;
+  report.panelVisible = panel.visible;
+  legend.style.display = overlay.visible ? 'block' : 'none';
+  if (overlay.visible && overlay.stats.shots > 0) {
+    $('overlay-mode').textContent =
+      `${overlay.stats.lastMode}${overlay.stats.lastExact ? ' (named view)' : ''}, apart ${overlay.stats.lastOffset.toFixed(1)} u`;
+  }
+
+  const stats = session.serverStats;
+  hud.update(
+    nowMs,
+    predictor.current,
+    stats?.kills ?? 0,
+    stats?.deaths ?? 0,
+    effects.hitMarkerUntilMs,
+    effects.footstepUntilMs,
+  );
+  report.killFeed = hud.feed.map((f) => f.text);
+  report.shotsFired = effects.shotsFired;
+  report.predictedHits = effects.predictedHits;
+  if (netGraphView.visible && nowMs - lastGraphMs >= 66) {
+    lastGraphMs = nowMs;
+    netGraphView.draw(
+      nowMs,
+      session.netGraph.figures,
+      client.packets,
+      session.transport,
+      stats?.updateRate ?? methods.updateRate,
+      stats?.rateBytesPerSecond ?? methods.rateBytesPerSecond,
+    );
+    report.netGraphLines = netGraphView.lines;
+  }
+}
+
+const loop = new FrameLoop(frame, {
+  onError: (error) => {
+    showStatus(`The game stopped: ${error instanceof Error ? error.message : String(error)}`, true);
+  },
+});
+startSession();
+loop.start();
