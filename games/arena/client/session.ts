@@ -110,7 +110,7 @@ export class ArenaSession {
           updateRate: this.settings.updateRate,
           rateBytesPerSecond: this.settings.rateBytesPerSecond,
         },
-        this.hooks,
+        { ...this.hooks, onMessage: (message) => this.readMessage(message) },
       );
       this.client.connect(nowMs());
     } catch (error) {
@@ -134,12 +134,12 @@ export class ArenaSession {
 
   /** Sends the settings to the server (a reliable message); false when the client is not connected yet. */
   sendSettings(): boolean {
-    const channel = this.client?.channel;
-    if (channel == null || this.client?.state !== 'connected') return false;
+    const client = this.client;
+    if (client === null || client.state !== 'connected') return false;
     const s = this.stream.beginWrite();
     serializeMessageType(s, MESSAGE_SETTINGS);
     serializeClientSettings(s, this.settings);
-    this.settingsSent = channel.sendReliable(s.bytes);
+    this.settingsSent = client.sendMessage(s.bytes);
     return this.settingsSent;
   }
 
@@ -154,7 +154,6 @@ export class ArenaSession {
     if (state === 'connected') {
       if (this.phase === 'connecting') this.phase = 'playing';
       if (!this.settingsSent) this.sendSettings();
-      this.readMessages();
       this.netGraph.update(nowMs, client);
       const inner = endpoint.inner as { isOpen?: boolean };
       if (inner.isOpen === false) this.fail('Connection lost: the server went away (its connection closed).');
@@ -187,22 +186,19 @@ export class ArenaSession {
     void this.close().catch(() => {});
   }
 
-  private readMessages(): void {
-    const channel = this.client?.channel;
-    if (channel == null) return;
-    for (let data = channel.receiveReliable(); data !== null; data = channel.receiveReliable()) {
-      const s = this.stream.beginRead(data);
-      const type = serializeMessageType(s, 0);
-      if (type === MESSAGE_SERVER_STATS && serializeServerStats(s, this.statsMessage)) {
-        this.serverStats = this.statsMessage;
-        this.netGraph.serverTickMs = this.statsMessage.tickMsMean;
-      } else if (type === MESSAGE_KILL && serializeKill(s, this.kill)) {
-        this.events.onKill(this.kill);
-      } else if (type === MESSAGE_SHOT_REPORT && serializeShotReport(s, this.report)) {
-        this.events.onShotReport(this.report);
-      } else {
-        this.badMessages++;
-      }
+  /** One game message from the server (the GameClient's onMessage hook). */
+  private readMessage(data: Uint8Array): void {
+    const s = this.stream.beginRead(data);
+    const type = serializeMessageType(s, 0);
+    if (type === MESSAGE_SERVER_STATS && serializeServerStats(s, this.statsMessage)) {
+      this.serverStats = this.statsMessage;
+      this.netGraph.serverTickMs = this.statsMessage.tickMsMean;
+    } else if (type === MESSAGE_KILL && serializeKill(s, this.kill)) {
+      this.events.onKill(this.kill);
+    } else if (type === MESSAGE_SHOT_REPORT && serializeShotReport(s, this.report)) {
+      this.events.onShotReport(this.report);
+    } else {
+      this.badMessages++;
     }
   }
 }

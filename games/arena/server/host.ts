@@ -245,6 +245,10 @@ export class ArenaHost {
         };
         if (!this.options.placeInFront(client.address)) this.placeRangeTargets(server, client);
       },
+      onMessage: (_server, client, message) => {
+        const seat = this.seats[client.slot];
+        if (seat !== null) this.readMessage(client, seat, message);
+      },
       onDisconnect: (_server, client) => {
         this.seats[client.slot] = null;
         this.shaped.shape(client.address, null);
@@ -274,7 +278,6 @@ export class ArenaHost {
           if (client === null) continue;
           const seat = this.seats[client.slot];
           if (seat === null) continue;
-          this.readMessages(client, seat);
           const health = client.state.health;
           // A death no hit-scan shot explains: a projectile's.
           if (seat.lastHealth > 0 && health <= 0) this.killed(server, -1, client, -1);
@@ -322,7 +325,7 @@ export class ArenaHost {
 
   private broadcast(server: Server, bytes: Uint8Array): void {
     for (const c of server.clients) {
-      if (c !== null && this.seats[c.slot]?.subscribed) c.channel.sendReliable(bytes);
+      if (c !== null && this.seats[c.slot]?.subscribed) server.sendMessage(c, bytes);
     }
   }
 
@@ -343,7 +346,7 @@ export class ArenaHost {
       const s = this.stream.beginWrite();
       serializeMessageType(s, MESSAGE_SERVER_STATS);
       serializeServerStats(s, m);
-      c.channel.sendReliable(s.bytes);
+      server.sendMessage(c, s.bytes);
     }
   }
 
@@ -373,52 +376,43 @@ export class ArenaHost {
     const bytes = s.bytes.slice();
     seat.recentShots.push({ atMs: server.timeMs, bytes });
     if (seat.recentShots.length > RECENT_SHOTS) seat.recentShots.shift();
-    if (seat.settings.overlay && client.channel.sendReliable(bytes)) this.stats.shotReports++;
+    if (seat.settings.overlay && server.sendMessage(client, bytes)) this.stats.shotReports++;
   }
 
-  /** Reads every reliable message the client sent; applies valid settings, counts the rest. */
-  private readMessages(client: Client, seat: Seat): void {
-    for (
-      let data = client.channel.receiveReliable();
-      data !== null;
-      data = client.channel.receiveReliable()
-    ) {
-      const s = this.stream.beginRead(data);
-      const next = createClientSettings();
-      if (
-        serializeMessageType(s, MESSAGE_SETTINGS) !== MESSAGE_SETTINGS ||
-        !serializeClientSettings(s, next)
-      ) {
-        this.refuse(client, seat);
-        continue;
-      }
-      const shape = {
-        latencyMs: next.downLatencyMs,
-        jitterMs: next.downJitterMs,
-        loss: next.downLoss,
-        duplicate: next.downDuplicate,
-      };
-      if (checkLinkShape(shape) !== null) {
-        this.refuse(client, seat);
-        continue;
-      }
-      const overlayTurnedOn = next.overlay && !seat.settings.overlay;
-      seat.settings = next;
-      seat.subscribed = true;
-      if (overlayTurnedOn) {
-        for (const shot of seat.recentShots) {
-          if (this.server.timeMs - shot.atMs <= RECENT_SHOT_MS && client.channel.sendReliable(shot.bytes)) {
-            this.stats.shotReports++;
-          }
+  /** One game message from the client: valid settings are applied, anything else is counted. */
+  private readMessage(client: Client, seat: Seat, data: Uint8Array): void {
+    const s = this.stream.beginRead(data);
+    const next = createClientSettings();
+    if (serializeMessageType(s, MESSAGE_SETTINGS) !== MESSAGE_SETTINGS || !serializeClientSettings(s, next)) {
+      this.refuse(client, seat);
+      return;
+    }
+    const shape = {
+      latencyMs: next.downLatencyMs,
+      jitterMs: next.downJitterMs,
+      loss: next.downLoss,
+      duplicate: next.downDuplicate,
+    };
+    if (checkLinkShape(shape) !== null) {
+      this.refuse(client, seat);
+      return;
+    }
+    const overlayTurnedOn = next.overlay && !seat.settings.overlay;
+    seat.settings = next;
+    seat.subscribed = true;
+    if (overlayTurnedOn) {
+      for (const shot of seat.recentShots) {
+        if (this.server.timeMs - shot.atMs <= RECENT_SHOT_MS && this.server.sendMessage(client, shot.bytes)) {
+          this.stats.shotReports++;
         }
       }
-      const c = this.server.config;
-      client.pacing.updateRate = Math.min(next.updateRate, c.defaultUpdateRate, c.tickRate);
-      client.pacing.rateBytesPerSecond = next.rateBytesPerSecond;
-      client.lagCompensationMode = next.lagCompensation === 'server' ? null : next.lagCompensation;
-      this.shaped.shape(client.address, shape);
-      this.stats.settingsApplied++;
     }
+    const c = this.server.config;
+    client.pacing.updateRate = Math.min(next.updateRate, c.defaultUpdateRate, c.tickRate);
+    client.pacing.rateBytesPerSecond = next.rateBytesPerSecond;
+    client.lagCompensationMode = next.lagCompensation === 'server' ? null : next.lagCompensation;
+    this.shaped.shape(client.address, shape);
+    this.stats.settingsApplied++;
   }
 
   private refuse(client: Client, seat: Seat): void {
