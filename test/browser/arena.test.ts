@@ -215,6 +215,7 @@ describe('the arena in Chromium', () => {
       (x) => x.overlay.clientBoxes > 0 && x.overlay.serverBoxes > 0,
     );
     expect(shown.overlay.lastMode, msg()).toBe('exact');
+    expect(shown.overlay.lastMatched, msg()).toBeGreaterThan(0);
     expect(shown.overlay.lastOffset, msg()).toBeLessThan(1);
     await page.screenshot({ path: join(OUT, 'webrtc-overlay.png') });
     // The panel: 200 ms more on the down link raises the round trip by about that much.
@@ -236,7 +237,7 @@ describe('the arena in Chromium', () => {
     await waitFor(page, 'the mode applied', (x) => x.serverStats?.lagCompensation === 'off');
     await page.click('#view');
     let apart = await report(page);
-    for (let i = 0; i < 6 && !(apart.overlay.lastMode === 'off' && apart.overlay.lastOffset > 5); i++) {
+    for (let i = 0; i < 8 && !(apart.overlay.lastMode === 'off' && apart.overlay.lastOffset > 5); i++) {
       await fire(page);
       await page.waitForTimeout(700);
       apart = await report(page);

@@ -25,8 +25,9 @@ export interface OverlayStats {
   /** Boxes on screen now: this client's and the server's. */
   clientBoxes: number;
   serverBoxes: number;
-  /** Shots shown in all, and the largest distance between a target's two origins in the newest one. */
+  /** Shots shown in all; in the newest one, the targets shown both ways and the largest distance between a target's two origins. */
   shots: number;
+  lastMatched: number;
   lastOffset: number;
   lastMode: string;
   lastExact: boolean;
@@ -45,6 +46,7 @@ export class LagCompensationOverlay {
     clientBoxes: 0,
     serverBoxes: 0,
     shots: 0,
+    lastMatched: 0,
     lastOffset: 0,
     lastMode: '',
     lastExact: false,
@@ -84,6 +86,7 @@ export class LagCompensationOverlay {
     let client = 0;
     let server = 0;
     let offset = 0;
+    let matched = 0;
     for (let i = 0; i < r.count; i++) {
       const sx = r.origins[i * 3];
       const sy = r.origins[i * 3 + 1];
@@ -96,12 +99,14 @@ export class LagCompensationOverlay {
         const cz = drawn.origins[k * 3 + 2];
         client += this.addBoxes(group, cx, cy, cz, drawn.ducked[k], this.clientMaterial, 1);
         offset = Math.max(offset, Math.hypot(cx - sx, cy - sy, cz - sz));
+        matched++;
       }
     }
     if (client + server === 0) return;
     this.group.add(group);
     this.shown.push({ group, untilMs: nowMs + this.keepMs, client, server });
     this.stats.shots++;
+    this.stats.lastMatched = matched;
     this.stats.lastOffset = offset;
     this.stats.lastMode = r.mode;
     this.stats.lastExact = r.exact;

@@ -271,7 +271,8 @@ export class ArenaHost {
           }
         }
         const seat = this.seats[client.slot];
-        if (seat?.subscribed) this.shotReport(server, client, seat, cmd.sequence);
+        // Only commands whose weapon really fired (holding the trigger through the refire time does not).
+        if (seat?.subscribed && weapon >= 0) this.shotReport(server, client, seat, cmd.sequence);
       },
       onTick: (server) => {
         for (const client of server.clients) {
