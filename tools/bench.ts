@@ -1,6 +1,6 @@
 // Benchmarks: `npm run bench [-- SECTION...] [--page-seconds N]` prints each section's tables
-// (bandwidth, server, client, matches, spectators, page; all by default). Figures are compared as ratios within one
-// run, never asserted in tests.
+// (bandwidth, server, client, matches, spectators, page; all by default). Figures are compared
+// as ratios within one run, never asserted in tests.
 
 import { performance } from 'node:perf_hooks';
 import { bandwidthSection } from './bench/bandwidth.ts';
