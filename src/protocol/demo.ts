@@ -691,3 +691,83 @@ function startsWithMagic(bytes: Uint8Array): boolean {
 function hex(v: number): string {
   return `0x${v.toString(16).padStart(8, '0')}`;
 }
+
+/**
+ * A killcam travels to the victim as reliable game messages (the game routes them by their
+ * first byte), each: tag `KILLCAM_MESSAGE_TAG` (1 byte), killcam id (2, little-endian), part
+ * index (2), part count (2), then its share of serializeKillcam's bytes.
+ */
+export const KILLCAM_MESSAGE_TAG = 0x4b;
+export const KILLCAM_MESSAGE_HEAD = 7;
+/** Largest killcam sent as messages, bytes. */
+export const KILLCAM_MAX_BYTES = 1 << 20;
+
+/** Splits a killcam's bytes into messages of at most `maxMessageBytes` (with their head). */
+export function killcamMessages(bytes: Uint8Array, id: number, maxMessageBytes: number): Uint8Array[] {
+  const room = maxMessageBytes - KILLCAM_MESSAGE_HEAD;
+  if (!(room >= 1))
+    throw new RangeError(`killcamMessages: maxMessageBytes must be over ${KILLCAM_MESSAGE_HEAD}`);
+  if (bytes.length > KILLCAM_MAX_BYTES)
+    throw new RangeError(`killcam of ${bytes.length} bytes is over ${KILLCAM_MAX_BYTES}`);
+  const count = Math.max(1, Math.ceil(bytes.length / room));
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < count; i++) {
+    const part = bytes.subarray(i * room, Math.min(bytes.length, (i + 1) * room));
+    const m = new Uint8Array(KILLCAM_MESSAGE_HEAD + part.length);
+    m[0] = KILLCAM_MESSAGE_TAG;
+    putU16(m, 1, id & 0xffff);
+    putU16(m, 3, i);
+    putU16(m, 5, count);
+    m.set(part, KILLCAM_MESSAGE_HEAD);
+    out.push(m);
+  }
+  return out;
+}
+
+/**
+ * Puts a killcam's messages back together (they arrive in order: reliable messages). A message
+ * of another killcam starts over; a malformed one (wrong tag, index out of order, count past the
+ * limit) is refused and resets. `receive` returns the whole killcam's bytes on its last part.
+ */
+export class KillcamAssembler {
+  refused = 0;
+  private id = -1;
+  private next = 0;
+  private count = 0;
+  private parts: Uint8Array[] = [];
+
+  receive(message: Uint8Array): Uint8Array | null {
+    if (message.length < KILLCAM_MESSAGE_HEAD || message[0] !== KILLCAM_MESSAGE_TAG) return this.refuse();
+    const id = u16(message, 1);
+    const index = u16(message, 3);
+    const count = u16(message, 5);
+    if (index === 0) {
+      this.id = id;
+      this.next = 0;
+      this.count = count;
+      this.parts = [];
+    }
+    if (id !== this.id || index !== this.next || count !== this.count || count === 0) return this.refuse();
+    if (count * (message.length - KILLCAM_MESSAGE_HEAD) > KILLCAM_MAX_BYTES * 2) return this.refuse();
+    this.parts.push(message.subarray(KILLCAM_MESSAGE_HEAD));
+    this.next++;
+    if (this.next < count) return null;
+    const total = this.parts.reduce((n, p) => n + p.length, 0);
+    const out = new Uint8Array(total);
+    let at = 0;
+    for (const p of this.parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    this.id = -1;
+    this.parts = [];
+    return out;
+  }
+
+  private refuse(): null {
+    this.refused++;
+    this.id = -1;
+    this.parts = [];
+    return null;
+  }
+}

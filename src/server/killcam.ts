@@ -4,7 +4,14 @@
 // Killcam (src/protocol/demo.ts) that the victim's client draws command by command: the
 // killer's movement and every other entity exactly as the killer's client blended them.
 
-import type { Killcam, KillcamFrame, ViewEntity } from '../protocol/demo.ts';
+import { BitStream } from '../protocol/bitstream.ts';
+import {
+  type Killcam,
+  type KillcamFrame,
+  killcamMessages,
+  serializeKillcam,
+  type ViewEntity,
+} from '../protocol/demo.ts';
 import { encodeField } from '../protocol/schema.ts';
 import { copyUserCommand, createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import type { GameDefinition } from '../sim/game.ts';
@@ -58,6 +65,7 @@ export class KillcamRecorder<P, W> {
   private readonly mask: number;
   private readonly scratch: Float64Array;
   private builder: NamedViewBuilder | null = null;
+  private sentCount = 0;
 
   constructor(game: GameDefinition<P, W>, config: Partial<KillcamConfig> = {}) {
     this.config = { ...DEFAULT_KILLCAM_CONFIG, ...config };
@@ -129,6 +137,21 @@ export class KillcamRecorder<P, W> {
       playerType,
       frames,
     };
+  }
+
+  /**
+   * Sends `killcam` to `victim` as reliable game messages (KILLCAM_MESSAGE_TAG first; the victim's
+   * client puts them together with a KillcamAssembler and draws with drawKillcamFrame). Returns
+   * false when the victim's window of messages had no room for every part (the parts that went
+   * are dropped by the assembler when the next killcam starts).
+   */
+  send(server: GameServer<P, W>, victim: ServerClient<P>, killcam: Killcam, maxMessageBytes = 1024): boolean {
+    const s = new BitStream(1 << 20);
+    s.beginWrite();
+    if (!serializeKillcam(s, killcam, this.game.entities)) return false;
+    const parts = killcamMessages(s.bytes, this.sentCount++, maxMessageBytes);
+    for (const m of parts) if (!server.sendMessage(victim, m)) return false;
+    return true;
   }
 
   private ring(slot: number): PlayerRing {

@@ -1,7 +1,7 @@
 // The killcam end to end: bots fight over a lossy network on simulated time; after every kill the
-// server captures the killer's last seconds, sends them as bytes, and each killcam frame drawn
-// from them equals, entity for entity and value for value, the view the killer's client drew
-// for the command the frame names.
+// server captures the killer's last seconds and sends them to the victim's client as reliable
+// game messages, and each killcam frame drawn from them equals, entity for entity and value for
+// value, the view the killer's client drew for the command the frame names.
 
 import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
@@ -11,8 +11,7 @@ import { aimBot } from '../../games/arena/testing/shots.ts';
 import type { GameClient } from '../../src/client/client.ts';
 import { decodeKillcam, drawKillcamFrame } from '../../src/client/demo-player.ts';
 import { parseProfile } from '../../src/net/profile.ts';
-import { BitStream } from '../../src/protocol/bitstream.ts';
-import { type Killcam, serializeKillcam } from '../../src/protocol/demo.ts';
+import { type Killcam, KillcamAssembler } from '../../src/protocol/demo.ts';
 import { encodeField } from '../../src/protocol/schema.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
 import { KillcamRecorder } from '../../src/server/killcam.ts';
@@ -39,18 +38,15 @@ describe('the killcam', () => {
     const seed = 23;
     const msg = `seed ${seed}`;
     const killcams = new KillcamRecorder(arenaGame);
-    const sent: Uint8Array[] = [];
+    // Killcams go to the victim's client over the lossy network, as reliable game messages.
+    const sent: Killcam[] = [];
+    const received: { slot: number; bytes: Uint8Array }[] = [];
     const rules = arenaRules({
       respawnMs: 1000,
-      onKill: (_server, killer, victim) => {
+      onKill: (server, killer, victim) => {
         if (killer === null) return;
         const cam = killcams.capture(killer, victim, 3000);
-        if (cam === null) return;
-        // As the victim's client would receive it: bytes.
-        const s = new BitStream(1 << 20);
-        s.beginWrite();
-        expect(serializeKillcam(s, cam, schema)).toBe(true);
-        sent.push(s.bytes.slice());
+        if (cam !== null && killcams.send(server, victim, cam)) sent.push(cam);
       },
     });
     const match = new Match(arenaGame, seed, {}, combineHooks(rules, killcams.hooks));
@@ -59,11 +55,16 @@ describe('the killcam', () => {
     const drawn = new Map<number, Map<number, Drawn>>();
     for (let i = 0; i < 4; i++) {
       let client: Client | null = null;
+      const assembler = new KillcamAssembler();
       const entry = match.addClient({
         profile,
         drive: aimBot(seed * 7 + i, { aimErrorUnits: 10 }),
         frameJitterMs: 4,
         hooks: {
+          onMessage: (message) => {
+            const whole = assembler.receive(message);
+            if (whole !== null) received.push({ slot: (client as Client).slot, bytes: whole });
+          },
           onPredicted: (cmd, state) => {
             const c = client as Client;
             const view = c.view;
@@ -88,6 +89,8 @@ describe('the killcam', () => {
     match.close();
 
     expect(sent.length, msg).toBeGreaterThan(5);
+    // All but those of the last kills, still on their way when the match stopped.
+    expect(received.length, msg).toBeGreaterThanOrEqual(sent.length - 3);
     let frames = 0;
     let entities = 0;
     let samePlayer = 0;
@@ -95,9 +98,18 @@ describe('the killcam', () => {
     const values = new Float64Array(schema.maxEntities * schema.stride);
     const types = new Uint8Array(schema.maxEntities);
     const list = new Uint16Array(schema.maxEntities);
-    for (const bytes of sent) {
+    for (const { slot, bytes } of received) {
       const cam = decodeKillcam(bytes, schema) as Killcam;
       expect(cam, msg).not.toBeNull();
+      // The victim got it, and it is the killcam the server captured.
+      expect(cam.victimSlot, msg).toBe(slot);
+      const same = sent.filter(
+        (c) =>
+          c.killerSlot === cam.killerSlot &&
+          c.victimSlot === cam.victimSlot &&
+          c.frames[0].command.sequence === cam.frames[0].command.sequence,
+      );
+      expect(same, msg).toEqual([cam]);
       expect(cam.killerSlot, msg).not.toBe(cam.victimSlot);
       const mine = drawn.get(cam.killerSlot);
       if (mine === undefined) throw new Error(`${msg}: nothing drawn by slot ${cam.killerSlot}`);

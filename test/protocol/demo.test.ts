@@ -13,6 +13,9 @@ import {
   DEMO_CHUNK_OVERHEAD,
   type DemoFailure,
   type DemoProblem,
+  KILLCAM_MESSAGE_TAG,
+  KillcamAssembler,
+  killcamMessages,
   readDemoContainer,
 } from '../../src/protocol/demo.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
@@ -186,5 +189,27 @@ describe('demo file checks', () => {
     expect(refused(open(extra), 'extra').problem).toBe('data after end');
     expect(refused(open(new TextEncoder().encode('{"not": "a demo"}')), 'json').problem).toBe('not a demo');
     expect(refused(open(new Uint8Array(0)), 'empty').problem).toBe('not a demo');
+  });
+
+  it('a killcam split into messages comes back whole; malformed messages are refused, never thrown on', () => {
+    const seed = 14;
+    const rng = new Random(seed);
+    const bytes = Uint8Array.from({ length: 5000 }, () => rng.int(0, 255));
+    const parts = killcamMessages(bytes, 9, 1024);
+    expect(parts.length).toBe(5);
+    expect(parts.every((m) => m.length <= 1024 && m[0] === KILLCAM_MESSAGE_TAG)).toBe(true);
+    const a = new KillcamAssembler();
+    const got = parts.map((m) => a.receive(m));
+    expect(got.slice(0, 4)).toEqual([null, null, null, null]);
+    expect(got[4]).toEqual(bytes);
+    // A part out of order, or of another killcam, starts over; garbage is counted.
+    expect(a.receive(parts[1])).toBeNull();
+    expect(a.refused).toBe(1);
+    for (let i = 0; i < 500; i++) {
+      const m = Uint8Array.from({ length: rng.int(0, 40) }, () => rng.int(0, 255));
+      if (rng.chance(0.5) && m.length > 0) m[0] = KILLCAM_MESSAGE_TAG;
+      a.receive(m);
+    }
+    expect(parts.map((m) => a.receive(m))[4]).toEqual(bytes);
   });
 });
