@@ -287,7 +287,7 @@ export class GameClient<P, W> {
         return players();
       },
       events: game.events ?? null,
-      serializeSnapshot: (s, tick) => this.session.snapshots.read(s, tick),
+      serializeSnapshot: (s, tick, hint) => this.session.snapshots.read(s, tick, hint),
     };
     for (let i = 0; i < MAX_COMMANDS_PER_PACKET; i++) this.sendCmds.push(createUserCommand());
     const event = this.event;
@@ -630,6 +630,7 @@ export class GameClient<P, W> {
     const session = this.session;
     const f = this.frame;
     this.packets.record(this.nowMs, PACKET_IN, (s.bitsProcessed + s.bitsRemaining) >>> 3);
+    f.tickReference = session.spawned ? session.serverTick : -1;
     // A command number past 2^31 could not be followed by ours on the wire: refuse it.
     if (!serializeServerFrame(s, f, this.frameCodec) || f.ackedCommand > 0x7fffffff) {
       this.stats.framesBad++;

@@ -173,11 +173,11 @@ export class SnapshotReader {
 
   /**
    * Decodes the snapshot at the stream's position, for the frame of server tick `frameTick`
-   * (from the frame header). Returns true and updates the outputs on success; returns false and
+   * (from the frame header) and `baselineHint`, the writer's hint (-1: none). Returns true and updates the outputs on success; returns false and
    * counts the reason in `stats.dropped` otherwise (a duplicate or too-old frame, a bad tick, an
    * unknown or too-old baseline, bad contents). Never throws on any bytes; allocation-free.
    */
-  read(s: BitStream, frameTick: number): boolean {
+  read(s: BitStream, frameTick: number, baselineHint = -1): boolean {
     if (!s.isReading) throw new RangeError('SnapshotReader.read: the stream is not reading');
     if (!Number.isInteger(frameTick) || frameTick < 0 || frameTick > 0xffffffff) {
       return this.drop('bad frame tick', false);
@@ -189,7 +189,8 @@ export class SnapshotReader {
     }
     if (!s.ok) return this.fail(s, newer);
     const start = s.bitsProcessed;
-    const delta = s.varuint(0);
+    const hinted = baselineHint >= 0 && baselineHint < frameTick && s.bool(false);
+    const delta = hinted ? frameTick - baselineHint : s.varuint(0);
     if (!s.ok) return this.fail(s, newer);
     let base: DecodedFrame | null = null;
     if (delta > 0) {

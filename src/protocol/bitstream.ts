@@ -463,6 +463,46 @@ const scratchF32 = new Float32Array(1);
 const scratchU32 = new Uint32Array(scratchF32.buffer);
 
 /** Bits `varuint` takes for `value`: 8 per group of 7 bits. */
+/** Bits of `value` (0 .. 2^31 - 2) as an order-0 exponential-Golomb code: 2 * bitLength(value + 1) - 1. */
+export function expGolombBits(value: number): number {
+  return 2 * (32 - Math.clz32(value + 1)) - 1;
+}
+
+/**
+ * Writes, reads or measures `value` in [0, max] (max at most 2^31 - 2) as an order-0
+ * exponential-Golomb code: n - 1 zero bits, a one, then the n - 1 bits of value + 1 below its top
+ * bit (n = its bit length). 0 costs 1 bit, 1-2 cost 3, 3-6 cost 5. A read fails with 'malformed'
+ * on more zeros than any value up to max has, and with 'expGolomb out of range' above max.
+ */
+export function serializeExpGolomb(s: BitStream, value: number, max: number): number {
+  if (!s.isReading) {
+    if (!(value >= 0 && value <= max) || Math.floor(value) !== value) {
+      throw new RangeError(`serializeExpGolomb: ${value} is outside [0, ${max}]`);
+    }
+    const v = value + 1;
+    const n = 32 - Math.clz32(v);
+    s.uint(2 ** (n - 1), n);
+    if (n > 1) s.uint(v - 2 ** (n - 1), n - 1);
+    return value;
+  }
+  const limit = 31 - Math.clz32(max + 1);
+  let zeros = 0;
+  while (s.uint(0, 1) === 0) {
+    if (!s.ok) return 0;
+    if (++zeros > limit) {
+      s.fail('malformed');
+      return 0;
+    }
+  }
+  const v = (zeros === 0 ? 1 : 2 ** zeros + s.uint(0, zeros)) - 1;
+  if (!s.ok) return 0;
+  if (v > max) {
+    s.fail('expGolomb out of range');
+    return 0;
+  }
+  return v;
+}
+
 export function varuintBits(value: number): number {
   let groups = 1;
   while (value >= 128) {

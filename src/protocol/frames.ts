@@ -12,24 +12,31 @@
 //
 // Server packet payload (serializeServerFrame):
 //   +-------------------+---------+------------------------------------------------+
-//   | serverTick        | 32      | tick the frame was built at                    |
+//   | serverTick        | 1 + 12  | 1: the tick's low 12 bits, nearest the reader's |
+//   |                   | or 1+32 | newest tick; 0: the whole tick                  |
 //   | choked            | 1 (+ 8) | 1: frames held back by the rate since the last |
 //   | player part       | var     | baseline, acked command, the owner's state     |
 //   |                   |         | (delta-encoded; layout in player-state.ts)     |
-//   | eventCount        | 6       | 0..63 effect events of other players           |
+//   | eventCount        | expGolomb | 0..63 effect events of other players         |
 //   | event: type       | var     | int [0, table length - 1] (no table: 8)        |
 //   | event: source     | varuint | (source + 1) mod 65536 (no table: uint 16)     |
 //   | event: params     | var     | at the table's precision (no table: 4 x 32)    |
 //   | snapshot          | var     | the entity delta snapshot (layout in snapshot.ts) |
 //   +-------------------+---------+------------------------------------------------+
 
-import type { BitStream } from './bitstream.ts';
+import { type BitStream, serializeExpGolomb } from './bitstream.ts';
 import type { PlayerStateHistory } from './player-state.ts';
 import type { NumberFieldSpec } from './schema.ts';
 import { createUserCommand, serializeUserCommand, type UserCommand } from './usercmd.ts';
 
 export const MAX_COMMANDS_PER_PACKET = 64;
 export const MAX_EVENTS_PER_FRAME = 63;
+/**
+ * A frame's tick travels as its low 12 bits when the reader is known to hold a frame within 2047
+ * ticks (32 s at 64 Hz): far more than the packet channel's 33-packet window lets a late packet be.
+ */
+const SHORT_TICK_BITS = 12;
+const SHORT_TICK_SPAN = 2 ** SHORT_TICK_BITS;
 
 const ZERO_COMMAND = createUserCommand();
 
@@ -207,6 +214,12 @@ export interface ServerFrame<P> {
   serverTick: number;
   /** Frames the server held back by the client's rate since the previous frame (saturates). */
   choked: number;
+  /**
+   * A tick the reader is known to hold a frame near (within 2047 ticks), or -1: the writer's is
+   * the client's acknowledged frame, the reader's its newest frame. With one the tick travels as
+   * its low 12 bits.
+   */
+  tickReference: number;
   /** The newest of the client's commands the server has run (the player state is its result). */
   ackedCommand: number;
   /**
@@ -229,9 +242,10 @@ export interface ServerFrameCodec<P> {
   readonly events: EventTable | null;
   /**
    * Writes or reads the snapshot of `serverTick` at the stream's position (the server's writer
-   * fills what room is left; the client's reader decodes). False when it failed.
+   * fills what room is left; the client's reader decodes), given the frame's player baseline
+   * tick (-1: none), which its baseline usually repeats. False when it failed.
    */
-  serializeSnapshot(s: BitStream, serverTick: number): boolean;
+  serializeSnapshot(s: BitStream, serverTick: number, playerBaseline: number): boolean;
 }
 
 export function createServerFrame<P>(player: P): ServerFrame<P> {
@@ -240,6 +254,7 @@ export function createServerFrame<P>(player: P): ServerFrame<P> {
   return {
     serverTick: 0,
     choked: 0,
+    tickReference: -1,
     ackedCommand: 0,
     playerBaseline: -1,
     player,
@@ -254,7 +269,28 @@ export function createServerFrame<P>(player: P): ServerFrame<P> {
  * and measuring need the frame's player state recorded in `codec.players` first.
  */
 export function serializeFrameHead<P>(s: BitStream, f: ServerFrame<P>, codec: ServerFrameCodec<P>): boolean {
-  f.serverTick = s.uint(f.serverTick, 32);
+  const ref = f.tickReference;
+  if (s.isReading) {
+    if (s.bool(false)) {
+      const low = s.uint(0, SHORT_TICK_BITS);
+      if (!s.ok) return false;
+      if (ref < 0) {
+        codec.players.needsFullUpdate = true;
+        return s.fail('no reference tick');
+      }
+      let d = (((low - ref) % SHORT_TICK_SPAN) + SHORT_TICK_SPAN) % SHORT_TICK_SPAN;
+      if (d >= SHORT_TICK_SPAN / 2) d -= SHORT_TICK_SPAN;
+      const tick = ref + d;
+      if (tick < 0 || tick > 0xffffffff) return s.fail('tick out of range');
+      f.serverTick = tick;
+    } else {
+      f.serverTick = s.uint(0, 32);
+    }
+  } else {
+    const short = ref >= 0 && Math.abs(f.serverTick - ref) < SHORT_TICK_SPAN / 2;
+    if (s.bool(short)) s.uint(f.serverTick % SHORT_TICK_SPAN, SHORT_TICK_BITS);
+    else s.uint(f.serverTick, 32);
+  }
   if (s.bool(f.choked !== 0)) f.choked = s.uint(f.choked, 8);
   else f.choked = 0;
   if (!s.ok) return false;
@@ -272,9 +308,9 @@ export function serializeServerFrame<P>(
   codec: ServerFrameCodec<P>,
 ): boolean {
   if (!serializeFrameHead(s, f, codec)) return false;
-  f.eventCount = s.int(f.eventCount, 0, MAX_EVENTS_PER_FRAME);
+  f.eventCount = serializeExpGolomb(s, f.eventCount, MAX_EVENTS_PER_FRAME);
   for (let i = 0; i < f.eventCount && s.ok; i++) serializeWireEvent(s, f.events[i], codec.events);
   if (!s.ok) return false;
-  f.snapshotOk = codec.serializeSnapshot(s, f.serverTick);
+  f.snapshotOk = codec.serializeSnapshot(s, f.serverTick, f.playerBaseline);
   return true;
 }

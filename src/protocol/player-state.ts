@@ -6,19 +6,24 @@
 //
 // Player part of a server frame (after the frame header's tick and choke):
 //   +--------------------+-----------------+--------------------------------------------------+
-//   | playerBaseline     | varuint         | frame tick - baseline frame tick; 0: no baseline  |
-//   | ackedCommand       | 32, or varuint  | none: the command; baseline: command - its command |
+//   | playerBaseline     | expGolomb       | frame tick - baseline frame tick; 0: no baseline  |
+//   | ackedCommand       | 32, or expGolomb| none: the command; baseline: command - its command |
 //   | state              | var             | none: the game's serialize                       |
-//   | changedBytes       | int [0, bytes]  | baseline: last byte that differs + 1             |
-//   | changed, mask      | 1 (+ 8)         | per byte below changedBytes: 1 = its XOR follows  |
+//   | changedBytes       | int [0, bytes]  | baseline: how many bytes differ                   |
+//   | skip, mask         | expGolomb + 8   | per byte that differs: bytes since the previous    |
+//   |                    |                 | one that differs (or the start), then its XOR mask |
 //   +--------------------+-----------------+--------------------------------------------------+
 // `bytes` is the baseline state's serialized length in bytes; a state whose serialization has
 // another length in bits than its baseline's goes without a baseline.
 
-import { BitStream } from './bitstream.ts';
+import { BitStream, serializeExpGolomb } from './bitstream.ts';
 
 /** Largest serialized player state that can serve as a baseline, in bytes. */
 export const PLAYER_STATE_MAX_BYTES = 256;
+
+/** Largest playerBaseline a reader takes (larger: 'malformed'), and largest ackedCommand step. */
+const DELTA_MAX = 0xffff;
+const ACKED_DELTA_MAX = 0x7ffffffe;
 
 /** Why a frame's player part was not read (its stream error). */
 export type PlayerStateDropReason =
@@ -117,28 +122,27 @@ export class PlayerStateHistory<P> {
       }
       if (base === null) {
         f.playerBaseline = -1;
-        s.varuint(0);
+        serializeExpGolomb(s, 0, DELTA_MAX);
         s.uint(f.ackedCommand, 32);
         return this.codec.serialize(s, f.player) && s.ok;
       }
-      s.varuint(tick - base.tick);
-      s.varuint(f.ackedCommand - base.acked);
+      serializeExpGolomb(s, tick - base.tick, DELTA_MAX);
+      serializeExpGolomb(s, f.ackedCommand - base.acked, ACKED_DELTA_MAX);
       const n = (base.bits + 7) >>> 3;
-      let last = 0;
-      for (let i = n - 1; i >= 0; i--) {
-        if (slot.bytes[i] !== base.bytes[i]) {
-          last = i + 1;
-          break;
-        }
-      }
-      s.int(last, 0, n);
-      for (let i = 0; i < last; i++) {
+      let changed = 0;
+      for (let i = 0; i < n; i++) if (slot.bytes[i] !== base.bytes[i]) changed++;
+      s.int(changed, 0, n);
+      let next = 0;
+      for (let i = 0; i < n; i++) {
         const x = slot.bytes[i] ^ base.bytes[i];
-        if (s.bool(x !== 0)) s.uint(x, 8);
+        if (x === 0) continue;
+        serializeExpGolomb(s, i - next, n);
+        s.uint(x, 8);
+        next = i + 1;
       }
       return s.ok;
     }
-    const delta = s.varuint(0);
+    const delta = serializeExpGolomb(s, 0, DELTA_MAX);
     if (!s.ok) return false;
     if (delta === 0) {
       f.playerBaseline = -1;
@@ -159,15 +163,23 @@ export class PlayerStateHistory<P> {
     const base = this.slots[baseTick & this.mask];
     if (base.bits < 0) return s.fail('player state length');
     f.playerBaseline = baseTick;
-    const acked = base.acked + s.varuint(0);
+    const acked = base.acked + serializeExpGolomb(s, 0, ACKED_DELTA_MAX);
     if (!s.ok) return false;
     if (acked > 0xffffffff) return s.fail('command sequence out of range');
     f.ackedCommand = acked;
     const n = (base.bits + 7) >>> 3;
-    const last = s.int(0, 0, n);
+    const changed = s.int(0, 0, n);
     const work = this.work;
     for (let i = 0; i < n; i++) work[i] = base.bytes[i];
-    for (let i = 0; i < last; i++) if (s.bool(false)) work[i] ^= s.uint(0, 8);
+    let next = 0;
+    for (let k = 0; k < changed; k++) {
+      const i = next + serializeExpGolomb(s, 0, n);
+      const x = s.uint(0, 8);
+      if (!s.ok) return false;
+      if (i >= n || x === 0) return s.fail('malformed');
+      work[i] ^= x;
+      next = i + 1;
+    }
     if (!s.ok) return false;
     const r = this.scratch.beginRead(work, n);
     if (!this.codec.serialize(r, f.player) || !r.ok || r.bitsProcessed !== base.bits) {

@@ -62,6 +62,21 @@ export class FramePacing {
   }
 }
 
+/** Bits of the frames written to one client, by part (the snapshot's are in its writer's stats). */
+export interface FrameBits {
+  frames: number;
+  /** Tick and choke. */
+  header: number;
+  /** The player part: baseline, acked command, the owner's state. */
+  player: number;
+  /** Event count and events. */
+  events: number;
+}
+
+export function createFrameBits(): FrameBits {
+  return { frames: 0, header: 0, player: 0, events: 0 };
+}
+
 /** What the frame writer needs of one client. */
 export interface FrameClient<P> {
   readonly slot: number;
@@ -77,6 +92,8 @@ export interface FrameClient<P> {
   eventCursor: number;
   /** Effect events within hearing that did not fit the frame's event budget (not resent). */
   eventsDropped: number;
+  /** Bits of its frames by part. */
+  readonly frameBits: FrameBits;
 }
 
 export interface FrameWriterConfig {
@@ -115,7 +132,7 @@ export class FrameWriter<P, W> {
     this.codec = {
       players: null as unknown as PlayerStateHistory<P>,
       events: game.events ?? null,
-      serializeSnapshot: (s, tick) => this.writeSnapshot(s, tick),
+      serializeSnapshot: (s, tick, hint) => this.writeSnapshot(s, tick, hint),
     };
   }
 
@@ -128,22 +145,34 @@ export class FrameWriter<P, W> {
     f.player = client.state;
     // The player part goes against the newest frame the client acknowledged, as the snapshot does.
     f.playerBaseline = client.snapshots.baselineTick;
+    f.tickReference = client.snapshots.baselineTick;
     client.players.record(tick, client.state, client.lastCommand);
     this.codec.players = client.players;
     const m = this.measure;
     m.beginMeasure();
     serializeFrameHead(m, f, this.codec);
+    const headBits = m.bitsProcessed;
+    m.beginMeasure();
+    client.players.serialize(m, f);
+    const playerBits = m.bitsProcessed;
     // Tick, choke and player part come first; events may take their share of what is left.
-    this.pickEvents(client, (s.bitsRemaining - m.bitsProcessed) * this.config.eventBudgetShare);
+    this.pickEvents(client, (s.bitsRemaining - headBits) * this.config.eventBudgetShare);
     this.current = client;
+    const start = s.bitsProcessed;
+    const snapshotsBefore = client.snapshots.stats.totalBits;
     serializeServerFrame(s, f, this.codec);
     this.current = null;
+    const bits = client.frameBits;
+    bits.frames++;
+    bits.header += headBits - playerBits;
+    bits.player += playerBits;
+    bits.events += s.bitsProcessed - start - headBits - (client.snapshots.stats.totalBits - snapshotsBefore);
   }
 
-  private writeSnapshot(s: BitStream, tick: number): boolean {
+  private writeSnapshot(s: BitStream, tick: number, hint: number): boolean {
     const client = this.current as FrameClient<P>;
     const v = this.game.player.origin(client.state, this.viewer);
-    client.snapshots.write(s, tick, v.x, v.y, v.z, s.bitsRemaining, client.entity);
+    client.snapshots.write(s, tick, v.x, v.y, v.z, s.bitsRemaining, client.entity, hint);
     return s.ok;
   }
 

@@ -25,7 +25,7 @@ import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
 import type { Vec3 } from '../sim/math.ts';
 import { SequenceBuffer } from '../sim/ring.ts';
-import { FramePacing, FrameWriter } from './client-frames.ts';
+import { createFrameBits, FramePacing, FrameWriter } from './client-frames.ts';
 import { CommandQueue, type CommandStats } from './commands.ts';
 import { DEFAULT_ENTITY_STORE_CONFIG, EntityStore } from './entities.ts';
 import { EventCapture, EventLog } from './events.ts';
@@ -146,6 +146,8 @@ export class ServerClient<P> {
   eventCursor: number;
   /** Effect events within hearing that did not fit the frame's event budget (effects only: not resent). */
   eventsDropped = 0;
+  /** Bits of its frames by part (header, player part, events; the snapshot's are its writer's). */
+  readonly frameBits = createFrameBits();
   /**
    * The server tick of the frame each sent packet carried, by packet sequence.
    * @internal

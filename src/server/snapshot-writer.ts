@@ -217,7 +217,8 @@ export class SnapshotWriter {
    * an empty snapshot). Returns false, with the stream rewound to where it was, when the stream
    * had failed before or has no room for even an empty snapshot; entities that do not fit the
    * stream's room are left for a later frame. `viewerEntity` (default -1: none) is never sent:
-   * the viewer's own entity, which its client predicts. Allocation-free.
+   * the viewer's own entity, which its client predicts. `baselineHint` (default -1: none) is a
+   * tick the reader is also given: when the baseline is that frame, one bit says so. Allocation-free.
    */
   write(
     s: BitStream,
@@ -227,6 +228,7 @@ export class SnapshotWriter {
     viewerZ: number,
     budgetBits: number,
     viewerEntity = -1,
+    baselineHint = -1,
   ): boolean {
     const store = this.store;
     if (tick !== store.lastCommitTick) {
@@ -254,7 +256,8 @@ export class SnapshotWriter {
     this.header.tally = this.tally;
 
     const start = s.bitsProcessed;
-    s.varuint(base === null ? 0 : tick - base.tick);
+    const delta = base === null ? 0 : tick - base.tick;
+    if (baselineHint < 0 || !s.bool(base !== null && base.tick === baselineHint)) s.varuint(delta);
     if (!s.ok) {
       s.rewind(start);
       return false;

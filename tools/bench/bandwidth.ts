@@ -54,7 +54,9 @@ function backstepRows(r: SceneResult): { perSecond: Row; perFrame: Row; figures:
   const frames = Math.max(1, r.snapshotFrames);
   const down = r.downBytes / perClientSecond;
   const snapshot = r.snapshotBits / 8 / perClientSecond;
-  const events = (r.events * r.eventBits) / 8 / perClientSecond;
+  const events = r.eventSectionBits / 8 / perClientSecond;
+  const own = r.playerBits / 8 / perClientSecond;
+  const header = r.frameHeaderBits / 8 / perClientSecond;
   const inView = r.inView / frames;
   const snapshotPerFrame = r.snapshotBits / 8 / frames;
   const bytesPerEntry = r.entries > 0 ? r.snapshotBits / 8 / r.entries : 0;
@@ -67,7 +69,10 @@ function backstepRows(r: SceneResult): { perSecond: Row; perFrame: Row; figures:
       'up (packets/s)': round(r.upPackets / perClientSecond, 1),
       'snapshot (B/s)': round(snapshot, 0),
       'events (B/s)': round(events, 0),
-      'headers+own state (B/s)': round(down - snapshot - events, 0),
+      'own state (B/s)': round(own, 0),
+      'frame header (B/s)': round(header, 0),
+      'packet headers (B/s)': round(down - snapshot - events - own - header, 0),
+      'event (bits, mean)': round(r.eventBits, 1),
       'entity updates (/s)': round(entryUpdates, 0),
       'choked (frames)': r.choked,
     },
@@ -149,17 +154,21 @@ export function bandwidthSection(options: BandwidthOptions = DEFAULT_BANDWIDTH_O
   const scene = `runner bots all in view, ${TICK_RATE} Hz tick, ${UPDATE_RATE} snapshots/s, ${CLEAN_20MS.name} (20 ms each way, no loss)`;
   table(`Bandwidth, Backstep: per client per second; ${scene}`, perSecond, [
     `${options.measureMs / 1000} s of simulated time measured after ${options.warmupMs / 1000} s of warm-up; seed ${options.seed}.`,
-    'down/up: every byte of the connected data packets, from the server channel stats: 13-byte packet header',
-    '  (type, CRC-32, sequence, ack, ack bits), reliable count, frame header (tick, choke, acked command), the',
-    "  client's own player state, other players' effect events (footsteps, jumps, landings) and the snapshot.",
-    '  UDP/IP headers (28 B a packet) are not counted. up: the command packets (each repeats every command not',
-    '  yet acknowledged). entity updates: entity entries written to the client (N-1: never its own).',
+    'down/up: every byte of the connected data packets, from the server channel stats; down apart by part:',
+    '  snapshot (SnapshotWriter.stats), events (event count and the effect events of other players: footsteps,',
+    "  jumps, landings; 'event' is the mean bits of one), own state (the player part: baseline, acked command",
+    "  and the owner's state as XOR bytes against the acknowledged frame's), frame header (tick and choke), and",
+    '  packet headers: the rest (13-byte channel header: type, CRC-32, sequence, ack, ack bits; the reliable',
+    '  section; padding to whole bytes). UDP/IP headers (28 B a packet) are not counted. up: the command packets',
+    '  (each repeats every command not yet acknowledged). entity updates: entity entries written to the client',
+    '  (N-1: never its own).',
   ]);
   table('Bandwidth, Backstep: per snapshot (the same runs)', perFrame, [
-    'snapshot: SnapshotWriter.stats.totalBits / 8 / frames: baseline delta, then per entity entry its index gap,',
-    '  op, parity, changed-field count and flags and the changed quantized values (x, y, z in 1/32 unit: 18 bits;',
-    '  yaw, pitch: 16 bits; ducked: 1 bit), then the end marker. Each client gets its own delta against the',
-    "  newest frame it acknowledged (a lost packet needs no resend). The viewer's own entity is never in it.",
+    'snapshot: SnapshotWriter.stats.totalBits / 8 / frames: baseline delta, then per entity entry its index step',
+    '  (1 bit for the next index), its head (the changed count, in a code trained on the arena) and per field below',
+    '  the count its residual against the value predicted from the two the client holds (class code, then the',
+    '  bits below the top one), then the end step. Each client gets its own delta against the newest frame it',
+    "  acknowledged (a lost packet needs no resend). The viewer's own entity is never in it.",
     'B/entity in view/frame = totalBits / 8 / frames / mean entities in view (every bot moves every frame);',
     '  B/entity entry divides by the entries written instead: they differ when the 1200-byte packet defers some.',
   ]);

@@ -58,6 +58,10 @@ export interface SceneResult {
   /** Effect events delivered to clients, and the mean bits each cost on the wire. */
   events: number;
   eventBits: number;
+  /** Frame parts written (FrameBits): tick and choke, the player part, event count and events. */
+  frameHeaderBits: number;
+  playerBits: number;
+  eventSectionBits: number;
   recording: PlayerRecording;
 }
 
@@ -122,6 +126,9 @@ export function runScene(o: SceneOptions): SceneResult {
     downPackets: c.channel.stats.packetsSent,
     upPackets: c.channel.stats.packetsReceived,
     bits: c.snapshots.stats.totalBits,
+    header: c.frameBits.header,
+    player: c.frameBits.player,
+    eventSection: c.frameBits.events,
     frames: c.snapshots.stats.frames,
     withoutBaseline: c.snapshots.stats.framesWithoutBaseline,
     choked: c.choked,
@@ -145,6 +152,9 @@ export function runScene(o: SceneOptions): SceneResult {
     choked: 0,
     events: 0,
     eventBits: 0,
+    frameHeaderBits: 0,
+    playerBits: 0,
+    eventSectionBits: 0,
     recording,
   };
 
@@ -188,6 +198,9 @@ export function runScene(o: SceneOptions): SceneResult {
     result.downPackets += c.channel.stats.packetsSent - b.downPackets;
     result.upPackets += c.channel.stats.packetsReceived - b.upPackets;
     result.snapshotBits += c.snapshots.stats.totalBits - b.bits;
+    result.frameHeaderBits += c.frameBits.header - b.header;
+    result.playerBits += c.frameBits.player - b.player;
+    result.eventSectionBits += c.frameBits.events - b.eventSection;
     result.snapshotFrames += c.snapshots.stats.frames - b.frames;
     result.framesWithoutBaseline += c.snapshots.stats.framesWithoutBaseline - b.withoutBaseline;
     result.choked += c.choked - b.choked;

@@ -18,8 +18,9 @@ import {
   EVENT_WEAPON_FIRE,
 } from './constants.ts';
 
-/** Speeds: velocities are on the 1/8 unit/s grid; footsteps carry whole units. */
+/** Speeds: velocities are on the 1/8 unit/s grid; footsteps carry whole units (at most 2048 * sqrt 2). */
 const speed: NumberFieldSpec = { kind: 'float', min: 0, max: 4096, precision: 1 / 8 };
+const footstepSpeed: NumberFieldSpec = { kind: 'float', min: 0, max: 4095, precision: 1 };
 /** Eye positions: origins on the 1/32 grid plus whole eye heights. */
 const eye: NumberFieldSpec = { kind: 'float', min: -8192, max: 8192, precision: 1 / 32 };
 /** Impact points and distances: quantized to 1/16 unit by the weapon code. */
@@ -32,7 +33,7 @@ const small: NumberFieldSpec = { kind: 'int', min: 0, max: 255 };
 const ms: NumberFieldSpec = { kind: 'int', min: 0, max: 8191 };
 
 /** Each event type's parameters by name, in the order the shared code emits them (constants.ts). */
-export const FOOTSTEP_EVENT = defineEvent('footstep', { speed });
+export const FOOTSTEP_EVENT = defineEvent('footstep', { speed: footstepSpeed });
 export const JUMP_EVENT = defineEvent('jump', { speed });
 export const LAND_EVENT = defineEvent('land', { speed });
 export const WEAPON_FIRE_EVENT = defineEvent('weapon fire', { weapon, clip: small });
