@@ -290,7 +290,8 @@ function checkConfig(c: PacketChannelConfig): void {
  */
 export class PacketChannel {
   /** Called once per sent packet when it is first acknowledged (in sequence order within one received packet). */
-  onAck: ((sequence: number) => void) | null = null;
+  /** A sent packet was acknowledged for the first time, `rttSampleMs` after it was sent. */
+  onAck: ((sequence: number, rttSampleMs: number) => void) | null = null;
   /** The sequence of the packet `receive` accepted last (-1 before any). */
   lastReceivedSequence = -1;
   /**
@@ -556,7 +557,7 @@ export class PacketChannel {
     this.outgoing.correct(sequence);
     st.outgoingLoss = this.outgoing.ratio;
     if (record.messageCount > 0) this.sender.acknowledge(record.messageIds, record.messageCount);
-    this.onAck?.(sequence);
+    this.onAck?.(sequence, sample);
   }
 
   /** Settles every sent packet at least ACK_BITS behind the newest whose ack is overdue. */

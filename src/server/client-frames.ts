@@ -2,6 +2,7 @@
 // bytes per second, choke) and what it holds (header, the owner's player state, the effect
 // events within hearing, the delta snapshot), written by the one serialize function of frames.ts.
 
+import { RateController, type RateControllerConfig } from '../net/rate-control.ts';
 import type { BitStream } from '../protocol/bitstream.ts';
 import {
   createServerFrame,
@@ -17,15 +18,26 @@ import type { GameDefinition } from '../sim/game.ts';
 import type { EventLog } from './events.ts';
 import type { SnapshotWriter } from './snapshot-writer.ts';
 
+/** A frame is never cut below this many bytes to fit the rate: slower links get fewer frames. */
+export const MIN_FRAME_BYTES = 300;
+
 /**
  * The paper's footnote 7: after each packet the server works out when the next may go, from the
  * update rate the client asked for and its rate in bytes per second, so spacing varies. A frame
  * due by the update rate but held back by the rate is counted as choke.
+ *
+ * With a rate controller (src/net/rate-control.ts) the rate used is the lower of the configured
+ * one and what the controller found the link carries without a queue. Each frame then gets
+ * rate / update rate bytes (at least MIN_FRAME_BYTES): on a slow link snapshots shrink first
+ * (the snapshot writer sends the highest priority entities and defers the rest), and below
+ * MIN_FRAME_BYTES frames go further apart (choke), instead of a queue growing on the link.
  */
 export class FramePacing {
   /** Snapshots per second and bytes per second this client gets. */
   updateRate: number;
   rateBytesPerSecond: number;
+  /** What the link carries without a queue (null: the configured rate is trusted as it is). */
+  readonly control: RateController | null;
   /** Frames sent, and frames held back by the rate (choke). */
   framesSent = 0;
   choked = 0;
@@ -35,10 +47,39 @@ export class FramePacing {
   private rateFreeMs = 0;
   private chokeCountedFor = -1;
 
-  constructor(updateRate: number, rateBytesPerSecond: number, nowMs: number) {
+  constructor(
+    updateRate: number,
+    rateBytesPerSecond: number,
+    nowMs: number,
+    control: Partial<RateControllerConfig> | null = null,
+  ) {
     this.updateRate = updateRate;
     this.rateBytesPerSecond = rateBytesPerSecond;
     this.nextUpdateMs = nowMs;
+    this.control =
+      control === null ? null : new RateController({ ...control, maxBytesPerSecond: rateBytesPerSecond });
+  }
+
+  /** The rate frames are paced at now: the configured one, or less if the link carries less. */
+  get effectiveRate(): number {
+    const c = this.control;
+    return c === null ? this.rateBytesPerSecond : Math.min(this.rateBytesPerSecond, c.rateBytesPerSecond);
+  }
+
+  /** Bytes the next frame may take (its whole packet); unbounded without rate control. */
+  get frameBudgetBytes(): number {
+    if (this.control === null) return Number.POSITIVE_INFINITY;
+    return Math.max(MIN_FRAME_BYTES, this.effectiveRate / this.updateRate);
+  }
+
+  /** A packet of `bytes` sent at `sentMs` was acknowledged `rttMs` later. */
+  onAck(sentMs: number, rttMs: number, bytes: number): void {
+    this.control?.onAck(sentMs + rttMs, rttMs, bytes);
+  }
+
+  /** Lets the controller decide at `nowMs` with the share of packets lost `loss`. */
+  update(nowMs: number, loss: number): void {
+    this.control?.update(nowMs, loss);
   }
 
   /** Whether a frame may go at `nowMs`; counts choke when the update rate wants one the rate holds back. */
@@ -58,7 +99,7 @@ export class FramePacing {
     this.framesSent++;
     this.chokedSinceSent = 0;
     this.nextUpdateMs = Math.max(this.nextUpdateMs + 1000 / this.updateRate, nowMs);
-    this.rateFreeMs = nowMs + (bytes * 1000) / this.rateBytesPerSecond;
+    this.rateFreeMs = nowMs + (bytes * 1000) / this.effectiveRate;
   }
 }
 
@@ -115,6 +156,8 @@ export class FrameWriter<P, W> {
   private readonly viewer = { x: 0, y: 0, z: 0 };
   private readonly sourceOrigin = { x: 0, y: 0, z: 0 };
   private current: FrameClient<P> | null = null;
+  /** Where in the packet (bits) the frame being written must end. */
+  private endBits = 0;
 
   constructor(
     game: GameDefinition<P, W>,
@@ -155,8 +198,11 @@ export class FrameWriter<P, W> {
     m.beginMeasure();
     client.players.serialize(m, f);
     const playerBits = m.bitsProcessed;
+    // The frame's whole packet stays within the pacing's budget (what the link carries).
+    this.endBits = Math.min(s.bitsProcessed + s.bitsRemaining, client.pacing.frameBudgetBytes * 8);
+    const room = this.endBits - s.bitsProcessed;
     // Tick, choke and player part come first; events may take their share of what is left.
-    this.pickEvents(client, (s.bitsRemaining - headBits) * this.config.eventBudgetShare);
+    this.pickEvents(client, (room - headBits) * this.config.eventBudgetShare);
     this.current = client;
     const start = s.bitsProcessed;
     const snapshotsBefore = client.snapshots.stats.totalBits;
@@ -172,7 +218,8 @@ export class FrameWriter<P, W> {
   private writeSnapshot(s: BitStream, tick: number, hint: number): boolean {
     const client = this.current as FrameClient<P>;
     const v = this.game.player.origin(client.state, this.viewer);
-    client.snapshots.write(s, tick, v.x, v.y, v.z, s.bitsRemaining, client.entity, hint);
+    const budget = Math.min(s.bitsRemaining, this.endBits - s.bitsProcessed);
+    client.snapshots.write(s, tick, v.x, v.y, v.z, budget, client.entity, hint);
     return s.ok;
   }
 

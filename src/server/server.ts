@@ -9,6 +9,7 @@ import {
   DISCONNECT_TIMED_OUT,
   REFUSE_SERVER_FULL,
 } from '../net/handshake.ts';
+import type { RateControllerConfig } from '../net/rate-control.ts';
 import { type ConnectionStats, type ServerConnection, ServerConnections } from '../net/server-connections.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
 import { BitStream } from '../protocol/bitstream.ts';
@@ -68,6 +69,13 @@ export interface ServerConfig {
   defaultUpdateRate: number;
   /** Bytes per second used until a client asks for another. */
   defaultRateBytesPerSecond: number;
+  /**
+   * Finding each client's usable down-link rate from round-trip growth and loss (delay-based
+   * congestion control, src/net/rate-control.ts): the rate a client asked for (or the default)
+   * is then only the upper bound. false (the default, until it is tuned for links whose
+   * latency changes in steps): send at the configured rate whatever the link.
+   */
+  rateControl: Partial<Omit<RateControllerConfig, 'maxBytesPerSecond'>> | false;
   /** Secret for challenge cookies (random when omitted). */
   cookieSecret?: Uint8Array;
   /** Ticks of entity history kept (a power of two): the oldest state a snapshot can delta from. */
@@ -106,6 +114,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   maxHandshakesPerSecond: 2000,
   defaultUpdateRate: 32,
   defaultRateBytesPerSecond: 80_000,
+  rateControl: false,
   entityHistoryTicks: DEFAULT_ENTITY_STORE_CONFIG.historyTicks,
   snapshots: {},
   eventRadius: 2000,
@@ -119,6 +128,17 @@ export interface ServerStats extends ConnectionStats {
   ticks: number;
   /** Ticks skipped because the server fell too far behind real time. */
   ticksSkipped: number;
+}
+
+/** A frame packet sent: its server tick, when it went and its size (for acks and rate control). */
+interface SentFrame {
+  tick: number;
+  sentMs: number;
+  bytes: number;
+}
+
+function createSentFrame(): SentFrame {
+  return { tick: -1, sentMs: 0, bytes: 0 };
 }
 
 /** One connected client as the game loop sees it: its connection, player, commands and frames. */
@@ -152,7 +172,7 @@ export class ServerClient<P> {
    * The server tick of the frame each sent packet carried, by packet sequence.
    * @internal
    */
-  frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
+  frameTicks = new SequenceBuffer<SentFrame>(1024, createSentFrame);
   /**
    * The newest frame each received packet acknowledged (-1: none), by the client's packet sequence.
    * @internal
@@ -232,7 +252,7 @@ export class ServerClient<P> {
     this.players.reset();
     this.pacing = pacing;
     this.eventCursor = eventCursor;
-    this.frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
+    this.frameTicks = new SequenceBuffer<SentFrame>(1024, createSentFrame);
     this.packetAcks = new SequenceBuffer<{ tick: number }>(256, () => ({ tick: -1 }));
     this.awayUntilMs = -1;
     this.listen(connection);
@@ -244,9 +264,11 @@ export class ServerClient<P> {
   }
 
   private listen(connection: ServerConnection): void {
-    connection.channel.onAck = (sequence) => {
+    connection.channel.onAck = (sequence, rttSampleMs) => {
       const frame = this.frameTicks.get(sequence);
-      if (frame !== undefined) this.snapshots.acknowledge(frame.tick);
+      if (frame === undefined) return;
+      this.snapshots.acknowledge(frame.tick);
+      this.pacing.onAck(frame.sentMs, rttSampleMs, frame.bytes);
     };
   }
 
@@ -590,7 +612,8 @@ export class GameServer<P, W> {
       connection.requestedRateBytesPerSecond > 0
         ? connection.requestedRateBytesPerSecond
         : c.defaultRateBytesPerSecond;
-    return new FramePacing(updateRate, rate, this.nowMs);
+    const control = c.rateControl === false ? null : c.rateControl;
+    return new FramePacing(updateRate, rate, this.nowMs, control);
   }
 
   /**
@@ -681,6 +704,7 @@ export class GameServer<P, W> {
     const now = this.nowMs;
     for (const client of this.clients) {
       if (client === null || client.awayUntilMs >= 0) continue;
+      client.pacing.update(now, client.channel.stats.outgoingLoss);
       if (!client.pacing.due(now)) {
         client.channel.update(now);
         continue;
@@ -688,8 +712,11 @@ export class GameServer<P, W> {
       const channel = client.channel;
       const before = channel.stats.bytesSent;
       const sequence = channel.send(now, client.writeFrame);
-      client.frameTicks.insert(sequence).tick = this.tick;
-      client.pacing.sent(now, channel.stats.bytesSent - before);
+      const sent = client.frameTicks.insert(sequence);
+      sent.tick = this.tick;
+      sent.sentMs = now;
+      sent.bytes = channel.stats.bytesSent - before;
+      client.pacing.sent(now, sent.bytes);
     }
   }
 

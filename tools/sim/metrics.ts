@@ -116,6 +116,13 @@ export class SimMetrics {
   private readonly current = createTotals();
   private bucketFirstTick = 0;
   private lastSampleMs = 0;
+  /** Server-side round trips sampled once a second after the first 10 s (the link settled). */
+  private rttSum = 0;
+  private rttCount = 0;
+  private rttMax = 0;
+  /** How far in the past remote players were drawn (server present minus the view), sampled. */
+  private viewAgeSum = 0;
+  private viewAgeCount = 0;
 
   constructor(private readonly sources: SimSources) {
     this.series = Object.fromEntries(SERIES_NAMES.map((name) => [name, []])) as unknown as Record<
@@ -126,6 +133,21 @@ export class SimMetrics {
 
   /** Closes the bucket that ends at `nowMs` (ms since the start): appends one value to every series. */
   sample(nowMs: number): void {
+    for (const c of this.sources.clients) {
+      const view = c.view;
+      if (c.state !== 'connected' || !c.clock.synced || view.tickB === 0 || !(c.tickRate > 0)) continue;
+      const viewTick = view.tickA + (view.tickB - view.tickA) * view.fraction;
+      this.viewAgeSum += c.clock.serverNow(nowMs) - (viewTick * 1000) / c.tickRate;
+      this.viewAgeCount++;
+    }
+    if (nowMs >= 10_000) {
+      for (const sc of this.sources.serverClients) {
+        const rtt = sc.channel.stats.rttMs;
+        this.rttSum += rtt;
+        this.rttCount++;
+        if (rtt > this.rttMax) this.rttMax = rtt;
+      }
+    }
     const cur = this.current;
     const prev = this.previous;
     this.read(cur);
@@ -222,6 +244,21 @@ export class SimMetrics {
     f['bytesPerClientPerSecond.up'] = n > 0 && seconds > 0 ? t.bytesUp / n / seconds : null;
     f['choke.share'] = share(t.choked, t.choked + t.framesSent);
     f['choke.frames'] = t.choked;
+    f['view.meanAgeMs'] = share(this.viewAgeSum, this.viewAgeCount);
+    f['rtt.meanMs'] = share(this.rttSum, this.rttCount);
+    f['rtt.maxMs'] = this.rttCount > 0 ? this.rttMax : null;
+    let base = 0;
+    let rate = 0;
+    let controlled = 0;
+    for (const sc of serverClients) {
+      const control = sc.pacing.control;
+      if (control === null || !Number.isFinite(control.baseRttMs)) continue;
+      base += control.baseRttMs;
+      rate += sc.pacing.effectiveRate;
+      controlled++;
+    }
+    f['rtt.baseMs'] = share(base, controlled);
+    f['rate.downBytesPerSecond'] = share(rate, controlled);
     f['snapshots.sent'] = t.framesSent;
     const drawn = t.interpolated + t.extrapolated + t.held;
     f['view.interpolatedShare'] = share(t.interpolated, drawn);

@@ -128,6 +128,18 @@ export function formatReport(result: SimResult): string {
         'bytesPerClientPerSecond.up',
       ],
       [
+        'round trip',
+        fixed(get('rtt.meanMs'), 0, ' ms'),
+        `server side, mean after 10 s (max ${fixed(get('rtt.maxMs'), 0, ' ms')}); without queues ${fixed(get('rtt.baseMs'), 0, ' ms')}`,
+        'rtt.meanMs',
+      ],
+      [
+        'down rate found',
+        count(get('rate.downBytesPerSecond')),
+        'bytes per second per client the rate control allows at the end (upper bound: --rate)',
+        'rate.downBytesPerSecond',
+      ],
+      [
         'choke',
         percent(get('choke.share')),
         `${count(get('choke.frames'))} frames held back by the rate, ${count(get('snapshots.sent'))} sent`,
@@ -141,6 +153,12 @@ export function formatReport(result: SimResult): string {
       ['interpolated', percent(get('view.interpolatedShare')), '', 'view.interpolatedShare'],
       ['extrapolated', percent(get('view.extrapolatedShare')), 'history ran dry', 'view.extrapolatedShare'],
       ['held', percent(get('view.heldShare')), 'past the extrapolation cap', 'view.heldShare'],
+      [
+        'mean view age',
+        fixed(get('view.meanAgeMs'), 0, ' ms'),
+        "how far in the past remote players are drawn (the client's estimate of the server's present minus the view), sampled each second",
+        'view.meanAgeMs',
+      ],
     ],
   ]);
   groups.push([

@@ -1,0 +1,219 @@
+// Delay-based congestion control (after WebRTC's Google congestion control): how many bytes per
+// second one direction of a link can take without building a queue, found from the round trips
+// of acknowledged packets and from loss. The server runs one per client for its frames, the
+// client one for its command packets; the configured rate is only the upper bound.
+//
+// A queue on the path shows as round trips growing above the path's own. The controller keeps
+//   base     the lowest smoothed round trip of the last baseWindowMs (the path without a queue);
+//   queue    smoothed round trip - base: how long packets now wait in queues;
+//   delivered  bytes acknowledged per second over the last deliveryWindowMs (what the path carried).
+// Each acknowledgement is a sample, and at most once per round trip the controller acts:
+//   overuse  (queue above the threshold, max(queueThresholdMs, twice the round-trip deviation)
+//            so that jitter alone is not taken for a queue, for OVERUSE_HOLD_MS): rate =
+//            decreaseFactor x delivered, the bottleneck's own rate less a share that drains the
+//            queue (drainFactor while the queue is over three thresholds), but at most half the
+//            rate at once (a sender that sent less than it may measures less than the link);
+//            with loss above lossThreshold as well (a drop-tail queue overflowing, not random
+//            loss), x (1 - loss / 2); never below minBytesPerSecond;
+//   normal   (queue under half the threshold): rate grows by increasePerSecond of itself per second,
+//            up to maxBytesPerSecond.
+// Pure: time is passed in; allocation-free.
+
+/** Tuning of a RateController; every field but maxBytesPerSecond has a default. */
+export interface RateControllerConfig {
+  /** The most it may ever send, bytes per second (the configured `rate`). */
+  maxBytesPerSecond: number;
+  /** It never goes below this, bytes per second. */
+  minBytesPerSecond: number;
+  /** The rate before any measurement, bytes per second (capped by maxBytesPerSecond). */
+  startBytesPerSecond: number;
+  /** Smallest queueing delay taken for a queue, ms. */
+  queueThresholdMs: number;
+  /** On overuse the rate becomes this share of the delivered rate. */
+  decreaseFactor: number;
+  /** ...or this share while the queue is over three thresholds (drain it quicker). */
+  drainFactor: number;
+  /** Growth of the rate while no queue shows, as a share of itself per second. */
+  increasePerSecond: number;
+  /** The base round trip is the lowest of this long, ms. */
+  baseWindowMs: number;
+  /** Delivered rate is measured over this long, ms. */
+  deliveryWindowMs: number;
+  /** Loss share taken for a sign of congestion (together with a queue). */
+  lossThreshold: number;
+}
+
+export const DEFAULT_RATE_CONTROLLER_CONFIG: Readonly<Omit<RateControllerConfig, 'maxBytesPerSecond'>> =
+  Object.freeze({
+    minBytesPerSecond: 1500,
+    startBytesPerSecond: 32_000,
+    queueThresholdMs: 30,
+    decreaseFactor: 0.85,
+    drainFactor: 0.6,
+    increasePerSecond: 0.08,
+    baseWindowMs: 10_000,
+    deliveryWindowMs: 1000,
+    lossThreshold: 0.1,
+  });
+
+/** Decisions taken, for reports. */
+export interface RateControllerStats {
+  /** Decreases for a queue, and for loss with a queue. */
+  delayDecreases: number;
+  lossDecreases: number;
+  /** Acknowledgement samples taken. */
+  samples: number;
+}
+
+const DELIVERY_BUCKETS = 8;
+/** A queue must show this long before the rate is cut, ms. */
+const OVERUSE_HOLD_MS = 200;
+
+export class RateController {
+  readonly config: Readonly<RateControllerConfig>;
+  readonly stats: RateControllerStats = { delayDecreases: 0, lossDecreases: 0, samples: 0 };
+  /** Bytes per second it may send now. */
+  rateBytesPerSecond: number;
+  /** Smoothed round trip, its lowest of the window (the path without queues) and the difference, ms. */
+  smoothedRttMs = 0;
+  baseRttMs = Number.POSITIVE_INFINITY;
+  queueDelayMs = 0;
+  /** Mean deviation of round-trip samples, ms. */
+  rttDeviationMs = 0;
+  /** Bytes acknowledged per second over the delivery window. */
+  deliveredBytesPerSecond = 0;
+
+  private hasSample = false;
+  /** Lowest smoothed round trip of the current and the previous half window. */
+  private baseCurrent = Number.POSITIVE_INFINITY;
+  private basePrevious = Number.POSITIVE_INFINITY;
+  private baseSwitchMs = 0;
+  private readonly bucketBytes = new Float64Array(DELIVERY_BUCKETS);
+  private bucketStartMs = 0;
+  private bucket = 0;
+  private firstAckMs = -1;
+  private lastUpdateMs = -1;
+  private holdUntilMs = 0;
+  private overuseSinceMs = -1;
+
+  constructor(config: Partial<RateControllerConfig> & { maxBytesPerSecond: number }) {
+    const c = { ...DEFAULT_RATE_CONTROLLER_CONFIG, ...config };
+    checkConfig(c);
+    this.config = Object.freeze(c);
+    this.rateBytesPerSecond = Math.max(
+      c.minBytesPerSecond,
+      Math.min(c.startBytesPerSecond, c.maxBytesPerSecond),
+    );
+  }
+
+  /** A new upper bound (the configured rate changed). */
+  setMax(maxBytesPerSecond: number): void {
+    (this.config as RateControllerConfig).maxBytesPerSecond = maxBytesPerSecond;
+    if (this.rateBytesPerSecond > maxBytesPerSecond) this.rateBytesPerSecond = maxBytesPerSecond;
+  }
+
+  /** A packet of `bytes` sent `rttMs` ago was acknowledged at `nowMs`. */
+  onAck(nowMs: number, rttMs: number, bytes: number): void {
+    if (!(rttMs >= 0 && Number.isFinite(rttMs) && Number.isFinite(nowMs))) return;
+    this.stats.samples++;
+    if (this.hasSample) {
+      this.rttDeviationMs += (Math.abs(rttMs - this.smoothedRttMs) - this.rttDeviationMs) / 4;
+      this.smoothedRttMs += (rttMs - this.smoothedRttMs) / 8;
+    } else {
+      this.hasSample = true;
+      this.smoothedRttMs = rttMs;
+      this.rttDeviationMs = rttMs / 4;
+      this.baseSwitchMs = nowMs;
+      this.bucketStartMs = nowMs;
+      this.firstAckMs = nowMs;
+    }
+    // Windowed minimum in two halves: the base forgets a path that got longer within a window.
+    if (nowMs - this.baseSwitchMs >= this.config.baseWindowMs / 2) {
+      this.basePrevious = this.baseCurrent;
+      this.baseCurrent = Number.POSITIVE_INFINITY;
+      this.baseSwitchMs = nowMs;
+    }
+    if (this.smoothedRttMs < this.baseCurrent) this.baseCurrent = this.smoothedRttMs;
+    this.baseRttMs = Math.min(this.baseCurrent, this.basePrevious);
+    this.queueDelayMs = this.smoothedRttMs - this.baseRttMs;
+    this.addDelivered(nowMs, bytes);
+  }
+
+  /** Takes a decision if one is due at `nowMs`, given the share of packets lost (`loss`). */
+  update(nowMs: number, loss: number): void {
+    const dt = this.lastUpdateMs < 0 ? 0 : Math.min(nowMs - this.lastUpdateMs, 1000);
+    this.lastUpdateMs = nowMs;
+    if (!this.hasSample || !(dt >= 0)) return;
+    const c = this.config;
+    this.addDelivered(nowMs, 0);
+    const threshold = Math.max(c.queueThresholdMs, 2 * this.rttDeviationMs);
+    const queue = this.queueDelayMs;
+    const measured = nowMs - this.firstAckMs >= c.deliveryWindowMs / 2;
+    if (queue > threshold) {
+      // A queue held for a while, not one noisy sample.
+      if (this.overuseSinceMs < 0) this.overuseSinceMs = nowMs;
+      if (nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS && nowMs >= this.holdUntilMs && measured) {
+        const factor = queue > 3 * threshold ? c.drainFactor : c.decreaseFactor;
+        // The delivered rate is the bottleneck's when the queue is ours; when the sender was
+        // sending less than it may (app-limited), no more than half the rate goes at once.
+        let target = Math.max(factor * this.deliveredBytesPerSecond, 0.5 * this.rateBytesPerSecond);
+        if (loss > c.lossThreshold) target *= 1 - loss / 2;
+        if (target < this.rateBytesPerSecond) {
+          this.rateBytesPerSecond = Math.max(c.minBytesPerSecond, target);
+          if (loss > c.lossThreshold) this.stats.lossDecreases++;
+          else this.stats.delayDecreases++;
+        }
+        this.holdUntilMs = nowMs + this.smoothedRttMs + 100;
+      }
+      return;
+    }
+    this.overuseSinceMs = -1;
+    if (queue < threshold / 2 && nowMs >= this.holdUntilMs) {
+      const grown = this.rateBytesPerSecond * (1 + (c.increasePerSecond * dt) / 1000);
+      this.rateBytesPerSecond = Math.min(c.maxBytesPerSecond, grown);
+    }
+  }
+
+  /** Adds `bytes` acknowledged at `nowMs` to the delivery buckets and refreshes the delivered rate. */
+  private addDelivered(nowMs: number, bytes: number): void {
+    const width = this.config.deliveryWindowMs / DELIVERY_BUCKETS;
+    let steps = 0;
+    while (nowMs - this.bucketStartMs >= width && steps < DELIVERY_BUCKETS) {
+      this.bucket = (this.bucket + 1) % DELIVERY_BUCKETS;
+      this.bucketBytes[this.bucket] = 0;
+      this.bucketStartMs += width;
+      steps++;
+    }
+    if (nowMs - this.bucketStartMs >= width) this.bucketStartMs = nowMs;
+    this.bucketBytes[this.bucket] += bytes;
+    let sum = 0;
+    for (let i = 0; i < DELIVERY_BUCKETS; i++) sum += this.bucketBytes[i];
+    const span = Math.min(this.config.deliveryWindowMs, Math.max(width, nowMs - this.firstAckMs));
+    this.deliveredBytesPerSecond = (sum * 1000) / span;
+  }
+}
+
+function checkConfig(c: RateControllerConfig): void {
+  const positive = [
+    'maxBytesPerSecond',
+    'minBytesPerSecond',
+    'startBytesPerSecond',
+    'baseWindowMs',
+    'deliveryWindowMs',
+  ] as const;
+  for (const key of positive) {
+    if (!(c[key] > 0 && Number.isFinite(c[key]))) {
+      throw new RangeError(`rate control: ${key} must be a finite number > 0, got ${String(c[key])}`);
+    }
+  }
+  for (const key of ['queueThresholdMs', 'increasePerSecond'] as const) {
+    if (!(c[key] >= 0 && Number.isFinite(c[key]))) {
+      throw new RangeError(`rate control: ${key} must be a finite number >= 0, got ${String(c[key])}`);
+    }
+  }
+  for (const key of ['decreaseFactor', 'drainFactor', 'lossThreshold'] as const) {
+    if (!(c[key] > 0 && c[key] <= 1)) {
+      throw new RangeError(`rate control: ${key} must be in (0, 1], got ${String(c[key])}`);
+    }
+  }
+}

@@ -1,0 +1,60 @@
+// Delay-based rate control against a simulated bottleneck: a sender that wants more than the
+// link carries, one packet every 1000/64 ms, through a drop-tail queue.
+
+import { describe, expect, it } from 'vitest';
+import { RateController } from '../../src/net/rate-control.ts';
+
+/** Runs `seconds` of a sender wanting `wantBytesPerSecond` over a link of `linkBytesPerSecond`. */
+function run(linkBytesPerSecond: number, wantBytesPerSecond: number, baseRttMs: number, seconds: number) {
+  const control = new RateController({ maxBytesPerSecond: 80_000 });
+  const packetMs = 1000 / 64;
+  let linkFreeMs = 0;
+  let sendFreeMs = 0;
+  const acks: { atMs: number; rttMs: number; bytes: number }[] = [];
+  const queueSamples: number[] = [];
+  for (let now = 0; now < seconds * 1000; now += packetMs) {
+    while (acks.length > 0 && acks[0].atMs <= now) {
+      const a = acks.shift() as { atMs: number; rttMs: number; bytes: number };
+      control.onAck(a.atMs, a.rttMs, a.bytes);
+    }
+    control.update(now, 0);
+    if (now < sendFreeMs) continue;
+    const bytes = Math.min(1200, (wantBytesPerSecond * packetMs) / 1000);
+    sendFreeMs = now + (bytes * 1000) / control.rateBytesPerSecond;
+    const start = Math.max(now, linkFreeMs);
+    linkFreeMs = start + (bytes * 1000) / linkBytesPerSecond;
+    const queueMs = start - now;
+    if (now > (seconds - 20) * 1000) queueSamples.push(queueMs);
+    const rtt = baseRttMs + queueMs + (bytes * 1000) / linkBytesPerSecond;
+    acks.push({ atMs: now + rtt, rttMs: rtt, bytes });
+    acks.sort((x, y) => x.atMs - y.atMs);
+  }
+  const meanQueue = queueSamples.reduce((a, b) => a + b, 0) / queueSamples.length;
+  return { control, meanQueue };
+}
+
+describe('RateController', () => {
+  it('finds a slow link and keeps its queue short, where sending at the configured rate would queue for seconds', () => {
+    const { control, meanQueue } = run(8000, 20_000, 600, 60);
+    expect(control.stats.delayDecreases).toBeGreaterThan(0);
+    expect(control.rateBytesPerSecond).toBeLessThan(10_000);
+    expect(control.rateBytesPerSecond).toBeGreaterThan(4000);
+    expect(meanQueue).toBeLessThan(100);
+  });
+
+  it('leaves a fast link alone: the rate climbs to its upper bound', () => {
+    const { control, meanQueue } = run(1_000_000, 20_000, 40, 30);
+    expect(control.stats.delayDecreases).toBe(0);
+    expect(control.rateBytesPerSecond).toBe(80_000);
+    expect(meanQueue).toBeLessThan(1);
+  });
+
+  it('names a bad setting', () => {
+    expect(() => new RateController({ maxBytesPerSecond: 0 })).toThrow(
+      'rate control: maxBytesPerSecond must be a finite number > 0, got 0',
+    );
+    expect(() => new RateController({ maxBytesPerSecond: 1000, decreaseFactor: 2 })).toThrow(
+      /decreaseFactor/,
+    );
+  });
+});
