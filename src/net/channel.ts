@@ -1,4 +1,5 @@
-// Packet channel: one end of a connection: sequence, acks, RTT, loss, checksum, reliable messages.
+// Packet channel: one end of a connection: sequence, acks, RTT, loss, checksum, reliable messages,
+// and (with packet keys, as every connection has) authentication.
 //
 // Every packet, bits packed least significant first (so the header fields are little-endian
 // bytes):
@@ -6,25 +7,33 @@
 //   +-------+------------+------+----------------------------------------------------------+
 //   | byte  | field      | bits |                                                          |
 //   +-------+------------+------+----------------------------------------------------------+
-//   | 0     | type       | 8    | PacketType; the channel sends and accepts only Data (0)   |
+//   | 0     | type       | 8    | PacketType: Data (0), or Disconnect (6) when sealed       |
 //   | 1-4   | checksum   | 32   | CRC-32 of protocolId (4 bytes, little-endian), byte 0    |
-//   |       |            |      | and bytes 5..end                                         |
+//   |       |            |      | and bytes 5..end (tag included)                          |
 //   | 5-6   | sequence   | 16   | this packet's number, +1 per packet, wrapping            |
 //   | 7-8   | ack        | 16   | newest sequence received from the peer (0xFFFF: none)    |
 //   | 9-12  | ack bits   | 32   | bit i set: sequence ack-1-i was received too             |
 //   | 13-   | reliable   | 7+   | count, then the reliable messages (layout: reliable.ts)  |
 //   |       | payload    | rest | the caller's unreliable data, up to MAX_PACKET_BYTES     |
+//   | end-16| tag        | 128  | sealed packets: the Poly1305 tag (packet-crypto.ts)      |
 //   +-------+------------+------+----------------------------------------------------------+
+//
+// Sealed (the channel has packet keys): bytes 13..end-16 are encrypted with ChaCha20-Poly1305
+// under the sender's direction key, the nonce being the packet's 64-bit sequence number (the
+// 16-bit one extended by the receiver from the newest it took), the additional data bytes 0 and
+// 5..12. A Disconnect packet carries one sealed byte, the reason. A packet whose tag does not
+// verify is dropped ('forged') before it can move anything: no window, ack, RTT or message.
 //
 // Each acknowledgement rides in the next 33 packets the peer sends, so a lost packet loses no
 // ack. A packet's first acknowledgement gives an RTT sample (RFC 6298 smoothing) and fires
 // `onAck` once. The receiver takes each sequence once and only within the last 33 (newer
-// ones move the window: anything up to half the sequence space ahead is newer).
+// ones move the window: anything up to maxSequenceJump ahead).
 
 import { BitStream } from '../protocol/bitstream.ts';
 import { seqAdd, seqDiff, seqGreaterThan } from '../protocol/sequence.ts';
 import { SequenceBuffer } from '../sim/ring.ts';
 import { crc32 } from './crc32.ts';
+import { NONCE_BYTES, PACKET_TAG_BYTES, type PacketKeys, writeNonce } from './packet-crypto.ts';
 import {
   RELIABLE_MAX_PER_PACKET,
   ReliableReceiver,
@@ -74,6 +83,7 @@ export type DropReason =
   | 'duplicate'
   | 'stale'
   | 'too far ahead'
+  | 'forged'
   | 'bad ack'
   | 'malformed'
   | 'reliable window'
@@ -87,6 +97,7 @@ export const DROP_REASONS: readonly DropReason[] = [
   'duplicate',
   'stale',
   'too far ahead',
+  'forged',
   'bad ack',
   'malformed',
   'reliable window',
@@ -252,6 +263,8 @@ const INITIAL_RTT_MS = 100;
 /** Before the first RTT sample, a sent packet unacknowledged this long counts as lost. */
 const INITIAL_LOSS_TIMEOUT_MS = 1000;
 const NO_ACK = 0xffff;
+/** Additional authenticated data of a sealed packet: type, sequence, ack, ack bits. */
+const AAD_BYTES = 9;
 
 function checkConfig(c: PacketChannelConfig): void {
   const fail = (field: string, rule: string, value: number): never => {
@@ -306,8 +319,25 @@ export class PacketChannel {
   lastSentMs = Number.NEGATIVE_INFINITY;
   readonly config: Readonly<PacketChannelConfig>;
 
+  /**
+   * The reason of an authenticated Disconnect received from the peer (0: none): set by `receive`,
+   * which then returns null. The connection layer ends the connection on it.
+   */
+  peerDisconnectReason = 0;
+
   private readonly transmit: (data: Uint8Array) => void;
   private readonly salt: number;
+  private readonly keys: PacketKeys | null;
+  /** Room for the tag at the end of sealed packets (0 unsealed). */
+  private readonly tagBytes: number;
+  private readonly nonce = new Uint8Array(NONCE_BYTES);
+  private readonly aad = new Uint8Array(AAD_BYTES);
+  /** Where a received sealed packet is opened into. */
+  private readonly plain: Uint8Array;
+  /** Packets sent so far: the 64-bit sequence number of the next one. */
+  private sendCounter = 0;
+  /** The 64-bit sequence number of the newest packet received. */
+  private remoteExtended = 0;
   private readonly writer = new BitStream(MAX_PACKET_BYTES);
   private readonly reader = new BitStream(0);
   private readonly views: (Uint8Array | undefined)[] = new Array(MAX_PACKET_BYTES + 1);
@@ -337,14 +367,23 @@ export class PacketChannel {
   /** How many of the 33 sequences in the ack window are at or after the first one received. */
   private windowFill = 0;
 
+  /**
+   * `keys`: the connection's packet keys; with them every packet is sealed and every received
+   * packet must verify. Without them packets are only checksummed (a building block for tests
+   * and tools; the connection layer always gives keys).
+   */
   constructor(
     transmit: (data: Uint8Array) => void,
     config: Partial<PacketChannelConfig> & { protocolId: number },
+    keys: PacketKeys | null = null,
   ) {
     const c: PacketChannelConfig = { ...DEFAULT_CHANNEL_CONFIG, ...config };
     checkConfig(c);
     this.config = c;
     this.transmit = transmit;
+    this.keys = keys;
+    this.tagBytes = keys === null ? 0 : PACKET_TAG_BYTES;
+    this.plain = new Uint8Array(keys === null ? 0 : MAX_PACKET_BYTES);
     this.salt = protocolSalt(c.protocolId);
     this.outgoing = new LossWindow(c.lossWindowPackets);
     this.incoming = new LossWindow(c.lossWindowPackets);
@@ -390,22 +429,10 @@ export class PacketChannel {
    * 'payload overflow'; the packet still goes. Returns the packet's sequence. Allocates nothing.
    */
   send(nowMs: number, writePayload?: (s: BitStream) => void): number {
-    const sequence = this.nextSequence;
-    this.settleOutgoing(nowMs);
-    while (seqDiff(sequence, this.lossCursor) >= SENT_BUFFER_SIZE) this.settleOne();
-
-    const s = this.writer.beginWrite(MAX_PACKET_BYTES);
-    const h = this.header;
-    h.type = PacketType.Data;
-    h.checksum = 0;
-    h.sequence = sequence;
-    h.ack = this.hasReceived ? this.remoteSequence : NO_ACK;
-    h.ackBits = this.hasReceived ? this.receivedBits : 0;
-    serializePacketHeader(s, h);
-
+    const s = this.beginPacket(nowMs, PacketType.Data);
     const rtt = this.hasRtt ? this.stats.rttMs : INITIAL_RTT_MS;
     const resendDelayMs = Math.max(rtt * 1.1, this.config.reliableResendMinMs);
-    const maxBits = (MAX_PACKET_BYTES - PACKET_HEADER_BYTES) * 8;
+    const maxBits = (MAX_PACKET_BYTES - PACKET_HEADER_BYTES - this.tagBytes) * 8;
     const section = this.txSection;
     this.sender.fill(section, nowMs, resendDelayMs, this.config.reliableBudgetBytes * 8, maxBits);
     serializeReliableSection(s, section, this.config.maxReliableMessageBytes);
@@ -418,18 +445,61 @@ export class PacketChannel {
         this.stats.dropped['payload overflow']++;
       }
     }
+    return this.finishPacket(nowMs, s, section.count, section.ids);
+  }
 
-    const length = s.bytesProcessed;
+  /**
+   * Sends an authenticated Disconnect carrying `reason` (a sealed channel only: an unsealed one
+   * has no way to prove who sent it). Returns its sequence. Send a few: packets may be lost.
+   */
+  sendDisconnect(nowMs: number, reason: number): number {
+    if (this.keys === null) throw new Error('sendDisconnect: the channel has no packet keys');
+    const s = this.beginPacket(nowMs, PacketType.Disconnect);
+    s.uint(reason & 0xff, 8);
+    return this.finishPacket(nowMs, s, 0, null);
+  }
+
+  /** Starts a packet of `type`: the fixed header, into the writer, room left for the tag. */
+  private beginPacket(nowMs: number, type: number): BitStream {
+    this.settleOutgoing(nowMs);
+    while (seqDiff(this.nextSequence, this.lossCursor) >= SENT_BUFFER_SIZE) this.settleOne();
+    const s = this.writer.beginWrite(MAX_PACKET_BYTES - this.tagBytes);
+    const h = this.header;
+    h.type = type;
+    h.checksum = 0;
+    h.sequence = this.nextSequence;
+    h.ack = this.hasReceived ? this.remoteSequence : NO_ACK;
+    h.ackBits = this.hasReceived ? this.receivedBits : 0;
+    serializePacketHeader(s, h);
+    return s;
+  }
+
+  /** Seals (with keys) and checksums the packet in the writer, records and transmits it. */
+  private finishPacket(
+    nowMs: number,
+    s: BitStream,
+    messageCount: number,
+    messageIds: Uint16Array | null,
+  ): number {
+    const sequence = this.nextSequence;
+    let length = s.bytesProcessed;
     const data = s.buffer;
+    if (this.keys !== null) {
+      writeNonce(this.nonce, this.sendCounter);
+      this.fillAad(data);
+      this.keys.send.seal(this.nonce, this.aad, data, PACKET_HEADER_BYTES, length, data);
+      length += PACKET_TAG_BYTES;
+    }
     writeU32(data, PACKET_CHECKSUM_OFFSET, checksumFromSalt(this.salt, data, length));
 
     const record = this.sent.insert(sequence);
     record.sendTimeMs = nowMs;
     record.acked = false;
-    record.messageCount = section.count;
-    record.messageIds.set(section.ids);
+    record.messageCount = messageCount;
+    if (messageIds !== null) record.messageIds.set(messageIds);
 
     this.nextSequence = seqAdd(sequence, 1);
+    this.sendCounter++;
     this.lastSentMs = nowMs;
     this.stats.packetsSent++;
     this.stats.bytesSent += length;
@@ -441,6 +511,13 @@ export class PacketChannel {
     }
     this.transmit(view);
     return sequence;
+  }
+
+  /** The additional authenticated data: the header's type, sequence, ack and ack bits. */
+  private fillAad(data: Uint8Array): void {
+    const aad = this.aad;
+    aad[0] = data[0];
+    for (let i = 1; i < AAD_BYTES; i++) aad[i] = data[PACKET_CHECKSUM_OFFSET + 3 + i];
   }
 
   /**
@@ -466,15 +543,18 @@ export class PacketChannel {
    */
   receive(nowMs: number, data: Uint8Array): BitStream | null {
     const length = data.length;
-    if (length < MIN_PACKET_BYTES) return this.drop('truncated');
+    if (length < MIN_PACKET_BYTES + this.tagBytes) return this.drop('truncated');
     if (length > MAX_PACKET_BYTES) return this.drop('oversized');
-    const s = this.reader.beginRead(data);
+    let s = this.reader.beginRead(data);
     const h = this.header;
     serializePacketHeader(s, h);
     if (h.checksum !== checksumFromSalt(this.salt, data, length)) return this.drop('checksum');
-    if (h.type !== PacketType.Data) return this.drop('bad type');
+    const sealed = this.keys !== null;
+    if (h.type !== PacketType.Data && !(sealed && h.type === PacketType.Disconnect))
+      return this.drop('bad type');
+    let ahead = 0;
     if (this.hasReceived) {
-      const ahead = seqDiff(h.sequence, this.remoteSequence);
+      ahead = seqDiff(h.sequence, this.remoteSequence);
       if (ahead === 0) return this.drop('duplicate');
       if (ahead < 0) {
         if (ahead < -ACK_BITS) return this.drop('stale');
@@ -483,8 +563,29 @@ export class PacketChannel {
         return this.drop('too far ahead');
       }
     }
+    const extended = this.hasReceived ? this.remoteExtended + ahead : h.sequence;
+    let end = length;
+    if (this.keys !== null) {
+      // Nothing above changed any state: a packet that fails here moves nothing.
+      if (extended < 0) return this.drop('forged');
+      writeNonce(this.nonce, extended);
+      this.fillAad(data);
+      const plain = this.plain;
+      if (!this.keys.receive.open(this.nonce, this.aad, data, PACKET_HEADER_BYTES, length, plain))
+        return this.drop('forged');
+      for (let i = 0; i < PACKET_HEADER_BYTES; i++) plain[i] = data[i];
+      end = length - PACKET_TAG_BYTES;
+      s = this.reader.beginRead(plain, end);
+      serializePacketHeader(s, h);
+    }
     const acksNothing = h.ack === NO_ACK && h.ackBits === 0;
     if (!acksNothing && seqGreaterThan(h.ack, seqAdd(this.nextSequence, -1))) return this.drop('bad ack');
+    if (h.type === PacketType.Disconnect) {
+      const reason = s.uint(0, 8);
+      if (!s.ok) return this.drop('malformed');
+      this.peerDisconnectReason = reason === 0 ? 0xff : reason;
+      return null;
+    }
     const section = this.rxSection;
     if (!serializeReliableSection(s, section, this.config.maxReliableMessageBytes))
       return this.drop('malformed');
@@ -493,7 +594,7 @@ export class PacketChannel {
     const sequence = h.sequence;
     const ack = h.ack;
     const ackBits = h.ackBits;
-    this.markReceived(sequence);
+    this.markReceived(sequence, extended);
     this.lastReceivedSequence = sequence;
     this.lastReceivedAck = acksNothing ? -1 : ack;
     this.lastReceivedMs = nowMs;
@@ -580,10 +681,11 @@ export class PacketChannel {
   }
 
   /** Moves the receive window to take `sequence`, settling the sequences that leave it. */
-  private markReceived(sequence: number): void {
+  private markReceived(sequence: number, extended: number): void {
     if (!this.hasReceived) {
       this.hasReceived = true;
       this.remoteSequence = sequence;
+      this.remoteExtended = extended;
       this.receivedBits = 0;
       this.windowFill = 1;
       return;
@@ -607,6 +709,7 @@ export class PacketChannel {
     if (ahead < ACK_BITS) this.receivedBits = ((this.receivedBits << ahead) | (1 << (ahead - 1))) >>> 0;
     else this.receivedBits = ahead === ACK_BITS ? 0x80000000 : 0;
     this.remoteSequence = sequence;
+    this.remoteExtended = extended;
     this.windowFill = Math.min(span, this.windowFill + ahead);
   }
 }

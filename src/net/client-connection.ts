@@ -1,7 +1,8 @@
-// The client's connection layer: one attempt to connect to a server (connect request, challenge,
-// response, accepted or refused), then the packet channel of the connection and its timeout. It
-// reports the connection, each payload and the end to the game loop above it; a new attempt is
-// a new object, so nothing of an earlier connection survives.
+// The client's connection layer: one attempt to connect to a server (connect request, challenge
+// with key agreement, response, accepted or refused; a transient refusal starts over), then the
+// sealed packet channel of the connection and its timeout. It reports the connection, each
+// payload and the end to the game loop above it; a new attempt is a new object, so nothing of an
+// earlier connection survives.
 
 import type { BitStream } from '../protocol/bitstream.ts';
 import { PacketChannel, PacketType } from './channel.ts';
@@ -13,12 +14,17 @@ import {
   PACKET_CHALLENGE,
   PACKET_CHALLENGE_RESPONSE,
   PACKET_CONNECT_REQUEST,
-  PACKET_DISCONNECT,
   PACKET_REFUSED,
   peekPacketType,
   readHandshakePacket,
   writeHandshakePacket,
 } from './handshake.ts';
+import {
+  type ClientKeyPair,
+  clientPacketKeys,
+  createClientKeyPair,
+  type PacketKeys,
+} from './packet-crypto.ts';
 import type { DatagramEndpoint } from './transport.ts';
 
 export interface ClientConnectionConfig {
@@ -44,6 +50,11 @@ export interface ClientConnectionConfig {
   resumeLo?: number;
   /** Join as a spectator watching this far behind (ms, 0..65535); absent or -1: as a player. */
   spectatorDelayMs?: number;
+  /**
+   * The server's X25519 public key, when known in advance (from a backend over HTTPS, say): a
+   * challenge carrying another key is ignored, so nobody on the path can stand in for the server.
+   */
+  serverPublicKey?: Uint8Array;
 }
 
 export type ConnectionState =
@@ -77,6 +88,8 @@ export class ClientConnection {
   /** The player's resume token the server gave in Accepted (both 0 until then, or none). */
   readonly resumeToken = { hi: 0, lo: 0 };
   readonly nonce: number;
+  /** Transient refusals (server full) this attempt waited out and retried. */
+  retries = 0;
 
   private readonly endpoint: DatagramEndpoint;
   private readonly serverAddress: string;
@@ -84,6 +97,10 @@ export class ClientConnection {
   private readonly hs = createHandshakePacket();
   private readonly hsStream = createHandshakeStream();
   private readonly cookie = { issuedAt: 0, hi: 0, lo: 0 };
+  private readonly keyPair: ClientKeyPair = createClientKeyPair();
+  private keys: PacketKeys | null = null;
+  /** The reason of the latest transient refusal (0: none). */
+  private lastRefusal = 0;
   private readonly startMs: number;
   private lastSendMs = -Infinity;
   private nowMs: number;
@@ -114,12 +131,14 @@ export class ClientConnection {
     if (nowMs > this.nowMs) this.nowMs = nowMs;
     if (this.state === 'connecting' || this.state === 'challenged') {
       if (this.nowMs - this.startMs > this.config.connectTimeoutMs) {
-        this.end('timed out', 0);
+        // Still refused when time ran out (server full): give up with that reason.
+        if (this.lastRefusal !== 0) this.end('refused', this.lastRefusal);
+        else this.end('timed out', 0);
         return;
       }
       if (this.nowMs - this.lastSendMs < this.config.connectRetryMs) return;
       this.lastSendMs = this.nowMs;
-      this.sendHandshake(this.state === 'connecting' ? PACKET_CONNECT_REQUEST : PACKET_CHALLENGE_RESPONSE, 0);
+      this.sendHandshake(this.state === 'connecting' ? PACKET_CONNECT_REQUEST : PACKET_CHALLENGE_RESPONSE);
       return;
     }
     const channel = this.channel;
@@ -134,10 +153,15 @@ export class ClientConnection {
   /** Handles one packet from the endpoint; packets from anyone but the server are ignored. */
   receive(from: string, data: Uint8Array): void {
     if (from !== this.serverAddress) return;
-    if (peekPacketType(data) === PacketType.Data) {
+    const type = peekPacketType(data);
+    if (type === PacketType.Data || type === PacketType.Disconnect) {
       const channel = this.channel;
       if (this.state !== 'connected' || channel === null) return;
       const s = channel.receive(this.nowMs, data);
+      if (channel.peerDisconnectReason !== 0) {
+        this.end('disconnected', channel.peerDisconnectReason);
+        return;
+      }
       // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
       if (s !== null && s.bitsRemaining >= 8) this.handler.payload(s);
       return;
@@ -146,8 +170,13 @@ export class ClientConnection {
     const p = this.hs;
     if (p.clientNonce !== this.nonce) return;
     switch (p.type) {
-      case PACKET_CHALLENGE:
+      case PACKET_CHALLENGE: {
         if (this.state !== 'connecting') return;
+        const pinned = this.config.serverPublicKey;
+        if (pinned !== undefined && !equalBytes(pinned, p.publicKey)) return;
+        const keys = clientPacketKeys(this.keyPair, p.publicKey, this.config.protocolId, this.nonce);
+        if (keys === null) return;
+        this.keys = keys;
         this.cookie.issuedAt = p.issuedAt;
         this.cookie.hi = p.cookieHi;
         this.cookie.lo = p.cookieLo;
@@ -155,32 +184,43 @@ export class ClientConnection {
         this.lastSendMs = -Infinity;
         this.update(this.nowMs);
         return;
+      }
       case PACKET_ACCEPTED:
-        if (this.state !== 'challenged') return;
+        if (this.state !== 'challenged' || this.keys === null) return;
         this.slot = p.slot;
         this.tickRate = p.tickRate;
         this.resumeToken.hi = p.resumeHi;
         this.resumeToken.lo = p.resumeLo;
         this.state = 'connected';
-        this.channel = new PacketChannel((bytes) => this.endpoint.send(this.serverAddress, bytes), {
-          protocolId: this.config.protocolId,
-        });
+        this.channel = new PacketChannel(
+          (bytes) => this.endpoint.send(this.serverAddress, bytes),
+          { protocolId: this.config.protocolId },
+          this.keys,
+        );
         this.channel.lastReceivedMs = this.nowMs;
         this.handler.connected(p.slot, p.tickRate, p.serverTick);
         return;
       case PACKET_REFUSED:
-        if (this.state === 'connecting' || this.state === 'challenged') this.end('refused', p.reason);
-        return;
-      case PACKET_DISCONNECT:
-        if (this.state === 'connected') this.end('disconnected', p.reason);
+        if (this.state !== 'connecting' && this.state !== 'challenged') return;
+        if (p.retry && this.nowMs - this.startMs < this.config.connectTimeoutMs) {
+          // Transient (the server is full right now): start over after the retry interval.
+          this.retries++;
+          this.lastRefusal = p.reason;
+          this.state = 'connecting';
+          this.keys = null;
+          this.lastSendMs = this.nowMs;
+          return;
+        }
+        this.end('refused', p.reason);
         return;
     }
   }
 
-  /** Tells the server this client is leaving (three copies) and ends the connection. */
+  /** Tells the server this client is leaving (three sealed copies) and ends the connection. */
   disconnect(): void {
-    if (this.state === 'connected' || this.state === 'challenged') {
-      for (let i = 0; i < 3; i++) this.sendHandshake(PACKET_DISCONNECT, DISCONNECT_CLIENT_LEFT);
+    const channel = this.channel;
+    if (this.state === 'connected' && channel !== null) {
+      for (let i = 0; i < 3; i++) channel.sendDisconnect(this.nowMs, DISCONNECT_CLIENT_LEFT);
     }
     this.state = 'disconnected';
   }
@@ -191,7 +231,7 @@ export class ClientConnection {
     this.handler.ended(state, reason);
   }
 
-  private sendHandshake(type: number, reason: number): void {
+  private sendHandshake(type: number): void {
     const p = this.hs;
     const c = this.config;
     p.type = type;
@@ -208,7 +248,14 @@ export class ClientConnection {
     const delay = c.spectatorDelayMs ?? -1;
     p.spectator = delay >= 0;
     p.spectatorDelayMs = delay >= 0 ? Math.min(65535, Math.round(delay)) : 0;
-    p.reason = reason;
+    p.publicKey.set(this.keyPair.publicKey);
     this.endpoint.send(this.serverAddress, writeHandshakePacket(this.hsStream, c.protocolId, p));
   }
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a[i] ^ b[i];
+  return d === 0;
 }

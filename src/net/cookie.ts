@@ -1,5 +1,5 @@
-// Challenge cookies: a keyed hash of the client's address, a time and its nonce, so the server
-// can check a challenge response without having kept any state for that address.
+// Challenge cookies: a keyed hash of the client's address, a time, its nonce and its public key,
+// so the server can check a challenge response without having kept any state for that address.
 
 import { createHmac, randomBytes } from 'node:crypto';
 
@@ -14,16 +14,32 @@ export class CookieJar {
     this.secret = secret === undefined ? randomBytes(32) : Buffer.from(secret);
   }
 
-  /** The 64-bit cookie for (address, issuedAt, nonce) as two 32-bit halves in `out`. */
-  make(address: string, issuedAt: number, nonce: number, out: { hi: number; lo: number }): void {
-    const mac = createHmac('sha256', this.secret).update(`${address}|${issuedAt}|${nonce}`).digest();
+  /** The 64-bit cookie for (address, issuedAt, nonce, publicKey) as two 32-bit halves in `out`. */
+  make(
+    address: string,
+    issuedAt: number,
+    nonce: number,
+    publicKey: Uint8Array,
+    out: { hi: number; lo: number },
+  ): void {
+    const mac = createHmac('sha256', this.secret)
+      .update(`${address}|${issuedAt}|${nonce}|`)
+      .update(publicKey)
+      .digest();
     out.hi = mac.readUInt32LE(0);
     out.lo = mac.readUInt32LE(4);
   }
 
   /** True when the cookie matches; compares in constant time for equal-length inputs. */
-  check(address: string, issuedAt: number, nonce: number, hi: number, lo: number): boolean {
-    this.make(address, issuedAt, nonce, scratch);
+  check(
+    address: string,
+    issuedAt: number,
+    nonce: number,
+    publicKey: Uint8Array,
+    hi: number,
+    lo: number,
+  ): boolean {
+    this.make(address, issuedAt, nonce, publicKey, scratch);
     return ((scratch.hi ^ hi) | (scratch.lo ^ lo)) === 0;
   }
 }

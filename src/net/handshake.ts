@@ -1,26 +1,31 @@
-// Connection lifecycle packets (connect request, challenge, response, accepted, refused,
-// disconnect): their wire form, shared by client and server and by every transport.
+// Connection lifecycle packets (connect request, challenge, response, accepted, refused): their
+// wire form, shared by client and server and by every transport. The Disconnect of a connection
+// is not one of them: it is sealed with the connection's packet keys (channel.ts).
 //
 // Every lifecycle packet:
 //   +-------------+------+--------------------------------------------------------------+
-//   | type        | 8    | PacketType (1..6)                                            |
+//   | type        | 8    | PacketType (1..5)                                            |
 //   | checksum    | 32   | as in every packet: see channel.ts                           |
 //   | body        | var  | per type, below                                              |
 //   +-------------+------+--------------------------------------------------------------+
-// connect request (1):    clientNonce 32 | version 32 | schemaHash 32 | zero padding to REQUEST_BYTES
-// challenge (2):          clientNonce 32 | issuedAt 32 | cookie 64
+// connect request (1):    clientNonce 32 | version 32 | schemaHash 32 | clientKey 256
+//                         | zero padding to REQUEST_BYTES
+// challenge (2):          clientNonce 32 | issuedAt 32 | cookie 64 | serverKey 256
 // challenge response (3): clientNonce 32 | issuedAt 32 | cookie 64 | updateRate 8 | rate 32
-//                         | resumeToken 64 | role 8 | spectatorDelayMs 16 | zero padding to REQUEST_BYTES
+//                         | resumeToken 64 | role 8 | spectatorDelayMs 16 | clientKey 256
+//                         | zero padding to REQUEST_BYTES
 // accepted (4):           clientNonce 32 | slot 16 | tickRate 8 | serverTick 32 | resumeToken 64
 // The resume token (0: none) is the server's for one player: a client that comes back with it
 // within the server's grace period takes its slot and player back.
-// refused (5):            clientNonce 32 | reason 8
-// disconnect (6):         clientNonce 32 | reason 8
+// refused (5):            clientNonce 32 | reason 8 | retry 1
+// clientKey, serverKey: X25519 public keys (the client's fresh for each attempt, the server's for
+// its lifetime); both ends derive the connection's packet keys from them (packet-crypto.ts).
 // A request is padded to at least the size of the answer it can cause, so a spoofed source
 // address never gets more bytes sent to it than the attacker sent.
 
 import { BitStream } from '../protocol/bitstream.ts';
 import { PACKET_CHECKSUM_OFFSET, PacketType, packetChecksum, writePacketChecksum } from './channel.ts';
+import { PUBLIC_KEY_BYTES } from './packet-crypto.ts';
 
 // The lifecycle's packet types: the same numbers as the channel's PacketType, by name.
 export const PACKET_CONNECT_REQUEST = PacketType.ConnectRequest;
@@ -31,7 +36,7 @@ export const PACKET_REFUSED = PacketType.Refused;
 export const PACKET_DISCONNECT = PacketType.Disconnect;
 
 /** Requests are padded to this many bytes (at least the size of any answer). */
-export const REQUEST_BYTES = 48;
+export const REQUEST_BYTES = 64;
 
 const HANDSHAKE_STREAM_BYTES = REQUEST_BYTES + 16;
 
@@ -40,7 +45,6 @@ const HANDSHAKE_STREAM_BYTES = REQUEST_BYTES + 16;
 export const REFUSE_SERVER_FULL = 1;
 export const REFUSE_WRONG_VERSION = 2;
 export const REFUSE_BANNED = 3;
-export const REFUSE_TOO_MANY_ATTEMPTS = 4;
 /** The client was built against other entity or event tables (its schema hash differs). */
 export const REFUSE_WRONG_SCHEMA = 5;
 /** The server hosts no match of the id the client's route header named (src/net/match-route.ts). */
@@ -59,7 +63,6 @@ export const REASON_NAMES: Readonly<Record<number, string>> = {
   [REFUSE_SERVER_FULL]: 'server full',
   [REFUSE_WRONG_VERSION]: 'wrong protocol version',
   [REFUSE_BANNED]: 'banned',
-  [REFUSE_TOO_MANY_ATTEMPTS]: 'too many connection attempts',
   [REFUSE_WRONG_SCHEMA]: 'built against another game schema',
   [REFUSE_NO_SUCH_MATCH]: 'no such match',
   [DISCONNECT_CLIENT_LEFT]: 'client left',
@@ -77,6 +80,10 @@ export function reasonName(reason: number): string {
 
 export interface HandshakePacket {
   type: number;
+  /** The sender's X25519 public key (request, response: the client's; challenge: the server's). */
+  publicKey: Uint8Array;
+  /** Refused: whether the refusal is transient (try again shortly) or final. */
+  retry: boolean;
   version: number;
   schemaHash: number;
   clientNonce: number;
@@ -100,6 +107,8 @@ export interface HandshakePacket {
 export function createHandshakePacket(): HandshakePacket {
   return {
     type: 0,
+    publicKey: new Uint8Array(PUBLIC_KEY_BYTES),
+    retry: false,
     version: 0,
     schemaHash: 0,
     clientNonce: 0,
@@ -119,13 +128,18 @@ export function createHandshakePacket(): HandshakePacket {
   };
 }
 
+function serializeKey(s: BitStream, key: Uint8Array): void {
+  for (let i = 0; i < PUBLIC_KEY_BYTES; i++) key[i] = s.uint(key[i], 8);
+}
+
 function serializeBody(s: BitStream, p: HandshakePacket): boolean {
-  if (p.type < PACKET_CONNECT_REQUEST || p.type > PACKET_DISCONNECT) return s.fail('not a lifecycle packet');
+  if (p.type < PACKET_CONNECT_REQUEST || p.type > PACKET_REFUSED) return s.fail('not a lifecycle packet');
   p.clientNonce = s.uint(p.clientNonce, 32);
   switch (p.type) {
     case PACKET_CONNECT_REQUEST:
       p.version = s.uint(p.version, 32);
       p.schemaHash = s.uint(p.schemaHash, 32);
+      serializeKey(s, p.publicKey);
       break;
     case PACKET_CHALLENGE:
     case PACKET_CHALLENGE_RESPONSE:
@@ -143,6 +157,7 @@ function serializeBody(s: BitStream, p: HandshakePacket): boolean {
         p.spectator = role === 1;
         p.spectatorDelayMs = s.uint(p.spectatorDelayMs, 16);
       }
+      serializeKey(s, p.publicKey);
       break;
     case PACKET_ACCEPTED:
       p.slot = s.uint(p.slot, 16);
@@ -153,6 +168,7 @@ function serializeBody(s: BitStream, p: HandshakePacket): boolean {
       break;
     default:
       p.reason = s.uint(p.reason, 8);
+      p.retry = s.bool(p.retry);
   }
   return s.ok;
 }

@@ -1,7 +1,7 @@
-// The server's connection layer: the handshake with challenge cookies, refusals, bans, per-address
-// and server-wide handshake allowances, per-connection packet allowances, timeouts and
-// disconnects. It owns one packet channel per connected slot and reports connect, payload and
-// disconnect by slot to the game loop above it; it knows nothing of games.
+// The server's connection layer: the handshake with challenge cookies and key agreement,
+// refusals, bans, the server-wide challenge allowance, per-connection packet allowances, timeouts
+// and authenticated disconnects. It owns one sealed packet channel per connected slot and reports
+// connect, payload and disconnect by slot to the game loop above it; it knows nothing of games.
 
 import type { BitStream } from '../protocol/bitstream.ts';
 import { PacketChannel, PacketType } from './channel.ts';
@@ -17,17 +17,16 @@ import {
   PACKET_CHALLENGE,
   PACKET_CHALLENGE_RESPONSE,
   PACKET_CONNECT_REQUEST,
-  PACKET_DISCONNECT,
   PACKET_REFUSED,
   peekPacketType,
   REFUSE_BANNED,
   REFUSE_SERVER_FULL,
-  REFUSE_TOO_MANY_ATTEMPTS,
   REFUSE_WRONG_SCHEMA,
   REFUSE_WRONG_VERSION,
   readHandshakePacket,
   writeHandshakePacket,
 } from './handshake.ts';
+import { ServerKeyExchange } from './node-packet-crypto.ts';
 import type { DatagramEndpoint } from './transport.ts';
 
 export interface ServerConnectionsConfig {
@@ -44,11 +43,12 @@ export interface ServerConnectionsConfig {
   timeoutMs: number;
   /** A challenge cookie is honoured for this long. */
   cookieLifetimeMs: number;
-  /** Connection attempts (requests and responses) per second allowed from one address. */
-  connectAttemptsPerSecond: number;
   /**
-   * Challenges (each costs a keyed hash) and challenge checks the whole server makes per second,
-   * whatever the source addresses: a flood from spoofed addresses costs at most this much.
+   * Challenges (each a keyed hash and a packet) the whole server sends per second, whatever the
+   * source addresses: a flood of connect requests from spoofed addresses costs at most this much.
+   * Past it, an address that asked within the last two seconds (a client retrying) is still
+   * answered, from a second allowance of the same size. A challenge response is always checked:
+   * a client that returns a valid cookie has proved its address and is never refused for a rate.
    */
   maxHandshakesPerSecond: number;
   /** Data packets per second one connection may send (bursts up to a second's worth); the rest are dropped and counted. */
@@ -78,6 +78,8 @@ export class ServerConnection {
   readonly spectatorDelayMs: number;
   /** Packets dropped for coming faster than maxPacketsPerSecond. */
   packetsThrottled = 0;
+  /** The client's X25519 public key (a repeated challenge response must carry the same). */
+  readonly publicKey: Uint8Array;
   /** Data packets this connection may still send before its allowance refills. */
   packetAllowance: number;
 
@@ -89,9 +91,11 @@ export class ServerConnection {
     updateRate: number,
     rate: number,
     allowance: number,
+    publicKey: Uint8Array,
     spectatorDelayMs = -1,
   ) {
     this.slot = slot;
+    this.publicKey = publicKey;
     this.address = address;
     this.nonce = nonce;
     this.channel = channel;
@@ -115,7 +119,10 @@ export interface ConnectionHandler {
   disconnected(connection: ServerConnection, reason: number): void;
 }
 
-const ATTEMPT_BUCKETS = 4096;
+/** Slots of the table of recent requesters (hashes of addresses that asked lately). */
+const REQUESTER_SLOTS = 65536;
+/** A requester asking again within this long counts as a client retrying. */
+const RETRY_WINDOW_MS = 2000;
 
 /** Every connection of one server: the handshake in front, a channel per slot behind. */
 export class ServerConnections {
@@ -147,13 +154,15 @@ export class ServerConnections {
   private readonly handler: ConnectionHandler;
   private readonly byAddress = new Map<string, ServerConnection>();
   private readonly cookies: CookieJar;
+  private readonly keyExchange = new ServerKeyExchange();
   private readonly hs = createHandshakePacket();
   private readonly hsStream = createHandshakeStream();
   private readonly cookie = { hi: 0, lo: 0 };
-  /** Connection attempts per hashed address bucket: bounded state, whatever the source addresses. */
-  private readonly attempts = new Float64Array(ATTEMPT_BUCKETS);
-  private readonly attemptsStartMs = new Float64Array(ATTEMPT_BUCKETS);
+  /** Recent requesters: a 32-bit hash of the address and when it last asked, per slot. */
+  private readonly requesterHash = new Int32Array(REQUESTER_SLOTS);
+  private readonly requesterMs = new Float64Array(REQUESTER_SLOTS).fill(Number.NEGATIVE_INFINITY);
   private handshakeAllowance: number;
+  private retryAllowance: number;
   private handshakeRefillMs = 0;
   private nowMs = 0;
   private readonly onPacket = (from: string, data: Uint8Array) => this.handle(from, data);
@@ -175,6 +184,12 @@ export class ServerConnections {
     this.resumeTokens = new Uint32Array(2 * config.maxClients);
     this.cookies = new CookieJar(config.cookieSecret);
     this.handshakeAllowance = config.maxHandshakesPerSecond;
+    this.retryAllowance = config.maxHandshakesPerSecond;
+  }
+
+  /** The server's X25519 public key (a backend may hand it to clients to pin: ClientConfig.serverPublicKey). */
+  get publicKey(): Uint8Array {
+    return this.keyExchange.publicKey;
   }
 
   get count(): number {
@@ -205,11 +220,10 @@ export class ServerConnections {
     }
   }
 
-  /** Ends a connection, telling the client why (three copies, since packets may be lost). */
+  /** Ends a connection, telling the client why (three sealed copies, since packets may be lost). */
   disconnect(connection: ServerConnection, reason: number): void {
     if (this.slots[connection.slot] !== connection) return;
-    for (let i = 0; i < 3; i++)
-      this.sendHandshake(connection.address, PACKET_DISCONNECT, connection.nonce, reason);
+    for (let i = 0; i < 3; i++) connection.channel.sendDisconnect(this.nowMs, reason);
     this.slots[connection.slot] = null;
     this.byAddress.delete(connection.address);
     this.endpoint.drop?.(connection.address);
@@ -242,11 +256,11 @@ export class ServerConnections {
   private handle(from: string, data: Uint8Array): void {
     const connection = this.byAddress.get(from);
     const type = peekPacketType(data);
-    if (connection !== undefined && type === PacketType.Data) {
+    if (connection !== undefined && (type === PacketType.Data || type === PacketType.Disconnect)) {
       this.receiveData(connection, data);
       return;
     }
-    if (type < PACKET_CONNECT_REQUEST || type > PACKET_DISCONNECT) {
+    if (type < PACKET_CONNECT_REQUEST || type > PACKET_REFUSED) {
       this.reject(connection === undefined ? 'unknown address' : 'bad type');
       return;
     }
@@ -258,8 +272,8 @@ export class ServerConnections {
     const p = this.hs;
     if (connection !== undefined) {
       if (p.clientNonce !== connection.nonce) this.reject('wrong nonce');
-      else if (p.type === PACKET_DISCONNECT) this.disconnect(connection, DISCONNECT_CLIENT_LEFT);
-      else if (p.type === PACKET_CHALLENGE_RESPONSE) this.sendAccepted(connection);
+      else if (p.type === PACKET_CHALLENGE_RESPONSE && sameKey(p.publicKey, connection.publicKey))
+        this.sendAccepted(connection);
       else this.reject('lifecycle packet while connected');
       return;
     }
@@ -272,42 +286,40 @@ export class ServerConnections {
     this.stats.rejected[reason] = (this.stats.rejected[reason] ?? 0) + 1;
   }
 
-  /** Counts an attempt from `address` in its hashed bucket; false when over the limit. */
-  private allowAttempt(address: string): boolean {
+  /**
+   * Takes one challenge from the server-wide allowance; when it is spent, an address that asked
+   * within RETRY_WINDOW_MS (a client retrying: a spoofed flood rarely repeats an address) takes
+   * one from the retry allowance. False (and counted) when neither has any.
+   */
+  private allowChallenge(address: string): boolean {
+    const perSecond = this.config.maxHandshakesPerSecond;
+    const refill = ((this.nowMs - this.handshakeRefillMs) * perSecond) / 1000;
+    this.handshakeAllowance = Math.min(perSecond, this.handshakeAllowance + refill);
+    this.retryAllowance = Math.min(perSecond, this.retryAllowance + refill);
+    this.handshakeRefillMs = this.nowMs;
     let h = 0x811c9dc5;
     for (let i = 0; i < address.length; i++) h = Math.imul(h ^ address.charCodeAt(i), 0x01000193);
-    const b = (h >>> 0) & (ATTEMPT_BUCKETS - 1);
-    if (this.nowMs - this.attemptsStartMs[b] >= 1000) {
-      this.attemptsStartMs[b] = this.nowMs;
-      this.attempts[b] = 0;
+    const slot = (h >>> 0) & (REQUESTER_SLOTS - 1);
+    const tag = Math.imul(h, 0x9e3779b1) | 1;
+    const retrying =
+      this.requesterHash[slot] === tag && this.nowMs - this.requesterMs[slot] <= RETRY_WINDOW_MS;
+    this.requesterHash[slot] = tag;
+    this.requesterMs[slot] = this.nowMs;
+    if (this.handshakeAllowance >= 1) {
+      this.handshakeAllowance--;
+      return true;
     }
-    this.attempts[b]++;
-    return this.attempts[b] <= this.config.connectAttemptsPerSecond;
-  }
-
-  /** Takes one from the server-wide handshake allowance; false (and counted) when it is spent. */
-  private allowHandshake(): boolean {
-    const perSecond = this.config.maxHandshakesPerSecond;
-    this.handshakeAllowance = Math.min(
-      perSecond,
-      this.handshakeAllowance + ((this.nowMs - this.handshakeRefillMs) * perSecond) / 1000,
-    );
-    this.handshakeRefillMs = this.nowMs;
-    if (this.handshakeAllowance < 1) {
-      this.reject('handshake rate');
-      return false;
+    if (retrying && this.retryAllowance >= 1) {
+      this.retryAllowance--;
+      return true;
     }
-    this.handshakeAllowance--;
-    return true;
+    this.reject('handshake rate');
+    return false;
   }
 
   private onConnectRequest(from: string): void {
     const p = this.hs;
-    if (!this.allowAttempt(from)) {
-      this.reject('too many attempts');
-      return;
-    }
-    if (!this.allowHandshake()) return;
+    if (!this.allowChallenge(from)) return;
     if (this.isBanned(from)) {
       this.refuse(from, p.clientNonce, REFUSE_BANNED);
       this.endpoint.drop?.(from);
@@ -322,9 +334,10 @@ export class ServerConnections {
       return;
     }
     const issuedAt = Math.floor(this.nowMs) >>> 0;
-    this.cookies.make(from, issuedAt, p.clientNonce, this.cookie);
+    this.cookies.make(from, issuedAt, p.clientNonce, p.publicKey, this.cookie);
     const out = this.hs;
     out.type = PACKET_CHALLENGE;
+    out.publicKey.set(this.keyExchange.publicKey);
     out.issuedAt = issuedAt;
     out.cookieHi = this.cookie.hi;
     out.cookieLo = this.cookie.lo;
@@ -333,18 +346,15 @@ export class ServerConnections {
 
   private onChallengeResponse(from: string): void {
     const p = this.hs;
-    if (!this.allowAttempt(from)) {
-      this.refuse(from, p.clientNonce, REFUSE_TOO_MANY_ATTEMPTS);
-      return;
-    }
-    if (!this.allowHandshake()) return;
+    // A valid cookie proves the address: no rate applies from here on. Checking one costs a keyed
+    // hash, the same as answering a request.
     // issuedAt is server time in ms modulo 2^32; the difference is taken modulo 2^32 as well.
     const age = ((Math.floor(this.nowMs) >>> 0) - p.issuedAt) >>> 0;
     if (age > this.config.cookieLifetimeMs) {
       this.reject('cookie expired');
       return;
     }
-    if (!this.cookies.check(from, p.issuedAt, p.clientNonce, p.cookieHi, p.cookieLo)) {
+    if (!this.cookies.check(from, p.issuedAt, p.clientNonce, p.publicKey, p.cookieHi, p.cookieLo)) {
       this.reject('bad cookie');
       return;
     }
@@ -363,9 +373,16 @@ export class ServerConnections {
         return;
       }
     }
-    const channel = new PacketChannel((bytes) => this.endpoint.send(from, bytes), {
-      protocolId: this.config.protocolId,
-    });
+    const keys = this.keyExchange.packetKeys(p.publicKey, this.config.protocolId, p.clientNonce);
+    if (keys === null) {
+      this.reject('bad key');
+      return;
+    }
+    const channel = new PacketChannel(
+      (bytes) => this.endpoint.send(from, bytes),
+      { protocolId: this.config.protocolId },
+      keys,
+    );
     channel.lastReceivedMs = this.nowMs;
     const connection = new ServerConnection(
       slot,
@@ -375,6 +392,7 @@ export class ServerConnections {
       p.updateRate,
       p.rate,
       this.config.maxPacketsPerSecond,
+      p.publicKey.slice(),
       p.spectator ? p.spectatorDelayMs : -1,
     );
     const refusal = this.handler.accept(connection);
@@ -393,15 +411,25 @@ export class ServerConnections {
     this.sendAccepted(connection);
   }
 
+  /**
+   * A Data or Disconnect packet from a connected address. The channel authenticates it first: a
+   * forged one is dropped and counted there ('forged') and costs the client nothing, not even its
+   * packet allowance, which only authentic packets spend.
+   */
   private receiveData(connection: ServerConnection, data: Uint8Array): void {
+    const channel = connection.channel;
+    const s = channel.receive(this.nowMs, data);
+    if (channel.peerDisconnectReason !== 0) {
+      this.disconnect(connection, DISCONNECT_CLIENT_LEFT);
+      return;
+    }
+    // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
+    if (s === null || s.bitsRemaining < 8) return;
     if (connection.packetAllowance < 1) {
       connection.packetsThrottled++;
       return;
     }
     connection.packetAllowance--;
-    const s = connection.channel.receive(this.nowMs, data);
-    // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
-    if (s === null || s.bitsRemaining < 8) return;
     this.handler.payload(connection, s);
   }
 
@@ -428,17 +456,21 @@ export class ServerConnections {
     this.endpoint.send(connection.address, writeHandshakePacket(this.hsStream, this.config.protocolId, out));
   }
 
+  /** Refuses a connection attempt, saying whether trying again later may succeed. */
   private refuse(to: string, nonce: number, reason: number): void {
-    this.sendHandshake(to, PACKET_REFUSED, nonce, reason);
-  }
-
-  private sendHandshake(to: string, type: number, nonce: number, reason: number): void {
     const out = this.hs;
-    out.type = type;
+    out.type = PACKET_REFUSED;
     out.clientNonce = nonce;
     out.reason = reason;
+    out.retry = reason === REFUSE_SERVER_FULL;
     this.endpoint.send(to, writeHandshakePacket(this.hsStream, this.config.protocolId, out));
   }
+}
+
+function sameKey(a: Uint8Array, b: Uint8Array): boolean {
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a[i] ^ b[i];
+  return d === 0 && a.length === b.length;
 }
 
 function validateConnectionsConfig(c: ServerConnectionsConfig): void {
@@ -446,7 +478,6 @@ function validateConnectionsConfig(c: ServerConnectionsConfig): void {
     'maxClients',
     'timeoutMs',
     'cookieLifetimeMs',
-    'connectAttemptsPerSecond',
     'maxHandshakesPerSecond',
     'maxPacketsPerSecond',
   ] as const) {

@@ -58,11 +58,10 @@ export interface ServerConfig {
   timeoutMs: number;
   /** A challenge cookie is honoured for this long. */
   cookieLifetimeMs: number;
-  /** Connection attempts (requests and responses) per second allowed from one address. */
-  connectAttemptsPerSecond: number;
   /**
-   * Challenges (each costs a keyed hash) and challenge checks the whole server makes per second,
-   * whatever the source addresses: a flood from spoofed addresses costs at most this much.
+   * Challenges the whole server sends per second, whatever the source addresses (a spoofed
+   * flood costs at most this much; clients retrying are still answered past it). A client that
+   * returns a valid cookie is never refused for a rate (see ServerConnectionsConfig).
    */
   maxHandshakesPerSecond: number;
   /** Snapshot rate used until a client asks for another, and the most a client may ask for. */
@@ -110,8 +109,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   commandCatchUpRate: 0.1,
   timeoutMs: 10_000,
   cookieLifetimeMs: 10_000,
-  connectAttemptsPerSecond: 4,
-  maxHandshakesPerSecond: 2000,
+  maxHandshakesPerSecond: 20_000,
   defaultUpdateRate: 32,
   defaultRateBytesPerSecond: 80_000,
   rateControl: false,
@@ -394,7 +392,6 @@ export class GameServer<P, W> {
         schemaHash: gameSchemaHash(game),
         timeoutMs: c.timeoutMs,
         cookieLifetimeMs: c.cookieLifetimeMs,
-        connectAttemptsPerSecond: c.connectAttemptsPerSecond,
         maxHandshakesPerSecond: c.maxHandshakesPerSecond,
         maxPacketsPerSecond: c.maxPacketsPerSecond,
         cookieSecret: c.cookieSecret,

@@ -1,0 +1,93 @@
+// Packet authentication on the server (Node only): ChaCha20-Poly1305 and X25519 from Node's own
+// crypto (OpenSSL), the same construction as packet-crypto.ts and interchangeable with it.
+
+import {
+  createCipheriv,
+  createDecipheriv,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  hkdfSync,
+  type KeyObject,
+} from 'node:crypto';
+import {
+  keySalt,
+  PACKET_KEY_BYTES,
+  PACKET_TAG_BYTES,
+  type PacketCipher,
+  type PacketKeys,
+  PUBLIC_KEY_BYTES,
+} from './packet-crypto.ts';
+
+/** ChaCha20-Poly1305 from Node's crypto. */
+export function nodeCipher(key: Uint8Array): PacketCipher {
+  if (key.length !== PACKET_KEY_BYTES)
+    throw new RangeError(`packet key must be ${PACKET_KEY_BYTES} bytes, got ${key.length}`);
+  const k = Buffer.from(key);
+  return {
+    seal(nonce, aad, data, start, end, out) {
+      const c = createCipheriv('chacha20-poly1305', k, nonce, { authTagLength: PACKET_TAG_BYTES });
+      c.setAAD(aad, { plaintextLength: end - start });
+      const body = c.update(data.subarray(start, end));
+      c.final();
+      out.set(body, start);
+      out.set(c.getAuthTag(), end);
+    },
+    open(nonce, aad, data, start, end, out) {
+      const bodyEnd = end - PACKET_TAG_BYTES;
+      if (bodyEnd < start) return false;
+      try {
+        const d = createDecipheriv('chacha20-poly1305', k, nonce, { authTagLength: PACKET_TAG_BYTES });
+        d.setAAD(aad, { plaintextLength: bodyEnd - start });
+        d.setAuthTag(data.subarray(bodyEnd, end));
+        const body = d.update(data.subarray(start, bodyEnd));
+        d.final();
+        out.set(body, start);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}
+
+const INFO = Buffer.from('backstep packet keys v1');
+
+/**
+ * The server's X25519 key pair (one per server, drawn at start, like the cookie secret) and the
+ * key agreement with each client that proved its address.
+ */
+export class ServerKeyExchange {
+  /** Sent in every challenge. */
+  readonly publicKey: Uint8Array;
+  private readonly privateKey: KeyObject;
+
+  constructor() {
+    const pair = generateKeyPairSync('x25519');
+    this.privateKey = pair.privateKey;
+    const jwk = pair.publicKey.export({ format: 'jwk' });
+    this.publicKey = new Uint8Array(Buffer.from(jwk.x ?? '', 'base64url'));
+    if (this.publicKey.length !== PUBLIC_KEY_BYTES) throw new Error('x25519 public key export failed');
+  }
+
+  /** The server's packet keys for a client's public key, or null when that key is unusable. */
+  packetKeys(clientPublicKey: Uint8Array, protocolId: number, clientNonce: number): PacketKeys | null {
+    let shared: Buffer;
+    try {
+      const publicKey = createPublicKey({
+        key: { kty: 'OKP', crv: 'X25519', x: Buffer.from(clientPublicKey).toString('base64url') },
+        format: 'jwk',
+      });
+      shared = diffieHellman({ privateKey: this.privateKey, publicKey });
+    } catch {
+      return null;
+    }
+    if (shared.every((b) => b === 0)) return null;
+    const salt = keySalt(protocolId, clientNonce, clientPublicKey, this.publicKey);
+    const okm = new Uint8Array(hkdfSync('sha256', shared, salt, INFO, 2 * PACKET_KEY_BYTES));
+    return {
+      send: nodeCipher(okm.subarray(PACKET_KEY_BYTES)),
+      receive: nodeCipher(okm.subarray(0, PACKET_KEY_BYTES)),
+    };
+  }
+}

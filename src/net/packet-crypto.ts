@@ -1,0 +1,164 @@
+// Packet authentication (browser-safe): the AEAD every connected packet is sealed with, and the
+// key agreement of the handshake. ChaCha20-Poly1305 (RFC 8439) keyed per connection and
+// direction, the packet's extended sequence number as nonce; X25519 and HKDF-SHA256 for the keys.
+// Synchronous and audited (@noble/ciphers, @noble/curves, @noble/hashes): WebCrypto is async.
+//
+// Nonce (12 bytes): 4 zero bytes, then the packet's 64-bit sequence number, little-endian. Each
+// direction has its own key and each packet its own sequence number, so no nonce repeats.
+//
+// Packet keys: HKDF-SHA256 with
+//   ikm  = X25519(client secret, server public) = X25519(server secret, client public)
+//   salt = protocolId 32 LE | clientNonce 32 LE | client public key 256 | server public key 256
+//   info = "backstep packet keys v1"
+// gives 64 bytes: the client-to-server key, then the server-to-client key.
+
+import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
+import { x25519 } from '@noble/curves/ed25519.js';
+import { hkdf } from '@noble/hashes/hkdf.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+
+/** Bytes of the authentication tag appended to every sealed packet. */
+export const PACKET_TAG_BYTES = 16;
+/** Bytes of an X25519 public key. */
+export const PUBLIC_KEY_BYTES = 32;
+/** Bytes of each direction's packet key. */
+export const PACKET_KEY_BYTES = 32;
+export const NONCE_BYTES = 12;
+
+/**
+ * One direction's AEAD. `seal` encrypts `data[start..end)` into `out` at the same offsets and
+ * writes the tag at `out[end..end+PACKET_TAG_BYTES)`; `open` checks the tag at the end of
+ * `data[start..end)` and writes the plaintext (end - start - PACKET_TAG_BYTES bytes) into `out`
+ * at `start`, returning false (and leaving `out` unspecified) when the packet is not authentic.
+ * `aad` is authenticated but not encrypted. Neither throws on any bytes.
+ */
+export interface PacketCipher {
+  seal(
+    nonce: Uint8Array,
+    aad: Uint8Array,
+    data: Uint8Array,
+    start: number,
+    end: number,
+    out: Uint8Array,
+  ): void;
+  open(
+    nonce: Uint8Array,
+    aad: Uint8Array,
+    data: Uint8Array,
+    start: number,
+    end: number,
+    out: Uint8Array,
+  ): boolean;
+}
+
+/** A connection's two ciphers as one end sees them. */
+export interface PacketKeys {
+  send: PacketCipher;
+  receive: PacketCipher;
+}
+
+/** Writes the nonce of the packet with 64-bit sequence number `sequence` (an integer below 2^53). */
+export function writeNonce(nonce: Uint8Array, sequence: number): void {
+  const lo = sequence >>> 0;
+  const hi = Math.floor(sequence / 0x100000000) >>> 0;
+  nonce[0] = 0;
+  nonce[1] = 0;
+  nonce[2] = 0;
+  nonce[3] = 0;
+  nonce[4] = lo & 0xff;
+  nonce[5] = (lo >>> 8) & 0xff;
+  nonce[6] = (lo >>> 16) & 0xff;
+  nonce[7] = lo >>> 24;
+  nonce[8] = hi & 0xff;
+  nonce[9] = (hi >>> 8) & 0xff;
+  nonce[10] = (hi >>> 16) & 0xff;
+  nonce[11] = hi >>> 24;
+}
+
+/** ChaCha20-Poly1305 in JavaScript (@noble/ciphers): for browsers, and anywhere. */
+export function nobleCipher(key: Uint8Array): PacketCipher {
+  if (key.length !== PACKET_KEY_BYTES)
+    throw new RangeError(`packet key must be ${PACKET_KEY_BYTES} bytes, got ${key.length}`);
+  const k = key.slice();
+  return {
+    seal(nonce, aad, data, start, end, out) {
+      chacha20poly1305(k, nonce, aad).encrypt(
+        data.subarray(start, end),
+        out.subarray(start, end + PACKET_TAG_BYTES),
+      );
+    },
+    open(nonce, aad, data, start, end, out) {
+      if (end - start < PACKET_TAG_BYTES) return false;
+      try {
+        chacha20poly1305(k, nonce, aad).decrypt(
+          data.subarray(start, end),
+          out.subarray(start, end - PACKET_TAG_BYTES),
+        );
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}
+
+const INFO = new TextEncoder().encode('backstep packet keys v1');
+
+/** The HKDF salt binding the keys to this handshake (see the top of this file). */
+export function keySalt(
+  protocolId: number,
+  clientNonce: number,
+  clientPublicKey: Uint8Array,
+  serverPublicKey: Uint8Array,
+): Uint8Array {
+  const salt = new Uint8Array(8 + 2 * PUBLIC_KEY_BYTES);
+  const v = new DataView(salt.buffer);
+  v.setUint32(0, protocolId >>> 0, true);
+  v.setUint32(4, clientNonce >>> 0, true);
+  salt.set(clientPublicKey, 8);
+  salt.set(serverPublicKey, 8 + PUBLIC_KEY_BYTES);
+  return salt;
+}
+
+/** Splits HKDF output into (client-to-server, server-to-client) keys. */
+export function derivePacketKeyBytes(
+  shared: Uint8Array,
+  salt: Uint8Array,
+): { c2s: Uint8Array; s2c: Uint8Array } {
+  const okm = hkdf(sha256, shared, salt, INFO, 2 * PACKET_KEY_BYTES);
+  return { c2s: okm.slice(0, PACKET_KEY_BYTES), s2c: okm.slice(PACKET_KEY_BYTES) };
+}
+
+/** A client's ephemeral X25519 key pair, fresh for each connection attempt. */
+export interface ClientKeyPair {
+  secretKey: Uint8Array;
+  publicKey: Uint8Array;
+}
+
+export function createClientKeyPair(): ClientKeyPair {
+  const { secretKey, publicKey } = x25519.keygen();
+  return { secretKey, publicKey };
+}
+
+/**
+ * The client's packet keys from the server's public key (in its challenge), or null when that
+ * key is unusable (a low-order point: the shared secret would be zero).
+ */
+export function clientPacketKeys(
+  pair: ClientKeyPair,
+  serverPublicKey: Uint8Array,
+  protocolId: number,
+  clientNonce: number,
+): PacketKeys | null {
+  let shared: Uint8Array;
+  try {
+    shared = x25519.getSharedSecret(pair.secretKey, serverPublicKey);
+  } catch {
+    return null;
+  }
+  const { c2s, s2c } = derivePacketKeyBytes(
+    shared,
+    keySalt(protocolId, clientNonce, pair.publicKey, serverPublicKey),
+  );
+  return { send: nobleCipher(c2s), receive: nobleCipher(s2c) };
+}

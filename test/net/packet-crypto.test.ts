@@ -1,0 +1,238 @@
+// Authenticated packets: the AEAD and key agreement (Node's crypto on the server, @noble in the
+// browser-safe client, interchangeable), sealed channels, and forged packets that move nothing.
+
+import { describe, expect, it } from 'vitest';
+import { PacketChannel, PacketType, writePacketChecksum } from '../../src/net/channel.ts';
+import { nodeCipher, ServerKeyExchange } from '../../src/net/node-packet-crypto.ts';
+import {
+  clientPacketKeys,
+  createClientKeyPair,
+  nobleCipher,
+  PACKET_TAG_BYTES,
+  type PacketCipher,
+  type PacketKeys,
+  writeNonce,
+} from '../../src/net/packet-crypto.ts';
+import { MAX_PACKET_BYTES } from '../../src/net/transport.ts';
+import { Random } from '../../src/sim/random.ts';
+
+const PROTOCOL_ID = 0x42535450;
+
+function key(fill: number): Uint8Array {
+  return new Uint8Array(32).fill(fill);
+}
+
+/** A client (noble) and a server (Node) that agreed keys as the handshake does. */
+function agree(): { client: PacketKeys; server: PacketKeys } {
+  const server = new ServerKeyExchange();
+  const pair = createClientKeyPair();
+  const nonce = 0x1234abcd;
+  const client = clientPacketKeys(pair, server.publicKey, PROTOCOL_ID, nonce);
+  const serverKeys = server.packetKeys(pair.publicKey, PROTOCOL_ID, nonce);
+  if (client === null || serverKeys === null) throw new Error('key agreement failed');
+  return { client, server: serverKeys };
+}
+
+/** A sealed link: a is the client (noble), b the server (Node), queues delivered by hand. */
+function sealedLink() {
+  const { client, server } = agree();
+  const toB: Uint8Array[] = [];
+  const toA: Uint8Array[] = [];
+  const a = new PacketChannel((d) => toB.push(d.slice()), { protocolId: PROTOCOL_ID }, client);
+  const b = new PacketChannel((d) => toA.push(d.slice()), { protocolId: PROTOCOL_ID }, server);
+  return { a, b, toA, toB };
+}
+
+describe('packet ciphers', () => {
+  it('Node and noble ChaCha20-Poly1305 produce the same bytes and open each other', () => {
+    const rng = new Random(3);
+    const ciphers: [string, PacketCipher, PacketCipher][] = [
+      ['noble to node', nobleCipher(key(9)), nodeCipher(key(9))],
+      ['node to noble', nodeCipher(key(9)), nobleCipher(key(9))],
+    ];
+    const nonce = new Uint8Array(12);
+    const aad = new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    for (const [name, seal, open] of ciphers) {
+      for (let trial = 0; trial < 50; trial++) {
+        const length = rng.int(0, 1100);
+        const data = new Uint8Array(13 + length + PACKET_TAG_BYTES);
+        for (let i = 0; i < 13 + length; i++) data[i] = rng.int(0, 255);
+        const plain = data.slice();
+        const sequence = rng.int(0, 1 << 30) * 4096 + trial;
+        writeNonce(nonce, sequence);
+        seal.seal(nonce, aad, data, 13, 13 + length, data);
+        const other = plain.slice();
+        open.seal(nonce, aad, other, 13, 13 + length, other);
+        expect(other, name).toEqual(data);
+        const out = new Uint8Array(data.length);
+        expect(open.open(nonce, aad, data, 13, data.length, out), name).toBe(true);
+        expect(out.subarray(13, 13 + length), name).toEqual(plain.subarray(13, 13 + length));
+        // Any flipped bit, another nonce or other additional data fails.
+        const flipped = data.slice();
+        flipped[rng.int(13, flipped.length - 1)] ^= 1 << rng.int(0, 7);
+        expect(open.open(nonce, aad, flipped, 13, data.length, out), name).toBe(false);
+        writeNonce(nonce, sequence + 1);
+        expect(open.open(nonce, aad, data, 13, data.length, out), name).toBe(false);
+        writeNonce(nonce, sequence);
+        expect(open.open(nonce, new Uint8Array(9), data, 13, data.length, out), name).toBe(false);
+        expect(open.open(nonce, aad, data, 13, 13 + PACKET_TAG_BYTES - 1, out), name).toBe(false);
+      }
+    }
+  });
+
+  it('the client (noble X25519) and the server (Node X25519) derive the same keys, per direction', () => {
+    const { client, server } = agree();
+    const nonce = new Uint8Array(12);
+    const aad = new Uint8Array(9);
+    const data = new Uint8Array(64 + PACKET_TAG_BYTES).fill(5);
+    const out = new Uint8Array(data.length);
+    client.send.seal(nonce, aad, data, 13, 64, data);
+    expect(server.receive.open(nonce, aad, data, 13, data.length, out)).toBe(true);
+    // The other direction's key does not open it: a packet cannot be reflected back.
+    expect(client.receive.open(nonce, aad, data, 13, data.length, out)).toBe(false);
+    expect(server.send === server.receive).toBe(false);
+    const back = new Uint8Array(64 + PACKET_TAG_BYTES).fill(6);
+    server.send.seal(nonce, aad, back, 13, 64, back);
+    expect(client.receive.open(nonce, aad, back, 13, back.length, out)).toBe(true);
+    // A stranger's key pair agrees other keys.
+    const stranger = clientPacketKeys(
+      createClientKeyPair(),
+      new ServerKeyExchange().publicKey,
+      PROTOCOL_ID,
+      0x1234abcd,
+    );
+    expect(stranger!.receive.open(nonce, aad, back, 13, back.length, out)).toBe(false);
+  });
+
+  it('refuses a low-order public key on either side', () => {
+    const zero = new Uint8Array(32);
+    expect(new ServerKeyExchange().packetKeys(zero, PROTOCOL_ID, 1)).toBeNull();
+    expect(clientPacketKeys(createClientKeyPair(), zero, PROTOCOL_ID, 1)).toBeNull();
+  });
+});
+
+describe('a sealed channel', () => {
+  it('carries reliable messages and payloads both ways, every packet sealed', () => {
+    const { a, b, toA, toB } = sealedLink();
+    const message = new Uint8Array([1, 2, 3, 4, 5]);
+    a.sendReliable(message);
+    for (let t = 0; t < 40; t++) {
+      a.send(t * 10, (s) => s.uint(0xabcd, 16));
+      b.send(t * 10, (s) => s.uint(0x1234, 16));
+      for (const p of toB.splice(0)) {
+        // The message's bytes never appear in clear on the wire.
+        expect(p.join(',').includes('1,2,3,4,5'), 'ciphertext').toBe(false);
+        const s = b.receive(t * 10 + 5, p);
+        expect(s).not.toBeNull();
+        expect(s!.uint(0, 16)).toBe(0xabcd);
+      }
+      for (const p of toA.splice(0)) expect(a.receive(t * 10 + 5, p)!.uint(0, 16)).toBe(0x1234);
+    }
+    expect(b.receiveReliable()).toEqual(message);
+    expect(a.stats.packetsAcked).toBeGreaterThanOrEqual(39);
+    expect(b.stats.dropped.forged).toBe(0);
+    // Room for the tag is kept: the largest payload still fits a datagram.
+    a.send(500, (s) => {
+      while (s.bitsRemaining >= 8) s.uint(7, 8);
+    });
+    expect(toB[0].length).toBeLessThanOrEqual(MAX_PACKET_BYTES);
+    expect(b.receive(505, toB[0])).not.toBeNull();
+  });
+
+  it('drops a packet forged without the key (valid framing and checksum) and moves nothing', () => {
+    const { a, b, toA, toB } = sealedLink();
+    const rng = new Random(11);
+    for (let t = 0; t < 10; t++) {
+      a.send(t);
+      b.send(t);
+      for (const p of toB.splice(0)) b.receive(t, p);
+      for (const p of toA.splice(0)) a.receive(t, p);
+    }
+    const before = JSON.stringify({
+      remote: b.remoteSequenceReceived,
+      rtt: b.stats.rttMs,
+      acked: b.stats.packetsAcked,
+      received: b.stats.packetsReceived,
+      last: b.lastReceivedMs,
+    });
+    // A stranger with its own keys, an attacker flipping bytes, one re-sealing under a guessed key.
+    const stranger = sealedLink();
+    let forged = 0;
+    for (let i = 0; i < 2000; i++) {
+      stranger.a.send(100);
+      const p = stranger.toB.pop()!;
+      // Any sequence the window would take, acks of packets b really sent.
+      const seq = (b.remoteSequenceReceived + rng.int(1, 1000)) & 0xffff;
+      p[5] = seq & 0xff;
+      p[6] = seq >>> 8;
+      p[7] = rng.int(0, 9);
+      p[8] = 0;
+      if (i % 2 === 1) p[rng.int(13, p.length - 1)] ^= 0xff;
+      if (i % 5 === 0) p[0] = PacketType.Disconnect;
+      writePacketChecksum(PROTOCOL_ID, p);
+      expect(b.receive(100, p)).toBeNull();
+      expect(b.peerDisconnectReason).toBe(0);
+      forged++;
+    }
+    expect(b.stats.dropped.forged).toBe(forged);
+    const after = JSON.stringify({
+      remote: b.remoteSequenceReceived,
+      rtt: b.stats.rttMs,
+      acked: b.stats.packetsAcked,
+      received: b.stats.packetsReceived,
+      last: b.lastReceivedMs,
+    });
+    expect(after).toBe(before);
+    // The real packets carry on.
+    a.send(200, (s) => s.uint(9, 8));
+    expect(b.receive(200, toB.pop()!)!.uint(0, 8)).toBe(9);
+  });
+
+  it('a replayed packet is a duplicate; a replay from before the window is stale; neither moves anything', () => {
+    const { a, b, toB } = sealedLink();
+    const sent: Uint8Array[] = [];
+    for (let t = 0; t < 50; t++) {
+      a.send(t);
+      const p = toB.pop()!;
+      sent.push(p);
+      expect(b.receive(t, p)).not.toBeNull();
+    }
+    for (const p of sent) expect(b.receive(60, p)).toBeNull();
+    expect(b.stats.dropped.duplicate + b.stats.dropped.stale).toBe(50);
+    expect(b.stats.packetsReceived).toBe(50);
+  });
+
+  it('extends the 16-bit sequence past its wrap: the nonces keep counting', () => {
+    const toB: Uint8Array[] = [];
+    const keys = (send: number, receive: number) => ({
+      send: nodeCipher(key(send)),
+      receive: nodeCipher(key(receive)),
+    });
+    const a = new PacketChannel((d) => toB.push(d.slice()), { protocolId: PROTOCOL_ID }, keys(1, 2));
+    const b = new PacketChannel(() => {}, { protocolId: PROTOCOL_ID }, keys(2, 1));
+    for (let t = 0; t < 70_000; t++) {
+      a.send(t);
+      const p = toB.pop()!;
+      if (t % 3 === 0) continue;
+      expect(b.receive(t, p), `packet ${t}`).not.toBeNull();
+    }
+    expect(b.stats.dropped.forged).toBe(0);
+  });
+
+  it('ends only on an authenticated Disconnect', () => {
+    const { a, b, toB } = sealedLink();
+    a.send(0);
+    b.receive(0, toB.pop()!);
+    a.sendDisconnect(1, 16);
+    const disconnect = toB.pop()!;
+    const tampered = disconnect.slice();
+    tampered[13] ^= 1;
+    writePacketChecksum(PROTOCOL_ID, tampered);
+    expect(b.receive(1, tampered)).toBeNull();
+    expect(b.peerDisconnectReason).toBe(0);
+    expect(b.receive(1, disconnect)).toBeNull();
+    expect(b.peerDisconnectReason).toBe(16);
+    const unsealed = new PacketChannel(() => {}, { protocolId: PROTOCOL_ID });
+    expect(() => unsealed.sendDisconnect(0, 16)).toThrow(/no packet keys/);
+  });
+});
