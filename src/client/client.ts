@@ -58,6 +58,12 @@ export interface ClientConfig {
   connectRetryMs: number;
   /** Give up connecting after this long. */
   connectTimeoutMs: number;
+  /**
+   * The server's X25519 public key (`GameServer.publicKey`), when a backend handed it over a
+   * trusted channel: a challenge with another key is ignored, so nobody on the path can stand in
+   * for the server. Omitted, the first challenge's key is taken.
+   */
+  serverPublicKey?: Uint8Array;
   /** The server silent this long means the connection is gone. */
   timeoutMs: number;
   /** Seed for the commands' shared random seeds and the connection nonce. */
@@ -493,6 +499,7 @@ export class GameClient<P, W> {
         timeoutMs: c.timeoutMs,
         resumeHi: this.resume.hi,
         resumeLo: this.resume.lo,
+        serverPublicKey: c.serverPublicKey,
       },
       this.random.nextU32(),
       nowMs,
@@ -695,6 +702,12 @@ function validateClientConfig(c: ClientConfig): void {
   if (d !== 'adaptive' && !(typeof d === 'number' && d >= 0 && d <= 1000)) {
     throw new RangeError(
       `client config: interpolationDelayMs must be 'adaptive' or a number in 0..1000, got ${String(d)}`,
+    );
+  }
+  const k = c.serverPublicKey;
+  if (k !== undefined && !(k instanceof Uint8Array && k.length === 32)) {
+    throw new RangeError(
+      'client config: serverPublicKey must be a 32-byte Uint8Array (GameServer.publicKey)',
     );
   }
 }

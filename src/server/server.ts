@@ -414,6 +414,11 @@ export class GameServer<P, W> {
     return this.connections.count;
   }
 
+  /** The server's X25519 public key (a backend may give it to clients to pin: ClientConfig.serverPublicKey). */
+  get publicKey(): Uint8Array {
+    return this.connections.publicKey;
+  }
+
   /** Refused with REFUSE_BANNED: addresses, hosts, or addresses without their port. */
   get banned(): Set<string> {
     return this.connections.banned;

@@ -1,7 +1,9 @@
 // Authenticated packets: the AEAD and key agreement (Node's crypto on the server, @noble in the
 // browser-safe client, interchangeable), sealed channels, and forged packets that move nothing.
 
+import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
+import { arenaGame } from '../../games/arena/shared/game.ts';
 import { PacketChannel, PacketType, writePacketChecksum } from '../../src/net/channel.ts';
 import { nodeCipher, ServerKeyExchange } from '../../src/net/node-packet-crypto.ts';
 import {
@@ -234,5 +236,23 @@ describe('a sealed channel', () => {
     expect(b.peerDisconnectReason).toBe(16);
     const unsealed = new PacketChannel(() => {}, { protocolId: PROTOCOL_ID });
     expect(() => unsealed.sendDisconnect(0, 16)).toThrow(/no packet keys/);
+  });
+});
+
+describe('a pinned server key', () => {
+  it('connects to the server whose key it holds, and ignores a challenge with any other', () => {
+    const seed = 31;
+    const match = new Match(arenaGame, seed);
+    const pinned = match.addClient({ config: { serverPublicKey: match.server.publicKey } });
+    const other = new Uint8Array(match.server.publicKey);
+    other[0] ^= 1;
+    const wrong = match.addClient({ config: { serverPublicKey: other, connectTimeoutMs: 1500 } });
+    match.run(2000);
+    expect(pinned.client.state, `seed ${seed}`).toBe('connected');
+    expect(wrong.client.state, `seed ${seed}`).toBe('timed out');
+    expect(() => match.addClient({ config: { serverPublicKey: new Uint8Array(31) } })).toThrow(
+      /serverPublicKey/,
+    );
+    match.close();
   });
 });
