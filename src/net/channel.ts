@@ -53,7 +53,7 @@ export const PacketType = {
   Accepted: 4,
   Refused: 5,
   Disconnect: 6,
-  /** Reserved for the connection lifecycle. */
+  /** The server's Disconnect proven by the disconnect token (handshake.ts), for a server that cannot seal. */
   Reserved: 7,
 } as const;
 export type PacketTypeValue = (typeof PacketType)[keyof typeof PacketType];

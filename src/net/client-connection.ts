@@ -15,6 +15,7 @@ import {
   PACKET_CHALLENGE_RESPONSE,
   PACKET_CONNECT_REQUEST,
   PACKET_REFUSED,
+  PACKET_SERVER_DISCONNECT,
   peekPacketType,
   readHandshakePacket,
   writeHandshakePacket,
@@ -212,6 +213,14 @@ export class ClientConnection {
           return;
         }
         this.end('refused', p.reason);
+        return;
+      case PACKET_SERVER_DISCONNECT:
+        if (
+          this.state === 'connected' &&
+          this.keys !== null &&
+          equalBytes(p.token, this.keys.disconnectToken)
+        )
+          this.end('disconnected', p.reason);
         return;
     }
   }

@@ -18,6 +18,8 @@
 // The resume token (0: none) is the server's for one player: a client that comes back with it
 // within the server's grace period takes its slot and player back.
 // refused (5):            clientNonce 32 | reason 8 | retry 1
+// server disconnect (7):  clientNonce 32 | reason 8 | disconnectToken 128 (server to client only:
+//                         for a server that cannot seal, e.g. its match's loop stalled)
 // clientKey, serverKey: X25519 public keys (the client's fresh for each attempt, the server's for
 // its lifetime); both ends derive the connection's packet keys from them (packet-crypto.ts).
 // A request is padded to at least the size of the answer it can cause, so a spoofed source
@@ -25,7 +27,7 @@
 
 import { BitStream } from '../protocol/bitstream.ts';
 import { PACKET_CHECKSUM_OFFSET, PacketType, packetChecksum, writePacketChecksum } from './channel.ts';
-import { PUBLIC_KEY_BYTES } from './packet-crypto.ts';
+import { DISCONNECT_TOKEN_BYTES, PUBLIC_KEY_BYTES } from './packet-crypto.ts';
 
 // The lifecycle's packet types: the same numbers as the channel's PacketType, by name.
 export const PACKET_CONNECT_REQUEST = PacketType.ConnectRequest;
@@ -34,6 +36,8 @@ export const PACKET_CHALLENGE_RESPONSE = PacketType.ChallengeResponse;
 export const PACKET_ACCEPTED = PacketType.Accepted;
 export const PACKET_REFUSED = PacketType.Refused;
 export const PACKET_DISCONNECT = PacketType.Disconnect;
+/** The server's Disconnect proven by the connection's disconnect token instead of a seal. */
+export const PACKET_SERVER_DISCONNECT = PacketType.Reserved;
 
 /** Requests are padded to this many bytes (at least the size of any answer). */
 export const REQUEST_BYTES = 64;
@@ -84,6 +88,8 @@ export interface HandshakePacket {
   publicKey: Uint8Array;
   /** Refused: whether the refusal is transient (try again shortly) or final. */
   retry: boolean;
+  /** Server disconnect: the connection's disconnect token. */
+  token: Uint8Array;
   version: number;
   schemaHash: number;
   clientNonce: number;
@@ -109,6 +115,7 @@ export function createHandshakePacket(): HandshakePacket {
     type: 0,
     publicKey: new Uint8Array(PUBLIC_KEY_BYTES),
     retry: false,
+    token: new Uint8Array(DISCONNECT_TOKEN_BYTES),
     version: 0,
     schemaHash: 0,
     clientNonce: 0,
@@ -133,7 +140,8 @@ function serializeKey(s: BitStream, key: Uint8Array): void {
 }
 
 function serializeBody(s: BitStream, p: HandshakePacket): boolean {
-  if (p.type < PACKET_CONNECT_REQUEST || p.type > PACKET_REFUSED) return s.fail('not a lifecycle packet');
+  const lifecycle = p.type >= PACKET_CONNECT_REQUEST && p.type <= PACKET_REFUSED;
+  if (!lifecycle && p.type !== PACKET_SERVER_DISCONNECT) return s.fail('not a lifecycle packet');
   p.clientNonce = s.uint(p.clientNonce, 32);
   switch (p.type) {
     case PACKET_CONNECT_REQUEST:
@@ -165,6 +173,10 @@ function serializeBody(s: BitStream, p: HandshakePacket): boolean {
       p.serverTick = s.uint(p.serverTick, 32);
       p.resumeHi = s.uint(p.resumeHi, 32);
       p.resumeLo = s.uint(p.resumeLo, 32);
+      break;
+    case PACKET_SERVER_DISCONNECT:
+      p.reason = s.uint(p.reason, 8);
+      for (let i = 0; i < DISCONNECT_TOKEN_BYTES; i++) p.token[i] = s.uint(p.token[i], 8);
       break;
     default:
       p.reason = s.uint(p.reason, 8);

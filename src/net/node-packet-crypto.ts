@@ -11,12 +11,14 @@ import {
   type KeyObject,
 } from 'node:crypto';
 import {
+  KEY_MATERIAL_BYTES,
   keySalt,
   PACKET_KEY_BYTES,
   PACKET_TAG_BYTES,
   type PacketCipher,
   type PacketKeys,
   PUBLIC_KEY_BYTES,
+  splitKeyMaterial,
 } from './packet-crypto.ts';
 
 /** ChaCha20-Poly1305 from Node's crypto. */
@@ -84,10 +86,9 @@ export class ServerKeyExchange {
     }
     if (shared.every((b) => b === 0)) return null;
     const salt = keySalt(protocolId, clientNonce, clientPublicKey, this.publicKey);
-    const okm = new Uint8Array(hkdfSync('sha256', shared, salt, INFO, 2 * PACKET_KEY_BYTES));
-    return {
-      send: nodeCipher(okm.subarray(PACKET_KEY_BYTES)),
-      receive: nodeCipher(okm.subarray(0, PACKET_KEY_BYTES)),
-    };
+    const { c2s, s2c, token } = splitKeyMaterial(
+      new Uint8Array(hkdfSync('sha256', shared, salt, INFO, KEY_MATERIAL_BYTES)),
+    );
+    return { send: nodeCipher(s2c), receive: nodeCipher(c2s), disconnectToken: token };
   }
 }

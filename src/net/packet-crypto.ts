@@ -10,7 +10,7 @@
 //   ikm  = X25519(client secret, server public) = X25519(server secret, client public)
 //   salt = protocolId 32 LE | clientNonce 32 LE | client public key 256 | server public key 256
 //   info = "backstep packet keys v1"
-// gives 64 bytes: the client-to-server key, then the server-to-client key.
+// gives 80 bytes: the client-to-server key, the server-to-client key, the disconnect token.
 
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { x25519 } from '@noble/curves/ed25519.js';
@@ -51,11 +51,19 @@ export interface PacketCipher {
   ): boolean;
 }
 
-/** A connection's two ciphers as one end sees them. */
+/** A connection's two ciphers as one end sees them, and its disconnect token. */
 export interface PacketKeys {
   send: PacketCipher;
   receive: PacketCipher;
+  /**
+   * A secret both ends hold and no packet carries until it is used: a server that cannot seal
+   * (its match's loop stalled) ends the connection with it (handshake.ts, PACKET_SERVER_DISCONNECT).
+   */
+  disconnectToken: Uint8Array;
 }
+
+/** Bytes of the disconnect token. */
+export const DISCONNECT_TOKEN_BYTES = 16;
 
 /** Writes the nonce of the packet with 64-bit sequence number `sequence` (an integer below 2^53). */
 export function writeNonce(nonce: Uint8Array, sequence: number): void {
@@ -124,9 +132,20 @@ export function keySalt(
 export function derivePacketKeyBytes(
   shared: Uint8Array,
   salt: Uint8Array,
-): { c2s: Uint8Array; s2c: Uint8Array } {
-  const okm = hkdf(sha256, shared, salt, INFO, 2 * PACKET_KEY_BYTES);
-  return { c2s: okm.slice(0, PACKET_KEY_BYTES), s2c: okm.slice(PACKET_KEY_BYTES) };
+): { c2s: Uint8Array; s2c: Uint8Array; token: Uint8Array } {
+  return splitKeyMaterial(hkdf(sha256, shared, salt, INFO, KEY_MATERIAL_BYTES));
+}
+
+/** HKDF output: both directions' keys and the disconnect token. */
+export const KEY_MATERIAL_BYTES = 2 * PACKET_KEY_BYTES + DISCONNECT_TOKEN_BYTES;
+
+/** Splits the key material into (client-to-server key, server-to-client key, disconnect token). */
+export function splitKeyMaterial(okm: Uint8Array): { c2s: Uint8Array; s2c: Uint8Array; token: Uint8Array } {
+  return {
+    c2s: okm.slice(0, PACKET_KEY_BYTES),
+    s2c: okm.slice(PACKET_KEY_BYTES, 2 * PACKET_KEY_BYTES),
+    token: okm.slice(2 * PACKET_KEY_BYTES, KEY_MATERIAL_BYTES),
+  };
 }
 
 /** A client's ephemeral X25519 key pair, fresh for each connection attempt. */
@@ -156,9 +175,9 @@ export function clientPacketKeys(
   } catch {
     return null;
   }
-  const { c2s, s2c } = derivePacketKeyBytes(
+  const { c2s, s2c, token } = derivePacketKeyBytes(
     shared,
     keySalt(protocolId, clientNonce, pair.publicKey, serverPublicKey),
   );
-  return { send: nobleCipher(c2s), receive: nobleCipher(s2c) };
+  return { send: nobleCipher(c2s), receive: nobleCipher(s2c), disconnectToken: token };
 }

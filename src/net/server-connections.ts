@@ -80,6 +80,8 @@ export class ServerConnection {
   packetsThrottled = 0;
   /** The client's X25519 public key (a repeated challenge response must carry the same). */
   readonly publicKey: Uint8Array;
+  /** The secret that proves a PACKET_SERVER_DISCONNECT to this client (see PacketKeys). */
+  readonly disconnectToken: Uint8Array;
   /** Data packets this connection may still send before its allowance refills. */
   packetAllowance: number;
 
@@ -92,10 +94,12 @@ export class ServerConnection {
     rate: number,
     allowance: number,
     publicKey: Uint8Array,
+    disconnectToken: Uint8Array,
     spectatorDelayMs = -1,
   ) {
     this.slot = slot;
     this.publicKey = publicKey;
+    this.disconnectToken = disconnectToken;
     this.address = address;
     this.nonce = nonce;
     this.channel = channel;
@@ -393,6 +397,7 @@ export class ServerConnections {
       p.rate,
       this.config.maxPacketsPerSecond,
       p.publicKey.slice(),
+      keys.disconnectToken,
       p.spectator ? p.spectatorDelayMs : -1,
     );
     const refusal = this.handler.accept(connection);

@@ -73,8 +73,8 @@ class RingEndpoint implements DatagramEndpoint {
     this.outbound.write(RING_DROP, 0, this.peers.get(address) ?? 0, 0, address, null);
   }
 
-  bind(address: string, matchId: number, nonce: number): void {
-    this.outbound.write(RING_BIND, matchId, this.peers.get(address) ?? 0, nonce, address, null);
+  bind(address: string, matchId: number, nonce: number, disconnectToken: Uint8Array): void {
+    this.outbound.write(RING_BIND, matchId, this.peers.get(address) ?? 0, nonce, address, disconnectToken);
   }
 
   unbind(address: string, matchId: number): void {
@@ -116,7 +116,7 @@ async function run(): Promise<void> {
       });
     },
     onRunning: (id) => Atomics.store(heartbeat, 1, id | 0),
-    onBind: (address, id, nonce) => endpoint.bind(address, id, nonce),
+    onBind: (address, id, nonce, token) => endpoint.bind(address, id, nonce, token),
     onUnbind: (address, id) => endpoint.unbind(address, id),
   });
   port.on('message', (request: WorkerRequest) => {

@@ -21,13 +21,14 @@ import {
   DISCONNECT_MATCH_FAILED,
   DISCONNECT_SERVER_SHUTDOWN,
   PACKET_CONNECT_REQUEST,
-  PACKET_DISCONNECT,
   PACKET_REFUSED,
+  PACKET_SERVER_DISCONNECT,
   REFUSE_NO_SUCH_MATCH,
   readHandshakePacket,
   writeHandshakePacket,
 } from '../net/handshake.ts';
 import { checkMatchId, MATCH_ROUTE_HEADER_BYTES, readMatchRoute } from '../net/match-route.ts';
+import { DISCONNECT_TOKEN_BYTES } from '../net/packet-crypto.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
 import { Allowance, checkRate, type MatchEnded, type MatchSpec } from '../server/matches.ts';
 import {
@@ -133,8 +134,8 @@ class WorkerSlot {
 interface MatchEntry {
   readonly id: number;
   readonly worker: WorkerSlot;
-  /** Addresses the match accepted, with their client nonces. */
-  readonly players: Map<string, number>;
+  /** Addresses the match accepted, with their client nonces and disconnect tokens. */
+  readonly players: Map<string, { nonce: number; token: Uint8Array }>;
   /** Packets from addresses not yet in the match, per second. */
   readonly joins: Allowance;
 }
@@ -456,7 +457,7 @@ export class MatchWorkers {
         const previous = this.byAddress.get(r.address);
         if (previous !== undefined && previous !== entry) previous.players.delete(r.address);
         this.byAddress.set(r.address, entry);
-        entry.players.set(r.address, r.nonce);
+        entry.players.set(r.address, { nonce: r.nonce, token: r.data.slice(0, DISCONNECT_TOKEN_BYTES) });
         this.options.onPlayer?.(r.address, r.matchId, true);
         break;
       }
@@ -547,9 +548,11 @@ export class MatchWorkers {
       const entry = this.matches.get(id);
       if (entry === undefined) continue;
       const p = this.hs;
-      for (const [address, nonce] of entry.players) {
-        p.type = PACKET_DISCONNECT;
-        p.clientNonce = nonce;
+      for (const [address, player] of entry.players) {
+        // The worker holds the packet keys and cannot seal: the disconnect token proves this one.
+        p.type = PACKET_SERVER_DISCONNECT;
+        p.clientNonce = player.nonce;
+        p.token.set(player.token);
         p.reason = DISCONNECT_MATCH_FAILED;
         for (let i = 0; i < 3; i++)
           this.endpoint.send(address, writeHandshakePacket(this.hsStream, this.protocolId, p));

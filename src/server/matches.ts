@@ -308,8 +308,12 @@ export interface MatchEnded {
 export interface MatchHostOptions extends MatchRouterOptions {
   /** Called once for every match that ends (by `end`, by failure, or at `close`). */
   onEnded?: (ended: MatchEnded) => void;
-  /** A match accepted `address` (its connection's client nonce given), or its connection ended. */
-  onBind?: (address: string, matchId: number, nonce: number) => void;
+  /**
+   * A match accepted `address` (its connection's client nonce and disconnect token given: with
+   * them a PACKET_SERVER_DISCONNECT can end the connection when the match cannot), or its
+   * connection ended.
+   */
+  onBind?: (address: string, matchId: number, nonce: number, disconnectToken: Uint8Array) => void;
   onUnbind?: (address: string, matchId: number) => void;
   /** Told the id of each match just before `update` runs it, and 0 when all are done (a watchdog's view). */
   onRunning?: (matchId: number) => void;
@@ -348,7 +352,7 @@ export class MatchHost {
     const routing: ServerHooks<P, W> = {
       onConnect: (_server, client) => {
         this.router.bind(client.address, endpoint);
-        onBind?.(client.address, id, client.connection.nonce);
+        onBind?.(client.address, id, client.connection.nonce, client.connection.disconnectToken);
       },
       onDisconnect: (_server, client) => {
         this.router.unbind(client.address, endpoint);

@@ -209,6 +209,7 @@ describe('a sealed channel', () => {
     const keys = (send: number, receive: number) => ({
       send: nodeCipher(key(send)),
       receive: nodeCipher(key(receive)),
+      disconnectToken: key(0).subarray(0, 16),
     });
     const a = new PacketChannel((d) => toB.push(d.slice()), { protocolId: PROTOCOL_ID }, keys(1, 2));
     const b = new PacketChannel(() => {}, { protocolId: PROTOCOL_ID }, keys(2, 1));
