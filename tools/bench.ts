@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { bandwidthSection } from './bench/bandwidth.ts';
 import { clientFrameSection } from './bench/client-frame.ts';
 import { matchesSection } from './bench/matches.ts';
+import { packetCryptoSection } from './bench/packet-crypto.ts';
 import { pageSection } from './bench/page.ts';
 import { machineHeader } from './bench/report.ts';
 import { serverTickSection } from './bench/server-tick.ts';
@@ -21,6 +22,7 @@ const SECTIONS: Record<string, { title: string; run: () => void | Promise<void> 
   matches: { title: '4. Matches per core and per process', run: () => matchesSection() },
   spectators: { title: '5. Spectator cost', run: () => spectatorSection() },
   page: { title: '6. The browser game: bundle size and frame time', run: () => pageSection(pageSeconds) },
+  crypto: { title: '7. Authenticated packets: cost per packet', run: () => packetCryptoSection() },
 };
 
 async function main(): Promise<void> {

@@ -324,6 +324,8 @@ export class PacketChannel {
    * which then returns null. The connection layer ends the connection on it.
    */
   peerDisconnectReason = 0;
+  /** Why `receive` last dropped a packet (null: it has dropped none). */
+  lastDropReason: DropReason | null = null;
 
   private readonly transmit: (data: Uint8Array) => void;
   private readonly salt: number;
@@ -636,6 +638,7 @@ export class PacketChannel {
 
   private drop(reason: DropReason): null {
     this.stats.dropped[reason]++;
+    this.lastDropReason = reason;
     return null;
   }
 

@@ -65,6 +65,21 @@ export interface ConnectionStats {
   disconnects: number;
 }
 
+/**
+ * Every datagram the connection layer took and what became of it, so that none goes uncounted:
+ * `datagrams` equals the sum of `ConnectionStats.rejected`, `answered` and `data`.
+ */
+export interface TrafficStats {
+  datagrams: number;
+  /** Lifecycle packets acted on, by outcome: 'challenge', 'refused', 'accepted', 'accepted again'. */
+  answered: Record<string, number>;
+  /**
+   * Packets from connected addresses, by what their channel made of them: 'accepted', 'disconnect'
+   * (an authentic Disconnect), or the channel's drop reason ('forged', 'duplicate', ...).
+   */
+  data: Record<string, number>;
+}
+
 /** One connected client as the connection layer sees it. */
 export class ServerConnection {
   readonly slot: number;
@@ -127,6 +142,11 @@ export interface ConnectionHandler {
 const REQUESTER_SLOTS = 65536;
 /** A requester asking again within this long counts as a client retrying. */
 const RETRY_WINDOW_MS = 2000;
+/**
+ * The retry allowance answers one address at most this often, so a flood from one real address
+ * (which repeats, like a retrying client) cannot spend it.
+ */
+const RETRY_ANSWER_GAP_MS = 100;
 
 /** Every connection of one server: the handshake in front, a channel per slot behind. */
 export class ServerConnections {
@@ -141,6 +161,7 @@ export class ServerConnections {
   readonly banned = new Set<string>();
   /** The game loop's newest tick, told to each client it accepts. */
   serverTick = 0;
+  readonly traffic: TrafficStats = { datagrams: 0, answered: {}, data: {} };
   /**
    * Slots the game loop holds for a player whose client may come back (1: reserved): no new
    * client gets them; a client presenting the slot's resume token does.
@@ -165,6 +186,8 @@ export class ServerConnections {
   /** Recent requesters: a 32-bit hash of the address and when it last asked, per slot. */
   private readonly requesterHash = new Int32Array(REQUESTER_SLOTS);
   private readonly requesterMs = new Float64Array(REQUESTER_SLOTS).fill(Number.NEGATIVE_INFINITY);
+  /** When each requester was last answered: the retry allowance answers one at most every RETRY_ANSWER_GAP_MS. */
+  private readonly answeredMs = new Float64Array(REQUESTER_SLOTS).fill(Number.NEGATIVE_INFINITY);
   private handshakeAllowance: number;
   private retryAllowance: number;
   private handshakeRefillMs = 0;
@@ -258,6 +281,7 @@ export class ServerConnections {
   }
 
   private handle(from: string, data: Uint8Array): void {
+    this.traffic.datagrams++;
     const connection = this.byAddress.get(from);
     const type = peekPacketType(data);
     if (connection !== undefined && (type === PacketType.Data || type === PacketType.Disconnect)) {
@@ -276,14 +300,19 @@ export class ServerConnections {
     const p = this.hs;
     if (connection !== undefined) {
       if (p.clientNonce !== connection.nonce) this.reject('wrong nonce');
-      else if (p.type === PACKET_CHALLENGE_RESPONSE && sameKey(p.publicKey, connection.publicKey))
+      else if (p.type === PACKET_CHALLENGE_RESPONSE && sameKey(p.publicKey, connection.publicKey)) {
+        this.tally(this.traffic.answered, 'accepted again');
         this.sendAccepted(connection);
-      else this.reject('lifecycle packet while connected');
+      } else this.reject('lifecycle packet while connected');
       return;
     }
     if (p.type === PACKET_CONNECT_REQUEST) this.onConnectRequest(from);
     else if (p.type === PACKET_CHALLENGE_RESPONSE) this.onChallengeResponse(from);
     else this.reject('unexpected lifecycle packet');
+  }
+
+  private tally(counters: Record<string, number>, outcome: string): void {
+    counters[outcome] = (counters[outcome] ?? 0) + 1;
   }
 
   private reject(reason: string): void {
@@ -292,8 +321,9 @@ export class ServerConnections {
 
   /**
    * Takes one challenge from the server-wide allowance; when it is spent, an address that asked
-   * within RETRY_WINDOW_MS (a client retrying: a spoofed flood rarely repeats an address) takes
-   * one from the retry allowance. False (and counted) when neither has any.
+   * within RETRY_WINDOW_MS (a client retrying: a spoofed flood rarely repeats an address) and was
+   * not answered within RETRY_ANSWER_GAP_MS takes one from the retry allowance. False (and
+   * counted) when neither has any.
    */
   private allowChallenge(address: string): boolean {
     const perSecond = this.config.maxHandshakesPerSecond;
@@ -305,16 +335,19 @@ export class ServerConnections {
     for (let i = 0; i < address.length; i++) h = Math.imul(h ^ address.charCodeAt(i), 0x01000193);
     const slot = (h >>> 0) & (REQUESTER_SLOTS - 1);
     const tag = Math.imul(h, 0x9e3779b1) | 1;
-    const retrying =
-      this.requesterHash[slot] === tag && this.nowMs - this.requesterMs[slot] <= RETRY_WINDOW_MS;
+    const known = this.requesterHash[slot] === tag;
+    const retrying = known && this.nowMs - this.requesterMs[slot] <= RETRY_WINDOW_MS;
+    if (!known) this.answeredMs[slot] = Number.NEGATIVE_INFINITY;
     this.requesterHash[slot] = tag;
     this.requesterMs[slot] = this.nowMs;
     if (this.handshakeAllowance >= 1) {
       this.handshakeAllowance--;
+      this.answeredMs[slot] = this.nowMs;
       return true;
     }
-    if (retrying && this.retryAllowance >= 1) {
+    if (retrying && this.retryAllowance >= 1 && this.nowMs - this.answeredMs[slot] >= RETRY_ANSWER_GAP_MS) {
       this.retryAllowance--;
+      this.answeredMs[slot] = this.nowMs;
       return true;
     }
     this.reject('handshake rate');
@@ -342,6 +375,7 @@ export class ServerConnections {
     const out = this.hs;
     out.type = PACKET_CHALLENGE;
     out.publicKey.set(this.keyExchange.publicKey);
+    this.tally(this.traffic.answered, 'challenge');
     out.issuedAt = issuedAt;
     out.cookieHi = this.cookie.hi;
     out.cookieLo = this.cookie.lo;
@@ -413,6 +447,7 @@ export class ServerConnections {
     this.slots[slot] = connection;
     this.byAddress.set(from, connection);
     this.stats.connects++;
+    this.tally(this.traffic.answered, 'accepted');
     this.sendAccepted(connection);
   }
 
@@ -425,10 +460,12 @@ export class ServerConnections {
     const channel = connection.channel;
     const s = channel.receive(this.nowMs, data);
     if (channel.peerDisconnectReason !== 0) {
+      this.tally(this.traffic.data, 'disconnect');
       this.disconnect(connection, DISCONNECT_CLIENT_LEFT);
       return;
     }
     // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
+    this.tally(this.traffic.data, s === null ? (channel.lastDropReason ?? 'dropped') : 'accepted');
     if (s === null || s.bitsRemaining < 8) return;
     if (connection.packetAllowance < 1) {
       connection.packetsThrottled++;
@@ -463,6 +500,7 @@ export class ServerConnections {
 
   /** Refuses a connection attempt, saying whether trying again later may succeed. */
   private refuse(to: string, nonce: number, reason: number): void {
+    this.tally(this.traffic.answered, 'refused');
     const out = this.hs;
     out.type = PACKET_REFUSED;
     out.clientNonce = nonce;

@@ -109,7 +109,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   commandCatchUpRate: 0.1,
   timeoutMs: 10_000,
   cookieLifetimeMs: 10_000,
-  maxHandshakesPerSecond: 20_000,
+  maxHandshakesPerSecond: 5000,
   defaultUpdateRate: 32,
   defaultRateBytesPerSecond: 80_000,
   rateControl: false,

@@ -13,7 +13,10 @@
 // signalling message that is binary, over MAX_SIGNAL_BYTES, malformed or out of turn, or more
 // than maxSignalMessages of them, closes that client; so does a channel not open within
 // connectTimeoutMs, one the engine has sent nothing to within answerTimeoutMs of opening, and
-// one silent for idleTimeoutMs. Remote candidates (in messages or in the offer) on an address
+// one silent for idleTimeoutMs. Pending clients (channel not open yet) are bounded apart: at most
+// maxPendingPeersPerHost from one IP address (a new one beyond is closed at once) and
+// maxPendingPeers in all (a new one beyond closes the oldest pending one), so half-open peers
+// waiting out their connect timeout cannot crowd out connected ones or a real client's attempt. Remote candidates (in messages or in the offer) on an address
 // outside allowedCandidateAddresses are ignored. Time is the engine's: the times given to poll().
 //
 // The engine ends a client with drop(): its address stops routing at once and its room is
@@ -64,6 +67,10 @@ export interface WebRtcServerOptions extends LinkServerOptions {
   maxSignalMessages?: number;
   /** A client whose data channel is not open this long after it connected is closed (default 10 000). */
   connectTimeoutMs?: number;
+  /** Most clients whose channel is not open yet, in all (default 64); past it the oldest is closed. */
+  maxPendingPeers?: number;
+  /** Most clients whose channel is not open yet from one IP address (default 4); past it the new one is closed. */
+  maxPendingPeersPerHost?: number;
 }
 
 export interface WebRtcServerStats extends TransportStats {
@@ -76,6 +83,10 @@ export interface WebRtcServerStats extends TransportStats {
   closedMalformed: number;
   /** Clients whose channel did not open within connectTimeoutMs. */
   closedTimeout: number;
+  /** New clients closed because their host already had maxPendingPeersPerHost pending. */
+  closedPendingPerHost: number;
+  /** Pending clients closed (the oldest) to make room past maxPendingPeers. */
+  closedPendingEvicted: number;
   /** Channels the engine never answered within answerTimeoutMs. */
   closedUnanswered: number;
   /** Channels silent for idleTimeoutMs. */
@@ -98,6 +109,8 @@ const CLOSE_WAIT_MS = 3000;
  */
 export const DROP_GRACE_MS = 100;
 
+let nextPeerOrder = 0;
+
 /** One client: its signalling socket, then its peer connection and data channel (the link). */
 class Peer implements ClientLink {
   pc: PeerConnection | null = null;
@@ -116,6 +129,8 @@ class Peer implements ClientLink {
   resolvePcClosed: () => void = () => {};
   /** Closing its channel and connection has begun (at teardown, or when a drop's grace ends). */
   closeStarted = false;
+  /** Arrival order (pending peers past maxPendingPeers close oldest first). */
+  readonly order = nextPeerOrder++;
   /** The drop's grace, then the wait for the connection to report closed. */
   timer: ReturnType<typeof setTimeout> | undefined = undefined;
 
@@ -145,6 +160,8 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
   private readonly allowed: readonly string[] | null;
   private readonly maxSignalMessages: number;
   private readonly connectTimeoutMs: number;
+  private readonly maxPendingPeers: number;
+  private readonly maxPendingPeersPerHost: number;
   /** Peers being torn down, until their connection reports closed. */
   private readonly closingPeers = new Set<Peer>();
   private closing: Promise<void> | null = null;
@@ -172,6 +189,8 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
         channelsOpened: 0,
         closedMalformed: 0,
         closedTimeout: 0,
+        closedPendingPerHost: 0,
+        closedPendingEvicted: 0,
         closedUnanswered: 0,
         closedIdle: 0,
         closedDropped: 0,
@@ -186,6 +205,10 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     checkCount(where, 'maxSignalMessages', this.maxSignalMessages);
     checkMs(where, 'connectTimeoutMs', this.connectTimeoutMs);
+    this.maxPendingPeers = options.maxPendingPeers ?? 64;
+    this.maxPendingPeersPerHost = options.maxPendingPeersPerHost ?? 4;
+    checkCount(where, 'maxPendingPeers', this.maxPendingPeers);
+    checkCount(where, 'maxPendingPeersPerHost', this.maxPendingPeersPerHost);
   }
 
   /** Clients signalling or connected. */
@@ -218,8 +241,27 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
   protected accept(ws: WebSocket, host: string): void {
     const peer = new Peer(this.nextAddress(), host, ws);
     peer.openedMs = this.nowMs;
+    // Pending peers (channel not open): bounded per host, then in all by closing the oldest.
+    let pending = 0;
+    let fromHost = 0;
+    let oldest: Peer | null = null;
+    for (const p of this.links.values()) {
+      if (p.channelOpen || p.gone) continue;
+      pending++;
+      if (p.host === host) fromHost++;
+      if (oldest === null || p.order < oldest.order) oldest = p;
+    }
     this.links.set(peer.address, peer);
     this.stats.peersOpened++;
+    if (fromHost >= this.maxPendingPeersPerHost) {
+      this.stats.closedPendingPerHost++;
+      this.teardown(peer);
+      return;
+    }
+    if (pending >= this.maxPendingPeers && oldest !== null) {
+      this.stats.closedPendingEvicted++;
+      this.teardown(oldest);
+    }
     ws.on('message', (data, isBinary) => {
       if (peer.gone) return;
       if (++peer.messages > this.maxSignalMessages || isBinary) {

@@ -297,6 +297,34 @@ describe('WebRTC transport', () => {
   });
 });
 
+describe('WebRTC pending peers', () => {
+  it('closes a pending peer past maxPendingPeersPerHost from one host at once', async () => {
+    const { server, url } = await setup({ maxPeers: 64, maxPendingPeers: 32, maxPendingPeersPerHost: 4 });
+    // Four signalling sockets that never send an offer: the host's pending allowance.
+    for (let i = 0; i < 4; i++) await rawWebSocket(url);
+    const fifth = await rawWebSocket(url);
+    expect(await fifth.closed).toBe(1008);
+    expect(server.stats.closedPendingPerHost).toBe(1);
+    expect(server.peerCount).toBe(4);
+  });
+
+  it('past maxPendingPeers the oldest half-open peer makes room, and a real client connects meanwhile', async () => {
+    const { server, url } = await setup({ maxPeers: 64, maxPendingPeers: 3, maxPendingPeersPerHost: 16 });
+    const stale = [];
+    for (let i = 0; i < 3; i++) stale.push(await rawWebSocket(url));
+    const client = await connect(url);
+    expect(await stale[0].closed).toBe(1008);
+    expect(server.stats.closedPendingEvicted).toBe(1);
+    await until(() => server.connectedCount === 1, 3000);
+    // Every further half-open peer evicts the oldest pending one, never the connected client.
+    for (let i = 0; i < 6; i++) await rawWebSocket(url);
+    await until(() => server.stats.closedPendingEvicted === 7, 3000);
+    expect(server.connectedCount).toBe(1);
+    expect(server.peerCount).toBe(4);
+    await client.close();
+  });
+});
+
 describeLinkServer({
   name: 'WebRTC',
   prefix: 'rtc',
