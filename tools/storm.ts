@@ -14,6 +14,7 @@ import {
 } from './storm/storm.ts';
 
 const USAGE = `usage: npm run storm -- [options]
+  --transport T     memory (forged source addresses, simulated time; default) or udp (127.0.0.1, real time)
   --datagrams N     hostile datagrams in all (default ${DEFAULT_STORM_OPTIONS.datagrams})
   --forged SHARE    share forged from connected clients' addresses, 0..1 (default ${DEFAULT_STORM_OPTIONS.forgedShare})
   --bots N          bots in the match (default ${DEFAULT_STORM_OPTIONS.bots})
@@ -33,11 +34,12 @@ function number(value: string | undefined, name: string, fallback: number, min: 
   return n;
 }
 
-function main(): void {
+async function main(): Promise<void> {
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
       options: {
+        transport: { type: 'string' },
         datagrams: { type: 'string' },
         forged: { type: 'string' },
         bots: { type: 'string' },
@@ -59,7 +61,13 @@ function main(): void {
     return;
   }
   const d = DEFAULT_STORM_OPTIONS;
+  const transport = v.transport ?? d.transport;
+  if (transport !== 'memory' && transport !== 'udp') {
+    console.error(`storm: --transport must be memory or udp, got ${String(transport)}\n${USAGE}`);
+    process.exit(2);
+  }
   const options: StormOptions = {
+    transport,
     datagrams: Math.floor(number(v.datagrams as string | undefined, 'datagrams', d.datagrams, 0, 1e9)),
     forgedShare: number(v.forged as string | undefined, 'forged', d.forgedShare, 0, 1),
     bots: Math.floor(number(v.bots as string | undefined, 'bots', d.bots, 1, 64)),
@@ -68,7 +76,7 @@ function main(): void {
     loss: number(v.loss as string | undefined, 'loss', d.loss, 0, 0.5),
     seed: Math.floor(number(v.seed as string | undefined, 'seed', d.seed, 0, 2 ** 32 - 1)),
   };
-  const result = runStorm(options);
+  const result = await runStorm(options);
   if (v.json === true) console.log(JSON.stringify(result, null, 2));
   else print(result);
   process.exitCode = verdict(result).length === 0 ? 0 : 1;
@@ -78,7 +86,7 @@ function print(r: StormResult): void {
   const o = r.options;
   console.log(
     `Storm: ${o.bots} bots, ${o.seconds} s simulated, ${o.latencyMs} ms one way, ${o.loss * 100} % loss, seed ${o.seed}; ` +
-      `${o.datagrams.toLocaleString('en')} hostile datagrams from the third second on (memory transport)`,
+      `${o.datagrams.toLocaleString('en')} hostile datagrams from the third second on (${o.transport === 'udp' ? 'real UDP on 127.0.0.1, real time, from the attacker socket' : 'memory transport'})`,
   );
   const row = (name: string, f: (b: StormResult['baseline']) => string) =>
     console.log(`  ${name.padEnd(28)} ${f(r.baseline).padStart(14)} ${f(r.storm).padStart(14)}`);
@@ -95,6 +103,8 @@ function print(r: StormResult): void {
   for (const [k, n] of Object.entries(r.accounted).sort((a, b) => b[1] - a[1]))
     console.log(`    ${k.padEnd(40)} ${String(n).padStart(10)}`);
   console.log(`\n  uncounted: ${r.uncounted}   crashes: ${r.crashes}`);
+  if (o.transport === 'udp')
+    console.log(`  lost in the kernel before the server's socket: ${r.lostInKernel}`);
   console.log(
     `  real time: baseline ${r.baselineSeconds.toFixed(1)} s, storm ${r.stormSeconds.toFixed(1)} s`,
   );
@@ -106,4 +116,4 @@ function print(r: StormResult): void {
   );
 }
 
-main();
+await main();

@@ -5,9 +5,10 @@ import { describe, expect, it } from 'vitest';
 import { runStorm, verdict } from '../../tools/storm/storm.ts';
 
 describe('the storm tool', () => {
-  it('a reduced storm costs the bots nothing against the baseline and leaves nothing uncounted', () => {
+  it('a reduced storm costs the bots nothing against the baseline and leaves nothing uncounted', async () => {
     const seed = 5;
-    const r = runStorm({
+    const r = await runStorm({
+      transport: 'memory',
       seed,
       datagrams: 20_000,
       forgedShare: 0.3,

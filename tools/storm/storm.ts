@@ -1,7 +1,9 @@
 // The storm: a live arena match with bots while hostile datagrams pour into the server, beside a
 // baseline run of the same match without them. Over the memory transport (source addresses can
-// be forged, so forgeries come "from" connected clients; reproducible from a seed).
+// be forged, so forgeries come "from" connected clients; reproducible from a seed), or over real
+// UDP on 127.0.0.1 in real time (every hostile datagram from the attacker's own socket).
 
+import dgram from 'node:dgram';
 import type { ShotAgreement } from 'backstep/testing';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { ArenaShotLedger, aimBot } from '../../games/arena/testing/shots.ts';
@@ -17,6 +19,7 @@ import {
 import { parseProfile } from '../../src/net/profile.ts';
 import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../../src/net/transport.ts';
 import { MemoryNetwork } from '../../src/net/transports/memory.ts';
+import { UdpEndpoint } from '../../src/net/transports/udp.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
 import { GameServer, type ServerClient } from '../../src/server/server.ts';
 import { gameSchemaHash } from '../../src/sim/game.ts';
@@ -37,6 +40,8 @@ export const STORM_KINDS = [
 export type StormKind = (typeof STORM_KINDS)[number];
 
 export interface StormOptions {
+  /** 'memory' (forged source addresses, simulated time) or 'udp' (127.0.0.1, real time). */
+  transport: 'memory' | 'udp';
   seed: number;
   /** Hostile datagrams in all. */
   datagrams: number;
@@ -51,6 +56,7 @@ export interface StormOptions {
 }
 
 export const DEFAULT_STORM_OPTIONS: StormOptions = {
+  transport: 'memory',
   seed: 1,
   datagrams: 1_000_000,
   forgedShare: 0.25,
@@ -79,6 +85,8 @@ export interface StormResult {
   datagramsIn: number;
   accounted: Record<string, number>;
   uncounted: number;
+  /** Over UDP: hostile datagrams the attacker sent that the server's socket never received (kernel). */
+  lostInKernel: number;
   crashes: number;
   /** Real seconds each run took (not reproducible). */
   baselineSeconds: number;
@@ -111,6 +119,7 @@ class StormEndpoint implements DatagramEndpoint {
   private readonly hs = createHandshakePacket();
   private readonly hsStream = createHandshakeStream();
   private readonly record: PacketHandler;
+  private readonly clients: Set<string>;
   private onPacket: PacketHandler = () => {};
 
   constructor(
@@ -121,8 +130,14 @@ class StormEndpoint implements DatagramEndpoint {
     private readonly schemaHash: number,
   ) {
     this.rng = new Random((options.seed ^ 0x570a) >>> 0);
+    this.clients = new Set(clientAddresses);
     this.record = (from, data) => {
       this.delivered++;
+      // Only the bots' own datagrams are material (over UDP the attacker's arrive here too).
+      if (!this.clients.has(from)) {
+        this.onPacket(from, data);
+        return;
+      }
       if (data.length >= 30 && data[0] === PacketType.Data) this.latest.set(from, data.slice());
       if (this.captured.length < CAPTURE) this.captured.push({ from, data: data.slice() });
       else if (this.rng.int(0, 7) === 0)
@@ -157,8 +172,11 @@ class StormEndpoint implements DatagramEndpoint {
     return this.inner.close();
   }
 
-  /** Makes and delivers the next hostile datagram. */
-  private hostile(onPacket: PacketHandler): void {
+  /**
+   * Makes the next hostile datagram and hands it to `onPacket` with the source address it claims
+   * (over UDP the address is the attacker socket's whatever it claims).
+   */
+  hostile(onPacket: PacketHandler): void {
     const n = this.made++;
     const rng = this.rng;
     const forged = n % 1000 < this.options.forgedShare * 1000;
@@ -255,6 +273,12 @@ class StormEndpoint implements DatagramEndpoint {
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
 
 interface RunOutcome {
+  udpStats: {
+    packetsReceived: number;
+    droppedOversizeReceived: number;
+    droppedQueueFull: number;
+    sentToServer: number;
+  } | null;
   figures: BotFigures;
   endpoint: StormEndpoint;
   server: GameServer<ArenaPlayerState, ArenaWorld>;
@@ -352,22 +376,164 @@ function run(options: StormOptions): RunOutcome {
   };
   for (const b of bots) b.client.disconnect();
   server.close();
-  return { figures, endpoint, server, crashes, seconds: (performance.now() - started) / 1000 };
+  return {
+    udpStats: null,
+    figures,
+    endpoint,
+    server,
+    crashes,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/** One run over real UDP on 127.0.0.1, in real time; hostile datagrams from one attacker socket. */
+async function runUdp(options: StormOptions): Promise<RunOutcome> {
+  const started = performance.now();
+  const random = new Random(options.seed);
+  const ledger = new ArenaShotLedger();
+  const serverClients: ServerClient<ArenaPlayerState>[] = [];
+  const protocolId = 0x42535450;
+  const sockets: UdpEndpoint[] = [];
+  const open = async (port = 0) => {
+    const s = await UdpEndpoint.open({ host: '127.0.0.1', port, queueCapacity: 65_536 });
+    sockets.push(s);
+    return s;
+  };
+  const serverSocket = await open();
+  const botSockets: UdpEndpoint[] = [];
+  for (let i = 0; i < options.bots; i++) botSockets.push(await open());
+  // The attacker: a plain socket, so oversized datagrams leave too (an endpoint refuses to send them).
+  const attacker = dgram.createSocket({ type: 'udp4', sendBufferSize: 4 << 20 });
+  await new Promise<void>((resolve) => attacker.bind(0, '127.0.0.1', () => resolve()));
+  const serverPort = Number(serverSocket.address.slice(serverSocket.address.lastIndexOf(':') + 1));
+  let attackerSent = 0;
+  const addresses = botSockets.map((s) => s.address);
+  const endpoint = new StormEndpoint(
+    serverSocket,
+    { ...options, datagrams: 0 },
+    addresses,
+    protocolId,
+    gameSchemaHash(arenaGame),
+  );
+  const server = new GameServer(
+    arenaGame,
+    endpoint,
+    { maxClients: options.bots, protocolId },
+    combineHooks(ledger.serverHooks(), { onConnect: (_s, c) => serverClients.push(c) }),
+  );
+  const seeds = new Random((options.seed ^ 0x5eed5eed) >>> 0);
+  const bots: { client: Client; input: InputSample; drive: ReturnType<typeof aimBot>; nextMs: number }[] = [];
+  for (let i = 0; i < options.bots; i++) {
+    let client: Client | null = null;
+    client = new GameClient(
+      arenaGame,
+      botSockets[i],
+      serverSocket.address,
+      { seed: random.nextU32() },
+      ledger.clientHooks(() => client as Client),
+    );
+    client.connect(0);
+    bots.push({ client, input: createInputSample(), drive: aimBot(seeds.nextU32()), nextMs: 0 });
+  }
+  const frameMs = 1000 / 60;
+  const endMs = options.seconds * 1000;
+  const spanMs = endMs - STORM_START_MS;
+  const t0 = performance.now();
+  let nextTickMs = 0;
+  let crashes = 0;
+  let made = 0;
+  const send = (_from: string, data: Uint8Array) => {
+    attackerSent++;
+    attacker.send(Buffer.from(data), serverPort, '127.0.0.1');
+  };
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      const now = performance.now() - t0;
+      try {
+        const due =
+          now < STORM_START_MS
+            ? 0
+            : Math.min(options.datagrams, Math.floor((options.datagrams * (now - STORM_START_MS)) / spanMs));
+        while (made < due) {
+          endpoint.hostile(send);
+          made++;
+        }
+        while (nextTickMs <= now) {
+          server.update(now);
+          nextTickMs += server.tickIntervalMs;
+        }
+        for (const b of bots) {
+          if (b.nextMs > now) continue;
+          b.drive(b.client, now, b.input);
+          b.client.update(now, b.input);
+          b.nextMs = now + frameMs;
+        }
+      } catch (e) {
+        crashes++;
+        if (crashes === 1) console.error(e);
+      }
+      if (now >= endMs || crashes > 10) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 1);
+  });
+  let executed = 0;
+  let lost = 0;
+  for (const c of serverClients) {
+    executed += c.commandStats.executed;
+    lost += c.commandStats.lost;
+  }
+  let snapshots = 0;
+  let disconnects = 0;
+  for (const b of bots) {
+    snapshots += b.client.snapshots.stats.framesRead;
+    if (b.client.state !== 'connected') disconnects++;
+  }
+  disconnects = Math.max(disconnects, server.stats.disconnects);
+  const figures: BotFigures = {
+    agreement: ledger.agreement('exact'),
+    commandsExecuted: executed,
+    commandsLost: lost,
+    snapshotsReceived: snapshots,
+    disconnects,
+  };
+  // Datagrams still in flight are read before the count is taken.
+  await new Promise((r) => setTimeout(r, 50));
+  server.update(performance.now() - t0);
+  let sentToServer = attackerSent;
+  for (const b of botSockets) sentToServer += b.stats.packetsSent;
+  const udpStats = { ...serverSocket.stats, sentToServer };
+  for (const b of bots) b.client.disconnect();
+  await server.close();
+  await Promise.all(sockets.map((s) => s.close()));
+  await new Promise<void>((resolve) => attacker.close(() => resolve()));
+  return { udpStats, figures, endpoint, server, crashes, seconds: (performance.now() - started) / 1000 };
 }
 
 /** Runs the baseline and the storm with the same seed and returns both and the accounting. */
-export function runStorm(options: StormOptions): StormResult {
-  const baseline = run({ ...options, datagrams: 0 });
-  const storm = run(options);
+export async function runStorm(options: StormOptions): Promise<StormResult> {
+  const go = options.transport === 'udp' ? runUdp : (o: StormOptions) => Promise.resolve(run(o));
+  const baseline = await go({ ...options, datagrams: 0 });
+  const storm = await go(options);
   const stats = storm.server.stats;
   const traffic = storm.server.connections.traffic;
   const accounted: Record<string, number> = {};
   for (const [reason, n] of Object.entries(stats.rejected)) accounted[`rejected: ${reason}`] = n;
   for (const [reason, n] of Object.entries(traffic.answered)) accounted[`answered: ${reason}`] = n;
   for (const [reason, n] of Object.entries(traffic.data)) accounted[`connected: ${reason}`] = n;
+  const hostile = Object.values(storm.endpoint.sent).reduce((a, b) => a + b, 0);
+  // Over UDP the socket's own drops (oversize, queue full) are accounted before the connection layer.
+  const udp = storm.udpStats;
+  if (udp !== null) {
+    accounted['transport: oversize'] = udp.droppedOversizeReceived;
+    accounted['transport: queue full'] = udp.droppedQueueFull;
+  }
   const total = Object.values(accounted).reduce((a, b) => a + b, 0);
   const datagramsIn =
-    storm.endpoint.delivered + Object.values(storm.endpoint.sent).reduce((a, b) => a + b, 0);
+    udp === null
+      ? storm.endpoint.delivered + hostile
+      : udp.packetsReceived + udp.droppedOversizeReceived + udp.droppedQueueFull;
   return {
     options,
     baseline: baseline.figures,
@@ -376,6 +542,7 @@ export function runStorm(options: StormOptions): StormResult {
     datagramsIn,
     accounted,
     uncounted: datagramsIn - total,
+    lostInKernel: udp === null ? 0 : Math.max(0, udp.sentToServer - datagramsIn),
     crashes: baseline.crashes + storm.crashes,
     baselineSeconds: baseline.seconds,
     stormSeconds: storm.seconds,
@@ -393,6 +560,18 @@ export function verdict(r: StormResult): string[] {
   if (s.agreement.compared === 0 || s.agreement.agreed !== s.agreement.compared)
     problems.push(`exact agreement ${(s.agreement.share * 100).toFixed(2)} % (${s.agreement.compared} rays)`);
   const within = (storm: number, base: number) => Math.abs(storm - base) <= Math.max(1, base * 0.01);
+  // Over UDP the runs are in real time on a shared machine: the bots' frame counts differ with
+  // scheduling, so commands and snapshots are compared per executed command, not exactly.
+  if (r.options.transport === 'udp') {
+    const rate = (x: BotFigures) => x.snapshotsReceived / Math.max(1, x.commandsExecuted);
+    if (Math.abs(rate(s) - rate(b)) > rate(b) * 0.05)
+      problems.push(
+        `snapshots per command ${rate(s).toFixed(3)} against ${rate(b).toFixed(3)} in the baseline`,
+      );
+    if (s.commandsLost > b.commandsLost + Math.max(1, b.commandsExecuted * 0.01))
+      problems.push(`commands lost ${s.commandsLost} against ${b.commandsLost} in the baseline`);
+    return problems;
+  }
   if (!within(s.commandsLost, b.commandsLost))
     problems.push(`commands lost ${s.commandsLost} against ${b.commandsLost} in the baseline`);
   if (!within(s.snapshotsReceived, b.snapshotsReceived))
