@@ -53,6 +53,8 @@ export const REFUSE_BANNED = 3;
 export const REFUSE_WRONG_SCHEMA = 5;
 /** The server hosts no match of the id the client's route header named (src/net/match-route.ts). */
 export const REFUSE_NO_SUCH_MATCH = 6;
+/** The client asked to watch, and the server takes no spectators (final: a full one is REFUSE_SERVER_FULL). */
+export const REFUSE_NO_SPECTATORS = 7;
 
 export const DISCONNECT_CLIENT_LEFT = 16;
 export const DISCONNECT_SERVER_SHUTDOWN = 17;
@@ -69,6 +71,7 @@ export const REASON_NAMES: Readonly<Record<number, string>> = {
   [REFUSE_BANNED]: 'banned',
   [REFUSE_WRONG_SCHEMA]: 'built against another game schema',
   [REFUSE_NO_SUCH_MATCH]: 'no such match',
+  [REFUSE_NO_SPECTATORS]: 'takes no spectators',
   [DISCONNECT_CLIENT_LEFT]: 'client left',
   [DISCONNECT_SERVER_SHUTDOWN]: 'server shut down',
   [DISCONNECT_TIMED_OUT]: 'timed out',

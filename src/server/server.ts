@@ -7,6 +7,7 @@ import {
   DISCONNECT_CLIENT_LEFT,
   DISCONNECT_KICKED,
   DISCONNECT_TIMED_OUT,
+  REFUSE_NO_SPECTATORS,
   REFUSE_SERVER_FULL,
 } from '../net/handshake.ts';
 import type { RateControllerConfig } from '../net/rate-control.ts';
@@ -571,7 +572,8 @@ export class GameServer<P, W> {
   private accept(connection: ServerConnection): number {
     const c = this.config;
     if (connection.spectatorDelayMs >= 0) {
-      return this.spectators?.accept(connection, this.nowMs) ? 0 : REFUSE_SERVER_FULL;
+      if (this.spectators === null) return REFUSE_NO_SPECTATORS;
+      return this.spectators.accept(connection, this.nowMs) ? 0 : REFUSE_SERVER_FULL;
     }
     const away = this.clients[connection.slot];
     if (away !== null) return this.resume(away, connection);
