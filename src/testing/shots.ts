@@ -1,7 +1,8 @@
 // The shot ledger, for any game with hit-scan weapons: every ray's verdict as the shooter's client
 // saw it (its first prediction of the command, against the players as it drew them) and as the
-// server judged it (lag compensated, in the configured mode and, on request, in the others), so
-// a game measures its own hit agreement in its tests.
+// server judged it (lag compensated, in the configured mode and, on request, in the others),
+// compared as soon as the server runs the command and kept as totals, so a game measures its own
+// hit agreement in its tests and in soaks of any length.
 
 import type { ClientHooks, GameClient } from '../client/client.ts';
 import type { WireEvent } from '../protocol/frames.ts';
@@ -61,29 +62,62 @@ export interface ShotAgreement {
   serverHits: number;
 }
 
+/** Running totals of one lag compensation mode. */
+interface ModeTotals {
+  /** Rays judged in this mode. */
+  rays: number;
+  /** Of those, rays the shooter's client saw hit something (its prediction right or wrong). */
+  clientHitsJudged: number;
+  compared: number;
+  agreed: number;
+  uncompensated: number;
+  clientHits: number;
+  serverHits: number;
+}
+
+/** A shooting command the client predicted and the server has not run yet. */
+interface PendingShot<P> {
+  command: number;
+  /** Client verdict of ray r at index r (undefined: none). */
+  readonly verdicts: number[];
+  /** The shooter's state after its first prediction of the command (null until predicted). */
+  predicted: P | null;
+  /** The client knew the server would not honour the command's view (no hit shown). */
+  uncompensated: boolean;
+}
+
+/** Commands a client may have predicted and the server not yet run, per client (then the oldest go). */
+const MAX_PENDING_PER_CLIENT = 4096;
+
 /**
- * Records the verdict of every ray, keyed "slot:command:ray". Give each client
+ * Compares the verdict of every ray as it is judged and keeps only totals, so its memory does not
+ * grow with the length of the match: a client's verdicts wait only until the server runs their
+ * command (a command the server never runs is forgotten once a later one runs). Give each client
  * `clientHooks(() => client)` and the server `serverHooks()` (with `combineHooks` beside the
  * game's own), run the match, then read `agreement()`.
  */
 export class ShotLedger<P, W> {
-  /** The clients' verdicts, by "slot:command:ray". */
-  readonly client = new Map<string, number>();
-  /** The server's verdicts in each mode judged, by "slot:command:ray". */
-  readonly server = new Map<LagCompensationMode, Map<string, number>>();
-  /**
-   * Commands "slot:command" that fired while the shooter's own prediction was wrong (its state
-   * after the command differed from the server's: it had died, respawned or been pushed and did
-   * not know yet). Their rays were judged from another place, so `agreement` leaves them out.
-   */
-  readonly mispredicted = new Set<string>();
-  /** Commands "slot:command" whose client knew the server would not honour their view. */
-  readonly uncompensated = new Set<string>();
   readonly options: ShotLedgerOptions<P>;
   /** The server's own lag compensation mode, once it judged a shot. */
   deciding: LagCompensationMode | null = null;
-  private readonly predicted = new Map<string, P>();
-  private readonly shooting = new Set<string>();
+  /**
+   * Commands that shot while the shooter's own prediction was wrong (its state after the command
+   * differed from the server's: it had died, respawned or been pushed and did not know yet).
+   * Their rays were judged from another place, so `agreement` leaves them out.
+   */
+  mispredictedCommands = 0;
+  /**
+   * Shooting commands whose view the client knew the server would not honour, by client slot,
+   * and the rays of those commands the client nevertheless showed as hits (it should show none).
+   */
+  readonly uncompensatedCommands = new Map<number, number>();
+  uncompensatedHitsShown = 0;
+  private readonly totals = new Map<LagCompensationMode, ModeTotals>();
+  /** Per client slot, its predicted shooting commands in the order it made them. */
+  private readonly pending = new Map<number, PendingShot<P>[]>();
+  /** The server's verdicts of the command being run, by mode: ray r's at index r. */
+  private readonly judged = new Map<LagCompensationMode, number[]>();
+  private readonly spare: PendingShot<P>[] = [];
   private readonly ray: RayVerdict = { ray: 0, verdict: -1 };
   private readonly event = createWireEvent();
 
@@ -100,19 +134,23 @@ export class ShotLedger<P, W> {
     return {
       onEvent: (e: WireEvent, predicted: boolean, command: number) => {
         if (!predicted || !this.read(e, this.ray)) return;
-        const slot = getClient().slot;
-        this.shooting.add(`${slot}:${command}`);
-        this.client.set(`${slot}:${command}:${this.ray.ray}`, this.ray.verdict);
+        const shot = this.pendingShot(getClient().slot, command);
+        if (shot.predicted === null) shot.verdicts[this.ray.ray] = this.ray.verdict;
       },
       onPredicted: (cmd, state) => {
         // A command that shot: the state it ends in is what the server's run must match.
         const client = getClient();
-        const key = `${client.slot}:${cmd.sequence}`;
-        if (!this.shooting.delete(key)) return;
-        if (!client.lastViewHonoured) this.uncompensated.add(key);
+        const queue = this.pending.get(client.slot);
+        const shot = queue === undefined ? undefined : queue[queue.length - 1];
+        if (shot === undefined || shot.command !== cmd.sequence || shot.predicted !== null) return;
+        shot.uncompensated = !client.lastViewHonoured;
+        if (shot.uncompensated) {
+          this.uncompensatedCommands.set(client.slot, (this.uncompensatedCommands.get(client.slot) ?? 0) + 1);
+          for (const v of shot.verdicts) if (v !== undefined && v >= 0) this.uncompensatedHitsShown++;
+        }
         const copy = this.game.player.create();
         this.game.player.copy(copy, state as P);
-        this.predicted.set(key, copy);
+        shot.predicted = copy;
       },
     };
   }
@@ -120,35 +158,35 @@ export class ShotLedger<P, W> {
   /** Server hooks: the verdicts of every shot in the server's mode and in `alsoJudge`. */
   serverHooks(): ServerHooks<P, W> {
     return {
-      onCommand: (_server, shooter, cmd) => {
-        const key = `${shooter.slot}:${cmd.sequence}`;
-        const mine = this.predicted.get(key);
-        if (mine === undefined) return;
-        this.predicted.delete(key);
-        const same = this.options.samePlace ?? this.game.player.equals;
-        if (!same(mine, shooter.state)) this.mispredicted.add(key);
-      },
+      onCommand: (_server, shooter, cmd) => this.settle(shooter, cmd),
       beforeShot: (server, shooter, cmd) => {
         const deciding = server.lagCompensation?.config.mode;
         for (const mode of this.options.alsoJudge) {
-          if (mode !== deciding) this.record(shooter, cmd, mode, server.judgeShot(shooter, cmd, mode));
+          if (mode !== deciding) this.record(shooter, mode, server.judgeShot(shooter, cmd, mode));
         }
       },
-      onShot: (server, shooter, cmd, events) => {
+      onShot: (server, shooter, _cmd, events) => {
         this.deciding = server.lagCompensation?.config.mode ?? 'exact';
-        this.record(shooter, cmd, this.deciding, events);
+        this.record(shooter, this.deciding, events);
       },
     };
   }
 
-  /** The server's verdicts in `mode` (empty when that mode was not judged). */
-  verdicts(mode: LagCompensationMode): Map<string, number> {
-    let m = this.server.get(mode);
-    if (m === undefined) {
-      m = new Map();
-      this.server.set(mode, m);
-    }
-    return m;
+  /** Rays the server judged in `mode` (0 when that mode was not judged). */
+  rays(mode: LagCompensationMode): number {
+    return this.totalsOf(mode).rays;
+  }
+
+  /** Of the rays judged in `mode`, those the shooter's client saw hit something. */
+  clientHitsJudged(mode: LagCompensationMode): number {
+    return this.totalsOf(mode).clientHitsJudged;
+  }
+
+  /** Client verdicts waiting for the server to run their command (bounded; for soak checks). */
+  get pendingShots(): number {
+    let n = 0;
+    for (const q of this.pending.values()) n += q.length;
+    return n;
   }
 
   /**
@@ -156,42 +194,67 @@ export class ShotLedger<P, W> {
    * judged from the same shooter state.
    */
   agreement(mode: LagCompensationMode | null = this.deciding): ShotAgreement {
-    const server = mode === null ? new Map<string, number>() : this.verdicts(mode);
-    let compared = 0;
-    let agreed = 0;
-    let uncompensated = 0;
-    let clientHits = 0;
-    let serverHits = 0;
-    for (const [key, v] of server) {
-      const mine = this.client.get(key);
-      const command = key.slice(0, key.lastIndexOf(':'));
-      if (mine === undefined || this.mispredicted.has(command)) continue;
-      compared++;
-      if (this.uncompensated.has(command)) {
-        uncompensated++;
-        agreed++;
-      } else if (mine === v) agreed++;
-      if (mine >= 0) clientHits++;
-      if (v >= 0) serverHits++;
+    if (mode === null) {
+      return { compared: 0, agreed: 0, uncompensated: 0, share: 0, clientHits: 0, serverHits: 0 };
     }
+    const t = this.totalsOf(mode);
     return {
-      compared,
-      agreed,
-      uncompensated,
-      share: compared > 0 ? agreed / compared : 0,
-      clientHits,
-      serverHits,
+      compared: t.compared,
+      agreed: t.agreed,
+      uncompensated: t.uncompensated,
+      share: t.compared > 0 ? t.agreed / t.compared : 0,
+      clientHits: t.clientHits,
+      serverHits: t.serverHits,
     };
   }
 
-  /** Records one judgement's verdicts. */
-  private record(
-    shooter: ServerClient<P>,
-    cmd: UserCommand,
-    mode: LagCompensationMode,
-    events: EventCapture,
-  ): void {
-    const into = this.verdicts(mode);
+  private totalsOf(mode: LagCompensationMode): ModeTotals {
+    let t = this.totals.get(mode);
+    if (t === undefined) {
+      t = {
+        rays: 0,
+        clientHitsJudged: 0,
+        compared: 0,
+        agreed: 0,
+        uncompensated: 0,
+        clientHits: 0,
+        serverHits: 0,
+      };
+      this.totals.set(mode, t);
+    }
+    return t;
+  }
+
+  /** The record of `slot`'s command `command`, made when it is the newest. */
+  private pendingShot(slot: number, command: number): PendingShot<P> {
+    let queue = this.pending.get(slot);
+    if (queue === undefined) {
+      queue = [];
+      this.pending.set(slot, queue);
+    }
+    const last = queue[queue.length - 1];
+    if (last !== undefined && last.command === command) return last;
+    if (queue.length >= MAX_PENDING_PER_CLIENT) this.recycle(queue.shift() as PendingShot<P>);
+    const shot = this.spare.pop() ?? { command: 0, verdicts: [], predicted: null, uncompensated: false };
+    shot.command = command;
+    queue.push(shot);
+    return shot;
+  }
+
+  private recycle(shot: PendingShot<P>): void {
+    shot.verdicts.length = 0;
+    shot.predicted = null;
+    shot.uncompensated = false;
+    this.spare.push(shot);
+  }
+
+  /** Records one judgement's verdicts of the command being run. */
+  private record(shooter: ServerClient<P>, mode: LagCompensationMode, events: EventCapture): void {
+    let into = this.judged.get(mode);
+    if (into === undefined) {
+      into = [];
+      this.judged.set(mode, into);
+    }
     const e = this.event;
     const ray = this.ray;
     for (let i = 0; i < events.count; i++) {
@@ -201,7 +264,49 @@ export class ShotLedger<P, W> {
       e.p1 = events.p1[i];
       e.p2 = events.p2[i];
       e.p3 = events.p3[i];
-      if (this.read(e, ray)) into.set(`${shooter.slot}:${cmd.sequence}:${ray.ray}`, ray.verdict);
+      if (this.read(e, ray) && ray.ray >= 0 && ray.ray < 4096) into[ray.ray] = ray.verdict;
     }
+  }
+
+  /**
+   * The server ran `cmd`: compares its verdicts (if it shot) with the client's (if it predicted a
+   * shot), adds them to the totals and forgets both, and any older command of this client the
+   * server never ran.
+   */
+  private settle(shooter: ServerClient<P>, cmd: UserCommand): void {
+    const queue = this.pending.get(shooter.slot);
+    let shot: PendingShot<P> | undefined;
+    if (queue !== undefined) {
+      while (queue.length > 0 && queue[0].command < cmd.sequence)
+        this.recycle(queue.shift() as PendingShot<P>);
+      if (queue.length > 0 && queue[0].command === cmd.sequence) shot = queue.shift();
+    }
+    let mispredicted = false;
+    if (shot !== undefined && shot.predicted !== null) {
+      const same = this.options.samePlace ?? this.game.player.equals;
+      mispredicted = !same(shot.predicted, shooter.state);
+      if (mispredicted) this.mispredictedCommands++;
+    }
+    for (const [mode, verdicts] of this.judged) {
+      if (verdicts.length === 0) continue;
+      const t = this.totalsOf(mode);
+      for (let r = 0; r < verdicts.length; r++) {
+        const v = verdicts[r];
+        if (v === undefined) continue;
+        t.rays++;
+        const mine = shot === undefined ? undefined : shot.verdicts[r];
+        if (mine !== undefined && mine >= 0) t.clientHitsJudged++;
+        if (mine === undefined || mispredicted) continue;
+        t.compared++;
+        if (shot?.uncompensated) {
+          t.uncompensated++;
+          t.agreed++;
+        } else if (mine === v) t.agreed++;
+        if (mine >= 0) t.clientHits++;
+        if (v >= 0) t.serverHits++;
+      }
+      verdicts.length = 0;
+    }
+    if (shot !== undefined) this.recycle(shot);
   }
 }

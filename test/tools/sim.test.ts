@@ -19,6 +19,7 @@ import { resolveSimPlan } from '../../tools/sim/options.ts';
 import { formatReport } from '../../tools/sim/report.ts';
 import { runSim, type SimResult } from '../../tools/sim/runner.ts';
 import { BUILT_IN_SCENARIOS } from '../../tools/sim/scenario.ts';
+import { slope } from '../../tools/sim/soak.ts';
 import { formatFlags, judgeRun } from '../../tools/sim/verdict.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'backstep-sim-'));
@@ -108,6 +109,40 @@ describe('sim: reproducible from the seed', () => {
   });
 });
 
+describe('sim: soak', () => {
+  it('samples memory and tick time every interval and fits their slopes after the warm-up', async () => {
+    const seed = 5;
+    const msg = `seed ${seed}`;
+    const r = await run(['--bots', '4', '--seconds', '8', '--soak', '2', '--seed', String(seed)]);
+    const soak = r.soak as NonNullable<SimResult['soak']>;
+    expect(
+      soak.samples.map((s) => s.t),
+      msg,
+    ).toEqual([2, 4, 6, 8]);
+    expect(soak.warmUpSeconds, msg).toBe(2);
+    for (const s of soak.samples) {
+      expect(s.heapMB, msg).toBeGreaterThan(1);
+      expect(s.rssMB, msg).toBeGreaterThanOrEqual(s.heapMB);
+      expect(s.tickP99Ms, msg).toBeGreaterThanOrEqual(s.tickP50Ms as number);
+    }
+    const f = r.figures;
+    expect(f['soak.samples'], msg).toBe(4);
+    expect(f['soak.fittedSamples'], msg).toBe(4);
+    expect(Number.isFinite(f['soak.heapMBPerHour']), msg).toBe(true);
+    expect(Number.isFinite(f['soak.tickP99MsPerHour']), msg).toBe(true);
+    expect(formatReport(r), msg).toContain('soak.heapMBPerHour');
+    // Without --soak there is none.
+    expect((await run(['--bots', '2', '--seconds', '1', '--seed', String(seed)])).soak, msg).toBe(null);
+  });
+
+  it('fits the least-squares slope', () => {
+    expect(slope([0, 1, 2, 3], [5, 7, 9, 11])).toBe(2);
+    expect(slope([0, 1, 2, 3], [4, 4, 4, 4])).toBe(0);
+    expect(slope([1], [3])).toBe(null);
+    expect(slope([2, 2], [1, 5])).toBe(null);
+  });
+});
+
 describe('sim: bad input is refused before anything runs', () => {
   const badProfile = file('bad-profile.json', { name: 'bad', latencyMs: -5 });
   const lossy = file('lossy.json', { name: 'lossy', loss: 1.5 });
@@ -139,6 +174,7 @@ describe('sim: bad input is refused before anything runs', () => {
     [['--aim-error=-1'], /--aim-error: must be a number in \[0, 1000\], got "-1"/],
     [['--runner-share', '1.5'], /--runner-share: must be a number in \[0, 1\]/],
     [['--interp-delay', 'soon'], /--interp-delay: must be "adaptive" or a number/],
+    [['--soak', '0'], /--soak: must be a number in \[1, 3600\], got "0"/],
     [['--quiet=yes'], /--quiet: takes no value/],
     [
       ['--update-rate', '128', '--tick-rate', '64'],

@@ -22,6 +22,14 @@ export const REAL_CLOCK_FIGURES: readonly string[] = [
   'serverTickMs.max',
   'serverTickMs.mean',
   'wallClockSeconds',
+  'soak.heapMB.first',
+  'soak.heapMB.last',
+  'soak.heapMBPerHour',
+  'soak.rssMB.first',
+  'soak.rssMB.last',
+  'soak.rssMBPerHour',
+  'soak.tickP50MsPerHour',
+  'soak.tickP99MsPerHour',
 ];
 
 /** Series measured on the real clock (see REAL_CLOCK_FIGURES). */
@@ -224,12 +232,12 @@ export class SimMetrics {
     }
     const decided = ledger.agreement(decisive);
     f['shots.uncompensatedShare'] = share(decided.uncompensated, decided.compared);
-    f['shots.rays'] = ledger.verdicts(decisive).size;
+    f['shots.rays'] = ledger.rays(decisive);
     f['shots.clientHits'] = ledger.clientHits();
     f['shots.serverHits'] = ledger.decisiveHits;
     f['shots.aroundCorner'] = ledger.aroundCorner;
     f['shots.aroundCornerShare'] = share(ledger.aroundCorner, ledger.decisiveHits);
-    f['shots.mispredictedCommands'] = ledger.mispredicted.size;
+    f['shots.mispredictedCommands'] = ledger.mispredictedCommands;
     f.kills = rules?.kills ?? 0;
     f.damage = rules?.damageDealt ?? 0;
     f['prediction.corrections'] = t.corrections;

@@ -47,6 +47,8 @@ export interface SimPlan {
   progress: boolean;
   /** Exit non-zero when the report flags a figure (see verdict.ts). */
   strict: boolean;
+  /** Seconds between soak samples (memory and tick time, with their slopes), or null: no soak. */
+  soakSeconds: number | null;
 }
 
 /** The command line as given: null for what was not. */
@@ -65,6 +67,7 @@ export interface SimArgs {
   rateBytesPerSecond: number | null;
   interpolationDelayMs: number | 'adaptive' | null;
   frameRate: number | null;
+  soak: number | null;
   json: string | null;
   chart: string | null;
   record: string | null;
@@ -74,6 +77,7 @@ export interface SimArgs {
 }
 
 const SEED_RANGE = { min: 0, max: 0xffffffff, integer: true } as const;
+const SOAK_RANGE = { min: 1, max: 3600 } as const;
 
 export const USAGE = `usage: npm run sim -- [options]
 
@@ -91,6 +95,8 @@ export const USAGE = `usage: npm run sim -- [options]
   --rate BYTES            bytes per second each client lets the server send (default 80000)
   --interp-delay MS       interpolation delay, ms, or "adaptive" (default: max(100, two snapshot intervals))
   --frame-rate FPS        client frames per second (default 60)
+  --soak S                every S seconds sample memory (after a full collection) and tick time; report
+                          their slopes per hour after a warm-up (the first quarter of the run)
   --json FILE             write every figure, the options and the per-second series as JSON
   --chart FILE.svg        draw the figures over time
   --record FILE.demo      record the match as a demo (world, events, shots with their views, kills, killcams)
@@ -100,7 +106,10 @@ export const USAGE = `usage: npm run sim -- [options]
 
 Scenario files and the figures are described in tools/sim/README.md; profiles in profiles/README.md.`;
 
-type Kind = 'string' | 'flag' | { range: typeof SEED_RANGE | (typeof RANGES)[keyof typeof RANGES] };
+type Kind =
+  | 'string'
+  | 'flag'
+  | { range: typeof SEED_RANGE | typeof SOAK_RANGE | (typeof RANGES)[keyof typeof RANGES] };
 
 const OPTIONS: Readonly<Record<string, { key: keyof SimArgs; kind: Kind }>> = {
   '--scenario': { key: 'scenario', kind: 'string' },
@@ -117,6 +126,7 @@ const OPTIONS: Readonly<Record<string, { key: keyof SimArgs; kind: Kind }>> = {
   '--rate': { key: 'rateBytesPerSecond', kind: { range: RANGES.rateBytesPerSecond } },
   '--interp-delay': { key: 'interpolationDelayMs', kind: 'string' },
   '--frame-rate': { key: 'frameRate', kind: { range: RANGES.frameRate } },
+  '--soak': { key: 'soak', kind: { range: SOAK_RANGE } },
   '--json': { key: 'json', kind: 'string' },
   '--chart': { key: 'chart', kind: 'string' },
   '--record': { key: 'record', kind: 'string' },
@@ -141,6 +151,7 @@ function emptyArgs(): SimArgs {
     rateBytesPerSecond: null,
     interpolationDelayMs: null,
     frameRate: null,
+    soak: null,
     json: null,
     chart: null,
     record: null,
@@ -339,6 +350,7 @@ export function planSim(args: SimArgs, baseDir: string): SimPlan {
     record,
     progress: !args.quiet,
     strict: args.strict,
+    soakSeconds: args.soak,
   };
 }
 

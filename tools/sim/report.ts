@@ -218,6 +218,32 @@ export function formatReport(result: SimResult): string {
       ['wall clock', fixed(get('wallClockSeconds'), 1, ' s'), 'whole run', 'wallClockSeconds'],
     ],
   ]);
+  if (get('soak.samples') !== null) {
+    groups.push([
+      `soak (real clock and process memory): fitted after ${fixed(get('soak.warmUpSeconds'), 0, ' s')} of warm-up`,
+      [
+        [
+          'heap used',
+          `${fixed(get('soak.heapMBPerHour'), 2)} MB/h`,
+          `slope; ${fixed(get('soak.heapMB.first'), 1)} MB then ${fixed(get('soak.heapMB.last'), 1)} MB`,
+          'soak.heapMBPerHour',
+        ],
+        [
+          'resident set',
+          `${fixed(get('soak.rssMBPerHour'), 2)} MB/h`,
+          `slope; ${fixed(get('soak.rssMB.first'), 1)} MB then ${fixed(get('soak.rssMB.last'), 1)} MB`,
+          'soak.rssMBPerHour',
+        ],
+        ['tick p50', `${fixed(get('soak.tickP50MsPerHour'), 3)} ms/h`, 'slope', 'soak.tickP50MsPerHour'],
+        [
+          'tick p99',
+          `${fixed(get('soak.tickP99MsPerHour'), 3)} ms/h`,
+          `slope; ${count(get('soak.fittedSamples'))} of ${count(get('soak.samples'))} samples fitted`,
+          'soak.tickP99MsPerHour',
+        ],
+      ],
+    ]);
+  }
   let labelWidth = 0;
   let valueWidth = 0;
   let detailWidth = 0;

@@ -32,6 +32,7 @@ import {
   SimMetrics,
 } from './metrics.ts';
 import { describePlan, type SimOptionsSummary, type SimPlan } from './options.ts';
+import { type SoakReport, SoakSampler } from './soak.ts';
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
 type Server = GameServer<ArenaPlayerState, ArenaWorld>;
@@ -50,6 +51,8 @@ export interface SimResult {
   series: Record<SeriesName, Figure[]>;
   /** With --record: the demo file written and what it holds. */
   demo?: DemoRecorderStats & { file: string };
+  /** The soak's samples (--soak), or null. */
+  soak: SoakReport | null;
 }
 
 /** How long a killcam recorded into a demo looks back from the kill. */
@@ -285,6 +288,12 @@ function percent(x: Figure): string {
   return x === null ? '  -   ' : `${(x * 100).toFixed(1).padStart(5)}%`;
 }
 
+/** One soak sample as a progress line. */
+function soakLine(s: SoakReport['samples'][number]): string {
+  const ms = (x: number | null) => (x === null ? '-' : x.toFixed(2));
+  return `  soak  ${s.t.toFixed(0).padStart(5)} s  heap ${s.heapMB.toFixed(1)} MB  rss ${s.rssMB.toFixed(1)} MB  tick p50 ${ms(s.tickP50Ms)} ms  p99 ${ms(s.tickP99Ms)} ms`;
+}
+
 /** One progress line: how far, the wall time, and the newest figures. */
 function progressLine(
   plan: SimPlan,
@@ -328,6 +337,7 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
     rules: fight.rules,
     tickTimes,
   });
+  const soak = plan.soakSeconds === null ? null : new SoakSampler(plan.soakSeconds, s.seconds, tickTimes);
   let shownStep = 0;
   let figures: Record<string, Figure>;
   const demoFile = plan.record === null ? -1 : openSync(plan.record, 'w');
@@ -338,6 +348,10 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
       await session.advance(end);
       metrics.sample(end);
       t = end;
+      if (soak?.due(t / 1000)) {
+        soak.sample(t / 1000);
+        if (plan.progress) log(soakLine(soak.report.samples[soak.report.samples.length - 1]));
+      }
       const step = Math.floor((t / totalMs) * 20);
       if (plan.progress && step > shownStep) {
         shownStep = step;
@@ -345,6 +359,7 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
       }
     }
     figures = metrics.figures(totalMs / 1000);
+    if (soak !== null) Object.assign(figures, soak.figures());
   } finally {
     fight.recorder?.stop();
     if (demoFile >= 0) closeSync(demoFile);
@@ -368,5 +383,6 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
     ...(fight.recorder !== null && plan.record !== null
       ? { demo: { ...fight.recorder.stats, file: plan.record } }
       : {}),
+    soak: soak?.report ?? null,
   };
 }

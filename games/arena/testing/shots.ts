@@ -180,10 +180,7 @@ export class ArenaShotLedger extends ShotLedger<ArenaPlayerState, ArenaWorld> {
 
   /** Rays the clients hit a player with, among those the server judged. */
   clientHits(): number {
-    const exact = this.verdicts('exact');
-    let hits = 0;
-    for (const [key, v] of this.client) if (v >= 0 && exact.has(key)) hits++;
-    return hits;
+    return this.clientHitsJudged('exact');
   }
 
   private checkCorner(
