@@ -7,7 +7,6 @@
 import type { ClientHooks, GameClient } from '../client/client.ts';
 import type { WireEvent } from '../protocol/frames.ts';
 import { createWireEvent } from '../protocol/frames.ts';
-import type { UserCommand } from '../protocol/usercmd.ts';
 import type { EventCapture } from '../server/events.ts';
 import type { ServerHooks } from '../server/hooks.ts';
 import type { LagCompensationMode } from '../server/lag-compensation.ts';
@@ -158,7 +157,7 @@ export class ShotLedger<P, W> {
   /** Server hooks: the verdicts of every shot in the server's mode and in `alsoJudge`. */
   serverHooks(): ServerHooks<P, W> {
     return {
-      onCommand: (_server, shooter, cmd) => this.settle(shooter, cmd),
+      onCommand: (_server, shooter, cmd) => this.settle(shooter.slot, cmd.sequence, shooter.state),
       beforeShot: (server, shooter, cmd) => {
         const deciding = server.lagCompensation?.config.mode;
         for (const mode of this.options.alsoJudge) {
@@ -170,6 +169,32 @@ export class ShotLedger<P, W> {
         this.record(shooter, this.deciding, events);
       },
     };
+  }
+
+  /**
+   * For a server that runs elsewhere (another thread or process) and reports its verdicts: the
+   * server ran `slot`'s command `command`, judged its rays in `mode` as `rays` (ray r's verdict
+   * at index r; undefined for none) and left the shooter in `state`. Compares them with this
+   * ledger's client verdicts as `serverHooks` would. Call it in the order the server ran the
+   * commands (a client's verdicts on earlier commands not reported are forgotten).
+   */
+  settleJudged(
+    slot: number,
+    command: number,
+    state: P,
+    mode: LagCompensationMode,
+    rays: readonly (number | undefined)[],
+  ): void {
+    let into = this.judged.get(mode);
+    if (into === undefined) {
+      into = [];
+      this.judged.set(mode, into);
+    }
+    for (let r = 0; r < rays.length; r++) {
+      const v = rays[r];
+      if (v !== undefined) into[r] = v;
+    }
+    this.settle(slot, command, state);
   }
 
   /** Rays the server judged in `mode` (0 when that mode was not judged). */
@@ -269,22 +294,21 @@ export class ShotLedger<P, W> {
   }
 
   /**
-   * The server ran `cmd`: compares its verdicts (if it shot) with the client's (if it predicted a
-   * shot), adds them to the totals and forgets both, and any older command of this client the
-   * server never ran.
+   * The server ran `slot`'s command `command`, leaving the shooter in `state`: compares its
+   * verdicts (if it shot) with the client's (if it predicted a shot), adds them to the totals and
+   * forgets both, and any older command of this client the server never ran.
    */
-  private settle(shooter: ServerClient<P>, cmd: UserCommand): void {
-    const queue = this.pending.get(shooter.slot);
+  private settle(slot: number, command: number, state: P): void {
+    const queue = this.pending.get(slot);
     let shot: PendingShot<P> | undefined;
     if (queue !== undefined) {
-      while (queue.length > 0 && queue[0].command < cmd.sequence)
-        this.recycle(queue.shift() as PendingShot<P>);
-      if (queue.length > 0 && queue[0].command === cmd.sequence) shot = queue.shift();
+      while (queue.length > 0 && queue[0].command < command) this.recycle(queue.shift() as PendingShot<P>);
+      if (queue.length > 0 && queue[0].command === command) shot = queue.shift();
     }
     let mispredicted = false;
     if (shot !== undefined && shot.predicted !== null) {
       const same = this.options.samePlace ?? this.game.player.equals;
-      mispredicted = !same(shot.predicted, shooter.state);
+      mispredicted = !same(shot.predicted, state);
       if (mispredicted) this.mispredictedCommands++;
     }
     for (const [mode, verdicts] of this.judged) {

@@ -55,7 +55,6 @@ async function setUp(workers: number, stallMs = 2000) {
   const bots: Bot[] = [];
   /** Each match's clients' verdicts (slots repeat across matches). */
   const ledgers = new Map<number, ArenaShotLedger>();
-  const predicted = new Map<string, ArenaPlayerState>();
   const join = async (matchId: number, seed: number, shoot = true): Promise<Bot> => {
     const udp = await connectNode(`udp://127.0.0.1:${endpoint.port}`);
     cleanups.push(() => udp.close());
@@ -74,12 +73,7 @@ async function setUp(workers: number, stallMs = 2000) {
       { seed },
       {
         onEvent: (e, p, command) => ledgerHooks.onEvent?.(e, p, command),
-        onPredicted: (cmd, state) => {
-          ledgerHooks.onPredicted?.(cmd, state);
-          const copy = arenaGame.player.create();
-          arenaGame.player.copy(copy, state as ArenaPlayerState);
-          predicted.set(`${matchId}/${client.slot}:${cmd.sequence}`, copy);
-        },
+        onPredicted: (cmd, state) => ledgerHooks.onPredicted?.(cmd, state),
         onDisconnect: (reason) => reasons.push(reason),
       },
     );
@@ -118,12 +112,22 @@ async function setUp(workers: number, stallMs = 2000) {
   const agreement = async (matchId: number) => {
     const report = (await host.inspect(matchId)) as ShootingReport;
     const match = ledgers.get(matchId) ?? new ArenaShotLedger();
-    const exact = match.verdicts('exact');
-    for (const [key, verdict] of report.verdicts) exact.set(key, verdict);
-    const same = match.options.samePlace ?? arenaGame.player.equals;
-    for (const [key, state] of report.states) {
-      const mine = predicted.get(`${matchId}/${key}`);
-      if (mine === undefined || !same(mine, state)) match.mispredicted.add(key);
+    // Each command's rays, in the order the server judged them, settled with the shooter's state.
+    const rays = new Map<string, number[]>();
+    for (const [key, verdict] of report.verdicts) {
+      const cut = key.lastIndexOf(':');
+      const command = key.slice(0, cut);
+      let list = rays.get(command);
+      if (list === undefined) {
+        list = [];
+        rays.set(command, list);
+      }
+      list[Number(key.slice(cut + 1))] = verdict;
+    }
+    const states = new Map(report.states);
+    for (const [command, list] of rays) {
+      const [slot, sequence] = command.split(':').map(Number);
+      match.settleJudged(slot, sequence, states.get(command) as ArenaPlayerState, 'exact', list);
     }
     return { ...match.agreement('exact'), report };
   };
