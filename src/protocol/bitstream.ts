@@ -190,6 +190,37 @@ export class BitStream {
     }
   }
 
+  /**
+   * Writes (or, measuring, counts) `count` bits copied from `source`, starting at bit `startBit`
+   * (bits in the stream's own order: a span another stream wrote there). Not for reading.
+   * Returns false when the stream failed (an overflow fails it, as any write does).
+   */
+  copyBits(source: Uint8Array, startBit: number, count: number): boolean {
+    if (this.mode === MODE_READ) throw new RangeError('BitStream.copyBits: the stream is reading');
+    if (!(startBit >= 0 && count >= 0 && startBit + count <= source.length * 8)) {
+      throw new RangeError(
+        `BitStream.copyBits: bits ${startBit}+${count} outside a ${source.length}-byte source`,
+      );
+    }
+    if (!this.ok) return false;
+    if (this.mode === MODE_MEASURE) {
+      this.bitPos += count;
+      return true;
+    }
+    let at = startBit;
+    let left = count;
+    while (left > 0 && this.ok) {
+      const take = Math.min(left, 8);
+      const byte = at >>> 3;
+      const next = byte + 1 < source.length ? source[byte + 1] : 0;
+      const value = ((source[byte] | (next << 8)) >>> (at & 7)) & ((1 << take) - 1);
+      this.writeBits(value, take);
+      at += take;
+      left -= take;
+    }
+    return this.ok;
+  }
+
   private readBits(bits: number): number {
     if (this.bitPos + bits > this.bitLimit) {
       this.fail('read past end');

@@ -15,7 +15,7 @@ import {
 } from '../protocol/frames.ts';
 import type { PlayerStateHistory } from '../protocol/player-state.ts';
 import type { GameDefinition } from '../sim/game.ts';
-import type { EventLog } from './events.ts';
+import { EVENT_LOG_SIZE, type EventLog } from './events.ts';
 import type { SnapshotWriter } from './snapshot-writer.ts';
 
 /** A frame is never cut below this many bytes to fit the rate: slower links get fewer frames. */
@@ -158,6 +158,9 @@ export class FrameWriter<P, W> {
   private current: FrameClient<P> | null = null;
   /** Where in the packet (bits) the frame being written must end. */
   private endBits = 0;
+  /** Each logged event's size on the wire, measured once for every client (by log position). */
+  private readonly eventBits = new Int32Array(EVENT_LOG_SIZE);
+  private readonly eventBitsOf = new Float64Array(EVENT_LOG_SIZE).fill(-1);
 
   constructor(
     game: GameDefinition<P, W>,
@@ -241,9 +244,15 @@ export class FrameWriter<P, W> {
     for (let p = client.eventCursor; p < log.head; p++) {
       if (!this.hears(client, p, here.x, here.y, here.z, r2)) continue;
       const e = log.at(p);
-      m.beginMeasure();
-      serializeWireEvent(m, e, table);
-      if (count < MAX_EVENTS_PER_FRAME && used + m.bitsProcessed <= budgetBits) {
+      const slot = p & (EVENT_LOG_SIZE - 1);
+      if (this.eventBitsOf[slot] !== p) {
+        m.beginMeasure();
+        serializeWireEvent(m, e, table);
+        this.eventBits[slot] = m.bitsProcessed;
+        this.eventBitsOf[slot] = p;
+      }
+      const bits = this.eventBits[slot];
+      if (count < MAX_EVENTS_PER_FRAME && used + bits <= budgetBits) {
         const out = f.events[count++];
         out.type = e.type;
         out.source = e.source;
@@ -251,7 +260,7 @@ export class FrameWriter<P, W> {
         out.p1 = e.p1;
         out.p2 = e.p2;
         out.p3 = e.p3;
-        used += m.bitsProcessed;
+        used += bits;
       } else {
         client.eventsDropped++;
       }

@@ -4,7 +4,9 @@
 import { createWireEvent, type WireEvent } from '../protocol/frames.ts';
 import type { GameEventSink } from '../sim/game.ts';
 
-const LOG_SIZE = 1024;
+/** Events the log holds (a power of two). */
+export const EVENT_LOG_SIZE = 1024;
+const LOG_SIZE = EVENT_LOG_SIZE;
 const LOG_MASK = LOG_SIZE - 1;
 
 export class EventLog implements GameEventSink {

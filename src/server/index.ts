@@ -61,6 +61,7 @@ export {
   type ServerStats,
   WORLD_EVENT_SOURCE,
 } from './server.ts';
+export { type SnapshotCacheStats, SnapshotEncodeCache } from './snapshot-cache.ts';
 export {
   DEFAULT_SNAPSHOT_WRITER_CONFIG,
   SnapshotWriter,

@@ -33,6 +33,7 @@ import { DEFAULT_ENTITY_STORE_CONFIG, EntityStore } from './entities.ts';
 import { EventCapture, EventLog } from './events.ts';
 import type { ServerHooks } from './hooks.ts';
 import { type LagCompensationConfig, type LagCompensationMode, LagCompensator } from './lag-compensation.ts';
+import { SnapshotEncodeCache } from './snapshot-cache.ts';
 import { SnapshotWriter, type SnapshotWriterConfig } from './snapshot-writer.ts';
 import { type SpectatorConfig, SpectatorHub } from './spectators.ts';
 
@@ -323,6 +324,8 @@ export class GameServer<P, W> {
   readonly entities: EntityStore;
   /** Lag compensation for hit-scan shots (null when the game has none). */
   readonly lagCompensation: LagCompensator<P, W> | null;
+  /** Encoded snapshot entries, shared by every client's writer within a tick. */
+  readonly snapshotCache: SnapshotEncodeCache;
   /** Connected clients by slot (null: free, or a spectator's slot). */
   readonly clients: (ServerClient<P> | null)[];
   /** Clients watching with no player (null when the server takes no spectators). */
@@ -372,6 +375,7 @@ export class GameServer<P, W> {
       maxSpectators > 0
         ? new SpectatorHub(game, this.entities, this.events, this.tickIntervalMs, c.spectators)
         : null;
+    this.snapshotCache = new SnapshotEncodeCache(this.entities);
     this.entityScratch = new Float64Array(game.entities.stride);
     this.lagCompensation =
       game.hitscan === undefined
@@ -587,7 +591,7 @@ export class GameServer<P, W> {
       state,
       entity,
       this.createCommandQueue(),
-      new SnapshotWriter(this.entities, c.snapshots),
+      new SnapshotWriter(this.entities, c.snapshots, this.snapshotCache),
       new PlayerStateHistory(this.game.player.serialize, this.entities.schema.frameHistory),
       this.createPacing(connection),
       this.events.head,
@@ -629,7 +633,7 @@ export class GameServer<P, W> {
     client.rebind(
       connection,
       this.createCommandQueue(),
-      new SnapshotWriter(this.entities, this.config.snapshots),
+      new SnapshotWriter(this.entities, this.config.snapshots, this.snapshotCache),
       this.createPacing(connection),
       this.events.head,
     );

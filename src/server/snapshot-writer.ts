@@ -16,7 +16,9 @@
 // since the frame whose entry carried it), how far apart its two values are (`gap`, 0: it holds
 // one) and a tick whose values equal its older value (`back` ticks before the newer one's frame).
 // An entity's entry is a pure function of what the baseline frame records for it and its values
-// now, so it can be cached per (baseline frame, frame) pair.
+// now, so it is cached by exactly those: entries come from the server's shared encode cache
+// (snapshot-cache.ts), each encoded once per tick for every client holding the same state, and
+// an entry's cost is its cached length.
 
 import { BitStream } from '../protocol/bitstream.ts';
 import {
@@ -28,10 +30,10 @@ import {
   OP_REMOVE,
   OP_UPDATE,
   PREDICTION_TICKS,
-  serializeEntry,
   serializeIndexStep,
 } from '../protocol/snapshot.ts';
 import type { EntityStore, HistorySlot } from './entities.ts';
+import { encodeEntry, type HeldState, SnapshotEncodeCache } from './snapshot-cache.ts';
 
 export interface SnapshotWriterConfig {
   /** Entities farther than this from the viewer are not sent (default Infinity: all of them). */
@@ -139,10 +141,19 @@ export class SnapshotWriter {
   private readonly selected: Uint32Array;
   private readonly measure = new BitStream(0);
   private readonly header = createEntryHeader();
+  /** Per chosen entity: its entry in the cache, or -1 (encoded when written). */
+  private readonly entryOf: Int32Array;
+  private readonly cache: SnapshotEncodeCache;
+  private readonly heldState: HeldState = { held: 0, heldType: -1, age: 0, gap: 0, back: 0 };
   private lastWrittenTick = -1;
   private firstValidTick = 0;
 
-  constructor(store: EntityStore, config: Partial<SnapshotWriterConfig> = {}) {
+  /** `cache`: the encode cache every writer of `store` shares (default: a cache of its own). */
+  constructor(
+    store: EntityStore,
+    config: Partial<SnapshotWriterConfig> = {},
+    cache: SnapshotEncodeCache = new SnapshotEncodeCache(store),
+  ) {
     this.config = { ...DEFAULT_SNAPSHOT_WRITER_CONFIG, ...config };
     const { viewRadius, priorityDistance } = this.config;
     // The schema's frame history: the oldest baseline usable, in ticks, as many as readers keep.
@@ -165,6 +176,8 @@ export class SnapshotWriter {
     this.order = new Uint16Array(n);
     this.found = new Uint16Array(n);
     this.selected = new Uint32Array((n + 31) >>> 5);
+    this.entryOf = new Int32Array(n);
+    this.cache = cache;
   }
 
   /**
@@ -413,15 +426,23 @@ export class SnapshotWriter {
     budgetBits: number,
   ): number {
     const sel = this.selected;
+    const cache = this.cache;
     let total = used;
     let k = 0;
     for (; k < needCount; k++) {
       const e = this.order[k];
-      const m = this.measure.beginMeasure();
-      this.serializeOne(m, e, cur, frame, tick);
+      const entry = cache.entry(e, this.op[e], tick, this.held(frame, e));
+      this.entryOf[e] = entry;
+      let bits: number;
+      if (entry >= 0) bits = cache.bitsOf(entry);
+      else {
+        const m = this.measure.beginMeasure();
+        this.serializeOne(m, e, cur, frame, tick);
+        bits = m.bitsProcessed;
+      }
       const p = prevSet(sel, e);
       const n = nextSet(sel, e);
-      let cost = m.bitsProcessed + indexStepBits(e - p);
+      let cost = bits + indexStepBits(e - p);
       if (n >= 0) cost += indexStepBits(n - e) - indexStepBits(n - p);
       if (total + cost > budgetBits) break;
       total += cost;
@@ -452,7 +473,11 @@ export class SnapshotWriter {
         }
         const at = s.bitsProcessed;
         serializeIndexStep(s, e - prev);
-        this.serializeOne(s, e, cur, frame, tick);
+        const entry = this.entryOf[e];
+        // Code training counts the symbols it writes: those entries are encoded, not copied.
+        if (entry >= 0 && this.tally === null) {
+          s.copyBits(this.cache.bytes, this.cache.startOf(entry), this.cache.bitsOf(entry));
+        } else this.serializeOne(s, e, cur, frame, tick);
         this.op[e] = NO_OP;
         if (!s.ok || s.bitsRemaining < 2) {
           s.rewind(at);
@@ -499,29 +524,21 @@ export class SnapshotWriter {
     return store.history(tick - age - frame.back[e]) !== undefined;
   }
 
+  /** What `frame` says the client holds for `e`, in the writer's scratch record. */
+  private held(frame: Frame, e: number): HeldState {
+    const st = this.heldState;
+    const held = frame.held[e];
+    st.held = held;
+    st.heldType = held === NOT_HELD ? -1 : frame.type[e];
+    st.age = frame.age[e];
+    st.gap = frame.gap[e];
+    st.back = frame.back[e];
+    return st;
+  }
+
   /** Serializes entity `e`'s entry (after its index skip) with its chosen operation, against what `frame` says the client holds. */
   private serializeOne(s: BitStream, e: number, cur: HistorySlot, frame: Frame, tick: number): void {
-    const h = this.header;
-    const op = this.op[e];
-    const o = e * this.store.stride;
-    h.op = op;
-    h.parity = cur.parity[e];
-    h.typeId = cur.type[e];
-    h.heldType = frame.held[e] === NOT_HELD ? -1 : frame.type[e];
-    let base = cur.values;
-    let prev = cur.values;
-    if (op === OP_UPDATE) {
-      const held = this.store.history(frame.held[e]) as HistorySlot;
-      base = held.values;
-      prev = base;
-      h.baseParity = held.parity[e];
-      h.age = frame.age[e];
-      h.gap = frame.gap[e];
-      if (h.gap !== 0 && h.gap <= PREDICTION_TICKS && h.age <= PREDICTION_TICKS) {
-        prev = (this.store.history(tick - h.age - frame.back[e]) as HistorySlot).values;
-      }
-    }
-    serializeEntry(s, h, this.store.schema, cur.values, o, base, o, prev, o);
+    encodeEntry(s, this.store, this.header, e, this.op[e], tick, cur, this.held(frame, e));
   }
 
   private clearMarks(candidateCount: number): void {

@@ -1,4 +1,4 @@
-// Benchmark section 3 (issue 7): one client's frame with 64 remote players in view at 250 ms
+// Benchmark section 3: one client's frame with 64 and with 128 remote players in view at 250 ms
 // RTT (receive, prediction replay, interpolation), and the replay cost by unacknowledged commands.
 
 import { Match } from 'backstep/testing';
@@ -14,8 +14,8 @@ import { mean, percentile, Samples } from '../stats.ts';
 import { type Row, round, table, timed, timePerCall } from './report.ts';
 
 export interface ClientFrameOptions {
-  /** Remote players each client sees (the match has one more). */
-  remotePlayers: number;
+  /** Remote players each client sees (the match has one more), one table per count. */
+  remotePlayers: readonly number[];
   rttMs: number;
   seed: number;
   warmupMs: number;
@@ -23,7 +23,7 @@ export interface ClientFrameOptions {
 }
 
 export const DEFAULT_CLIENT_FRAME_OPTIONS: ClientFrameOptions = {
-  remotePlayers: 64,
+  remotePlayers: [64, 128],
   rttMs: 250,
   seed: 1,
   warmupMs: 3000,
@@ -45,8 +45,8 @@ function timingRow(samples: Samples): Row {
 }
 
 /** Times every client's frame, prediction and remote view in a match where each sees `remotePlayers`. */
-function clientFrame(o: ClientFrameOptions): void {
-  const players = o.remotePlayers + 1;
+function clientFrame(o: ClientFrameOptions, remotePlayers: number): void {
+  const players = remotePlayers + 1;
   const profile = parseProfile({
     name: `rtt-${o.rttMs}ms`,
     description: `${o.rttMs / 2} ms each way, no jitter, no loss`,
@@ -92,7 +92,7 @@ function clientFrame(o: ClientFrameOptions): void {
   match.close();
   const n = Math.max(1, frames);
   table(
-    `Client frame cost: ${o.remotePlayers} remote players in view, ${o.rttMs} ms RTT, 60 fps, 32 snapshots/s`,
+    `Client frame cost: ${remotePlayers} remote players in view, ${o.rttMs} ms RTT, 60 fps, 32 snapshots/s`,
     {
       'GameClient.update (whole frame)': timingRow(frame),
       'of which Predictor.predict': timingRow(predict),
@@ -145,6 +145,6 @@ function predictionReplay(): void {
 
 /** Prints the client frame table and the prediction replay table. */
 export function clientFrameSection(options: ClientFrameOptions = DEFAULT_CLIENT_FRAME_OPTIONS): void {
-  clientFrame(options);
+  for (const remotePlayers of options.remotePlayers) clientFrame(options, remotePlayers);
   predictionReplay();
 }

@@ -1,17 +1,27 @@
-// Benchmark section 2 (issue 7): the server's real CPU time per tick for 16 to 512 runner bots
-// in each other's view, and the players one core could hold at 64 Hz.
+// Benchmark section 2: the server's real CPU time per tick for 16 to 512 shooting bots, in two
+// scenes: the arena, where every player is in every other's view, and a large level whose
+// players see only those within a view radius (interest management at work); the mean number of
+// entities in each client's view, the players one core could hold at 64 Hz, and the figures
+// before the shared encode cache and the rewind-only-when-the-weapon-can-fire change (README).
 
 import { performance } from 'node:perf_hooks';
 import { Match } from 'backstep/testing';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { boxBrush, createLevel, type Level, type SpawnPoint } from '../../games/arena/shared/level.ts';
+import { createLevelWorld } from '../../games/arena/shared/player.ts';
 import { aimBot } from '../../games/arena/testing/shots.ts';
+import type { ServerConfig } from '../../src/server/server.ts';
+import type { GameDefinition } from '../../src/sim/game.ts';
+import { vec3 } from '../../src/sim/math.ts';
 import { mean, percentile, Samples } from '../stats.ts';
 import { type Row, round, table } from './report.ts';
 import { CLEAN_20MS } from './scene.ts';
 
 export interface ServerTickOptions {
   bots: readonly number[];
+  /** Bot counts of the large-level scene. */
+  largeBots: readonly number[];
   seed: number;
   warmupMs: number;
   /** Measured simulated time per size, by bot count (counts not listed use `measureMs`). */
@@ -21,10 +31,66 @@ export interface ServerTickOptions {
 
 export const DEFAULT_SERVER_TICK_OPTIONS: ServerTickOptions = {
   bots: [16, 32, 64, 128, 256, 512],
+  largeBots: [128, 256, 512],
   seed: 1,
   warmupMs: 1500,
   measureMs: 8000,
   measureMsFor: { 256: 6000, 512: 4000 },
+};
+
+/** Half the width of the large level's floor; the arena's is 1008. */
+const LARGE_HALF_WIDTH = 3968;
+/** How far a player sees in the large level (the server's snapshot view radius). */
+const LARGE_VIEW_RADIUS = 1200;
+
+/** A 7936-unit square floor inside walls, crates every 512 units for cover, 196 spawn points spread over it. */
+function largeLevel(): Level {
+  const h = LARGE_HALF_WIDTH;
+  const brushes = [
+    boxBrush(vec3(-h - 16, -h - 16, -32), vec3(h + 16, h + 16, 0)),
+    boxBrush(vec3(-h - 16, -h - 16, 0), vec3(-h, h + 16, 256)),
+    boxBrush(vec3(h, -h - 16, 0), vec3(h + 16, h + 16, 256)),
+    boxBrush(vec3(-h, -h - 16, 0), vec3(h, -h, 256)),
+    boxBrush(vec3(-h, h, 0), vec3(h, h + 16, 256)),
+  ];
+  const spawns: SpawnPoint[] = [];
+  for (let x = -3584; x <= 3584; x += 512) {
+    for (let y = -3584; y <= 3584; y += 512) {
+      brushes.push(boxBrush(vec3(x + 160, y + 160, 0), vec3(x + 224, y + 224, 64)));
+      spawns.push({ origin: vec3(x, y, 0), yaw: (x + y) % 360 });
+    }
+  }
+  return createLevel('large', brushes, spawns);
+}
+
+interface Scene {
+  name: string;
+  game: GameDefinition<ArenaPlayerState, ArenaWorld>;
+  server: Partial<ServerConfig>;
+}
+
+const LARGE_LEVEL = largeLevel();
+const SCENES: Record<'arena' | 'large', Scene> = {
+  arena: { name: 'arena, all in view', game: arenaGame, server: {} },
+  large: {
+    name: `large level, view radius ${LARGE_VIEW_RADIUS}`,
+    game: { ...arenaGame, createWorld: () => createLevelWorld(LARGE_LEVEL) },
+    server: { snapshots: { viewRadius: LARGE_VIEW_RADIUS } },
+  },
+};
+
+/**
+ * Before the shared snapshot encode cache and rewinding only for commands whose weapon can fire:
+ * the README's arena table at 16 to 256 players and the 512-player figure measured with it
+ * (mean, p99 ms), on this machine.
+ */
+const BEFORE: Readonly<Record<number, readonly [number, number]>> = {
+  16: [0.41, 2.9],
+  32: [0.56, 1.8],
+  64: [2.11, 4.7],
+  128: [8.3, 17.8],
+  256: [28.1, 63.0],
+  512: [83, 173],
 };
 
 const TICK_RATE = 64;
@@ -58,11 +124,11 @@ function playersPerCore(rows: readonly TickFigures[], pick: (f: TickFigures) => 
 }
 
 /** Runs one match of `bots` shooting bots and times every server update after the warm-up. */
-function measure(bots: number, o: ServerTickOptions): { row: Row; figures: TickFigures } {
+function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; figures: TickFigures } {
   const match = new Match<ArenaPlayerState, ArenaWorld>(
-    arenaGame,
+    scene.game,
     o.seed,
-    { tickRate: TICK_RATE, maxClients: bots, defaultUpdateRate: UPDATE_RATE },
+    { tickRate: TICK_RATE, maxClients: bots, defaultUpdateRate: UPDATE_RATE, ...scene.server },
     arenaRules({ respawnMs: 1000 }),
   );
   for (let i = 0; i < bots; i++) {
@@ -86,10 +152,14 @@ function measure(bots: number, o: ServerTickOptions): { row: Row; figures: TickF
   const eventsBefore = match.clients.map((c) => c.client.stats.eventsReceived);
   const receivedBefore = match.clients.map((c) => c.client.stats.framesReceived);
   let frames = 0;
+  let inView = 0;
   let entries = 0;
   let deferred = 0;
   const ticksBefore = server.stats.ticks;
   const shotsBefore = server.lagCompensation?.stats.rewinds ?? 0;
+  const cache = server.snapshotCache.stats;
+  const encodedBefore = cache.encoded;
+  const reusedBefore = cache.reused;
   const update = server.update.bind(server);
   server.update = (nowMs: number) => {
     const t0 = performance.now();
@@ -102,6 +172,7 @@ function measure(bots: number, o: ServerTickOptions): { row: Row; figures: TickF
       framesSeen[i] = st.frames;
       sent++;
       entries += st.lastCreated + st.lastUpdated;
+      inView += st.lastInView;
       deferred += st.lastDeferred;
     }
     frames += sent;
@@ -112,6 +183,8 @@ function measure(bots: number, o: ServerTickOptions): { row: Row; figures: TickF
   server.update = update;
   const ticks = server.stats.ticks - ticksBefore;
   const shots = (server.lagCompensation?.stats.rewinds ?? 0) - shotsBefore;
+  const encoded = cache.encoded - encodedBefore;
+  const reused = cache.reused - reusedBefore;
   let bytes = 0;
   let packets = 0;
   for (let i = 0; i < clients.length; i++) {
@@ -136,6 +209,8 @@ function measure(bots: number, o: ServerTickOptions): { row: Row; figures: TickF
       'p50 (ms)': round(percentile(sorted, 0.5) ?? 0, 3),
       'p99 (ms)': round(p99, 3),
       'mean (ms)': round(m, 3),
+      'before: mean / p99 (ms)': scene === SCENES.arena && BEFORE[bots] ? BEFORE[bots].join(' / ') : '-',
+      'in view (mean)': perFrame(inView),
       'ticks/s on one core': round(1000 / m, 0),
       'core at 64 Hz (%)': round((m / TICK_BUDGET_MS) * 100, 1),
       'shots (/tick)': round(ticks > 0 ? shots / ticks : 0, 1),
@@ -144,38 +219,48 @@ function measure(bots: number, o: ServerTickOptions): { row: Row; figures: TickF
       'events (/frame)': round(received > 0 ? events / received : 0, 1),
       'entries (/frame)': perFrame(entries),
       'deferred (/frame)': perFrame(deferred),
+      'entries shared (%)': round(encoded + reused > 0 ? (reused / (encoded + reused)) * 100 : 0, 1),
     },
     figures: { bots, meanMs: m, p99Ms: p99 },
   };
 }
 
-/** Prints the server tick cost table and the players-per-core estimate. */
+/** Prints the server tick cost table of each scene and its players-per-core estimate. */
 export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TICK_OPTIONS): void {
-  const rows: Record<string, Row> = {};
-  const figures: TickFigures[] = [];
-  for (const bots of options.bots) {
-    const r = measure(bots, options);
-    rows[`${bots} bots`] = r.row;
-    figures.push(r.figures);
+  for (const [scene, sizes] of [
+    [SCENES.arena, options.bots],
+    [SCENES.large, options.largeBots],
+  ] as const) {
+    if (sizes.length === 0) continue;
+    const rows: Record<string, Row> = {};
+    const figures: TickFigures[] = [];
+    for (const bots of sizes) {
+      const r = measure(bots, options, scene);
+      rows[`${bots} bots`] = r.row;
+      figures.push(r.figures);
+    }
+    table(
+      `Server tick cost, ${scene.name}: real CPU time of GameServer.update per ${TICK_RATE} Hz tick, shooting bots, ${UPDATE_RATE} snapshots/s each`,
+      rows,
+      [
+        'The bots run, jump, switch weapons and fire at the nearest player they see (arena rules: damage, deaths,',
+        '  respawns); every command whose weapon can fire a hit-scan shot is lag compensated (exact mode: the other',
+        '  players rebuilt as the shooter saw them) before it runs. shots/tick counts those commands.',
+        'Each update reads the packets due, runs one tick (every command, the entity commit and interest grid)',
+        '  and writes the frames due (per client: packet header, frame header, own state, events, delta snapshot).',
+        '  Each client gets a frame every other tick, on the tick parity it connected on, so a tick costs with the',
+        '  frames due in it (frames/tick). The bots run in the same process over the memory transport (20 ms each',
+        '  way); only the server update is timed, but garbage collection caused by the bots can land in it (p99),',
+        '  and other work on the machine shows as noise (8 engineers share 2 cores: compare ratios within a run).',
+        "  in view: entities in a client's view after its frame, mean over frames; packet: mean bytes of a server",
+        '  packet; events: effect events per frame; entries, deferred: entities written in a frame and those the',
+        '  1200-byte packet could not hold (sent later, by priority); entries shared: entries copied from the',
+        "  encode cache that another client's frame had already encoded this tick.",
+        `  before: the same arena scene before the encode cache and fire-only rewinds (README; 512: measured then).`,
+        `Warm-up ${options.warmupMs / 1000} s simulated; seed ${options.seed}.`,
+        `Players per core at ${TICK_RATE} Hz (mean tick = ${round(TICK_BUDGET_MS, 3)} ms, log-log interpolation): ${playersPerCore(figures, (f) => f.meanMs)};` +
+          ` keeping p99 within a tick: ${playersPerCore(figures, (f) => f.p99Ms)}.`,
+      ],
+    );
   }
-  table(
-    `Server tick cost: real CPU time of GameServer.update per ${TICK_RATE} Hz tick, shooting bots all in view, ${UPDATE_RATE} snapshots/s each`,
-    rows,
-    [
-      'The bots run, jump, switch weapons and fire at the nearest player they see (arena rules: damage, deaths,',
-      '  respawns); every command that may fire a hit-scan weapon is lag compensated (exact mode: the other',
-      '  players rebuilt as the shooter saw them) before it runs. shots/tick counts those commands.',
-      'Each update reads the packets due, runs one tick (every command, the entity commit and interest grid)',
-      '  and writes the frames due (per client: packet header, frame header, own state, events, delta snapshot).',
-      '  Each client gets a frame every other tick, on the tick parity it connected on, so a tick costs with the',
-      '  frames due in it (frames/tick). The bots run in the same process over the memory transport (20 ms each',
-      '  way); only the server update is timed, but garbage collection caused by the bots can land in it (p99),',
-      '  and other work on the machine shows as noise. Real sockets would add a system call per packet.',
-      '  packet: mean bytes of a server packet; events: effect events per frame; entries, deferred:',
-      '  entities written in a frame and those the 1200-byte packet could not hold (sent later, by priority).',
-      `Warm-up ${options.warmupMs / 1000} s simulated; seed ${options.seed}.`,
-      `Players per core at ${TICK_RATE} Hz (mean tick = ${round(TICK_BUDGET_MS, 3)} ms, log-log interpolation): ${playersPerCore(figures, (f) => f.meanMs)};` +
-        ` keeping p99 within a tick: ${playersPerCore(figures, (f) => f.p99Ms)}.`,
-    ],
-  );
 }

@@ -145,13 +145,13 @@ describe('topdown over 150 ms round trip and 5% loss', () => {
     match.run(2000);
     const a = ledger.agreement();
     const corrections = clients.map((c) => c.predictor.stats.corrections);
-    const msg = `seed ${seed}: ${a.compared} rays, ${a.agreed} agreed (${(a.share * 100).toFixed(2)}%), client hits ${a.clientHits}, server hits ${a.serverHits}, mispredicted ${ledger.mispredicted.size}, corrections ${corrections.join(', ')}`;
+    const msg = `seed ${seed}: ${a.compared} rays, ${a.agreed} agreed (${(a.share * 100).toFixed(2)}%), client hits ${a.clientHits}, server hits ${a.serverHits}, mispredicted ${ledger.mispredictedCommands}, corrections ${corrections.join(', ')}`;
     expect(ledger.deciding, msg).toBe('exact');
     expect(a.compared, msg).toBeGreaterThan(400);
     expect(a.clientHits, msg).toBeGreaterThan(100);
     expect(a.compared - a.clientHits, msg).toBeGreaterThan(50);
     expect(a.agreed, msg).toBe(a.compared);
-    expect(ledger.mispredicted.size, msg).toBe(0);
+    expect(ledger.mispredictedCommands, msg).toBe(0);
     expect(corrections, msg).toEqual([0, 0, 0, 0]);
     // The rules saw the same hits and confirmed each to its shooter by a reliable message.
     let hits = 0;

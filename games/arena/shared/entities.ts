@@ -16,7 +16,7 @@ import {
 } from './constants.ts';
 import { HITBOX_COUNT, type HitTarget, hitboxBounds, viewHeight } from './hitboxes.ts';
 import type { ArenaPlayerState, ArenaWorld } from './player.ts';
-import { WEAPONS } from './weapons.ts';
+import { commandMsec, WEAPONS } from './weapons.ts';
 
 /**
  * A player as other clients see it. `ducked` and `alive` are 0 or 1 and, like `weapon`, switch
@@ -157,8 +157,11 @@ export const arenaHitscan: HitscanDefinition<ArenaPlayerState, ArenaWorld> = {
   targetRadius: hitboxRadius(),
   fires(state: ArenaPlayerState, cmd: UserCommand): boolean {
     // Conservative: any command that holds attack while alive with a hit-scan weapon in hand or
-    // coming up may fire; the weapon code decides whether it really does.
+    // coming up may fire; the weapon code decides whether it really does. A weapon still busy
+    // (firing, reloading, switching) past the command's end takes no step in it, so it cannot
+    // fire: a rifle held down is rewound for once per refire, not for every command.
     if ((cmd.buttons & BUTTON_ATTACK) === 0 || state.health <= 0) return false;
+    if (state.weaponTimeMs - commandMsec(cmd) > 0) return false;
     return (
       WEAPONS[state.activeWeapon].range > 0 || WEAPONS[state.pendingWeapon].range > 0 || cmd.impulse !== 0
     );

@@ -4,8 +4,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   ANGLE_BITS,
+  BUTTON_ATTACK,
   BUTTON_CROUCH,
   BUTTON_JUMP,
+  BUTTON_RELOAD,
+  EVENT_SHOT,
   FOOTSTEP_DISTANCE,
   ORIGIN_LIMIT,
   ORIGIN_PRECISION,
@@ -13,6 +16,7 @@ import {
   VELOCITY_LIMIT,
   VELOCITY_PRECISION,
 } from '../../../games/arena/shared/constants.ts';
+import { arenaHitscan } from '../../../games/arena/shared/entities.ts';
 import { arenaGame } from '../../../games/arena/shared/game.ts';
 import {
   ARENA_LEVEL,
@@ -417,5 +421,39 @@ describe('shared code hygiene', () => {
     ]) {
       expect(forbidden.test(bad), bad).toBe(true);
     }
+  });
+});
+
+describe('which commands lag compensation rewinds for', () => {
+  it('fires() is true for every command that fires a hit-scan weapon, and false while the weapon is busy', () => {
+    const seed = 4242;
+    const rng = new Random(seed);
+    const state = arenaPlayer.create();
+    arenaGame.spawn(state, arena, 0);
+    const cmd = createUserCommand();
+    let fired = 0;
+    let rewound = 0;
+    let held = 0;
+    let sequence = 0;
+    const sink = { emit: (type: number) => void (type === EVENT_SHOT && fired++) };
+    for (let i = 0; i < 20_000; i++) {
+      cmd.sequence = ++sequence;
+      cmd.msec = rng.chance(0.05) ? rng.int(1, 250) : rng.int(4, 20);
+      cmd.yaw = rng.range(-180, 180);
+      cmd.pitch = rng.range(-30, 30);
+      cmd.forwardMove = rng.int(-1, 1) * 127;
+      cmd.buttons = (rng.chance(0.9) ? BUTTON_ATTACK : 0) | (rng.chance(0.01) ? BUTTON_RELOAD : 0);
+      cmd.impulse = rng.chance(0.01) ? rng.int(1, 3) : 0;
+      quantizeUserCommand(cmd);
+      const mayFire = arenaHitscan.fires(state, cmd);
+      if ((cmd.buttons & BUTTON_ATTACK) !== 0) held++;
+      if (mayFire) rewound++;
+      const before = fired;
+      arenaGame.player.move(state, cmd, arena, sink);
+      if (fired > before) expect(mayFire, `seed ${seed}, command ${i}: fired without a rewind`).toBe(true);
+    }
+    expect(fired, `seed ${seed}`).toBeGreaterThan(300);
+    // Most commands with the trigger held come while the weapon is still busy.
+    expect(rewound, `seed ${seed}`).toBeLessThan(held / 2);
   });
 });
