@@ -3,34 +3,19 @@
 // WebSocket fallback (WebRTC blocked in the browser). Assertions are on real state (the page's
 // report, the server's); screenshots go to out/test/arena/ (git-ignored).
 
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ArenaReport } from '../../games/arena/client/main.ts';
 import { ArenaHost } from '../../games/arena/server/host.ts';
 import { closeWebRtc } from '../../src/node.ts';
 import { BotSwarm } from '../../tools/play/bots.ts';
 import { buildClient } from '../../tools/play/build.ts';
+import { launchChromium } from '../../tools/play/chromium.ts';
 import { until } from '../net/transports/loopback.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-features=WebRtcHideLocalIpsWithMdns',
-  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
-  '--enable-unsafe-swiftshader',
-];
 /**
  * Run in the page before its scripts: WebRTC may only use relays (as behind a firewall that
  * blocks UDP) and there are none, so no data channel can open and the page must fall back.
@@ -53,11 +38,6 @@ let strafer: BotSwarm;
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `Chromium is not installed at ${CHROMIUM}: run "apt-get update && apt-get install -y chromium"`,
-    );
-  }
   await mkdir(OUT, { recursive: true });
   const staticDir = await buildClient(join(OUT, 'client'));
   let swarm: BotSwarm | null = null;
@@ -92,20 +72,10 @@ async function open(
   blockRtc: boolean,
   query: string,
 ): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
-  const userDataDir = await mkdtemp(join(tmpdir(), 'backstep-arena-'));
-  const context: BrowserContext = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_FLAGS,
+  const { context, close } = await launchChromium({
+    prefix: 'backstep-arena-',
     viewport: { width: 960, height: 540 },
   });
-  let closed = false;
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    await context.close();
-    await rm(userDataDir, { recursive: true, force: true });
-  };
   cleanups.push(close);
   const page = await context.newPage();
   if (blockRtc) await page.addInitScript(blockWebRtc);

@@ -1,35 +1,14 @@
 // Headless Chromium plays the arena over WebRTC against a real server: the page (test/browser/page.ts, bundled with esbuild from src/browser.ts) is served by the server's own HTTP port.
 
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { type BrowserContext, chromium } from 'playwright-core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { closeWebRtc, listen, type MultiTransportServer } from '../../src/node.ts';
 import { GameServer } from '../../src/server/server.ts';
+import { launchChromium } from '../../tools/play/chromium.ts';
 import { closeAll, onCleanup, until } from '../net/transports/loopback.ts';
 import type { PageReport } from './page.ts';
-
-/** Debian's Chromium (apt-get install -y chromium). */
-const CHROMIUM = '/usr/bin/chromium';
-
-/** The flags Chromium runs with here (DEVELOPERS.md says why). */
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-features=WebRtcHideLocalIpsWithMdns',
-  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
-];
 
 const PAGE_HTML =
   '<!doctype html><meta charset="utf-8"><title>Backstep</title><script type="module" src="/page.js"></script>\n';
@@ -75,11 +54,6 @@ async function serve(script: string): Promise<MultiTransportServer> {
 
 describe('Chromium over WebRTC', () => {
   it('connects from a page, plays with prediction, and leaves cleanly', async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `Chromium is not installed at ${CHROMIUM}: run "apt-get update && apt-get install -y chromium"`,
-      );
-    }
     const script = await bundlePage();
     const multi = await serve(script);
     onCleanup(() => multi.close());
@@ -102,14 +76,8 @@ describe('Chromium over WebRTC', () => {
       server.close();
     });
 
-    const userDataDir = await mkdtemp(join(tmpdir(), 'backstep-chromium-'));
-    onCleanup(() => rm(userDataDir, { recursive: true, force: true }));
-    const context: BrowserContext = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_FLAGS,
-    });
-    onCleanup(() => context.close());
+    const { context, close } = await launchChromium({ prefix: 'backstep-chromium-' });
+    onCleanup(close);
     const page = await context.newPage();
     const consoleErrors: string[] = [];
     page.on('pageerror', (error) => consoleErrors.push(String(error)));

@@ -3,33 +3,17 @@
 // the time each frame's work takes (input, client update, drawing) and the interval between
 // frames, mean and 99th percentile.
 
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { chromium } from 'playwright-core';
 import type { ArenaReport } from '../../games/arena/client/main.ts';
 import { ArenaHost } from '../../games/arena/server/host.ts';
 import { closeWebRtc } from '../../src/node.ts';
 import { BotSwarm } from '../play/bots.ts';
 import { buildClient } from '../play/build.ts';
+import { launchChromium } from '../play/chromium.ts';
 import { round, table } from './report.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-features=WebRtcHideLocalIpsWithMdns',
-  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
-  '--enable-unsafe-swiftshader',
-];
 
 const OUT = fileURLToPath(new URL('../../out/bench/arena-client/', import.meta.url));
 
@@ -57,11 +41,8 @@ export async function pageSection(seconds: number, bots = 16): Promise<void> {
     webrtc: { bindAddress: '127.0.0.1', allowedCandidateAddresses: ['127.0.0.1'] },
   });
   const swarm = await BotSwarm.start(host.port, { count: bots, kind: 'aim', aimErrorUnits: 24 });
-  const userDataDir = await mkdtemp(join(tmpdir(), 'backstep-bench-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: FLAGS,
+  const { context, close } = await launchChromium({
+    prefix: 'backstep-bench-',
     viewport: { width: 1280, height: 720 },
   });
   try {
@@ -103,8 +84,7 @@ export async function pageSection(seconds: number, bots = 16): Promise<void> {
       ],
     );
   } finally {
-    await context.close();
-    await rm(userDataDir, { recursive: true, force: true });
+    await close();
     await swarm.close();
     await host.close();
     closeWebRtc();
