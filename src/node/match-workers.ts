@@ -20,17 +20,13 @@ import {
   DISCONNECT_MATCH_ENDED,
   DISCONNECT_MATCH_FAILED,
   DISCONNECT_SERVER_SHUTDOWN,
-  PACKET_CONNECT_REQUEST,
-  PACKET_REFUSED,
   PACKET_SERVER_DISCONNECT,
-  REFUSE_NO_SUCH_MATCH,
-  readHandshakePacket,
   writeHandshakePacket,
 } from '../net/handshake.ts';
 import { checkMatchId, MATCH_ROUTE_HEADER_BYTES, readMatchRoute } from '../net/match-route.ts';
 import { DISCONNECT_TOKEN_BYTES } from '../net/packet-crypto.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
-import { Allowance, checkRate, type MatchEnded, type MatchSpec } from '../server/matches.ts';
+import { Allowance, checkRate, type MatchEnded, type MatchSpec, NoMatchRefusals } from '../server/matches.ts';
 import {
   createRingBuffers,
   DatagramRing,
@@ -188,8 +184,7 @@ export class MatchWorkers {
   private readonly protocolId: number;
   private readonly hs = createHandshakePacket();
   private readonly hsStream = createHandshakeStream();
-  private refusalAllowance: number;
-  private refusalRefillMs = 0;
+  private readonly refusals: NoMatchRefusals;
   private closing: Promise<void> | null = null;
   private stopping = false;
   private nowMs = 0;
@@ -201,7 +196,11 @@ export class MatchWorkers {
     this.endpoint = options.endpoint;
     this.stallMs = options.stallMs ?? 2000;
     this.protocolId = options.protocolId ?? DEFAULT_PROTOCOL_ID;
-    this.refusalAllowance = options.maxRefusalsPerSecond ?? 200;
+    this.refusals = new NoMatchRefusals(
+      options.endpoint,
+      this.protocolId,
+      options.maxRefusalsPerSecond ?? 200,
+    );
     this.pump = setInterval(() => this.step(), options.pumpMs ?? 1);
   }
 
@@ -511,22 +510,8 @@ export class MatchWorkers {
 
   private refuseNoMatch(from: string, inner: Uint8Array): void {
     this.reject('no such match');
-    if (inner[0] !== PACKET_CONNECT_REQUEST) return;
-    const now = performance.now();
-    const perSecond = this.options.maxRefusalsPerSecond ?? 200;
-    this.refusalAllowance = Math.min(
-      perSecond,
-      this.refusalAllowance + ((now - this.refusalRefillMs) * perSecond) / 1000,
-    );
-    this.refusalRefillMs = now;
-    if (this.refusalAllowance < 1) return;
-    const p = this.hs;
-    if (readHandshakePacket(this.hsStream, this.protocolId, inner, p) !== '') return;
-    this.refusalAllowance--;
-    p.type = PACKET_REFUSED;
-    p.reason = REFUSE_NO_SUCH_MATCH;
-    this.stats.refusedNoMatch++;
-    this.endpoint.send(from, writeHandshakePacket(this.hsStream, this.protocolId, p));
+    this.refusals.answer(from, inner, performance.now());
+    this.stats.refusedNoMatch = this.refusals.sent;
   }
 
   /**

@@ -54,15 +54,54 @@ export class Allowance {
     this.tokens = perSecond;
   }
 
-  /** Takes one at `nowMs` (never earlier than the last call's); false when none is left. */
-  take(nowMs: number): boolean {
+  /** Refills up to `nowMs` (never earlier than the last call's) and says whether one is left, taking none. */
+  ready(nowMs: number): boolean {
     if (nowMs > this.lastMs) {
       this.tokens = Math.min(this.perSecond, this.tokens + ((nowMs - this.lastMs) * this.perSecond) / 1000);
     }
     if (!(nowMs <= this.lastMs)) this.lastMs = nowMs;
-    if (this.tokens < 1) return false;
+    return this.tokens >= 1;
+  }
+
+  /** Takes one at `nowMs` (never earlier than the last call's); false when none is left. */
+  take(nowMs: number): boolean {
+    if (!this.ready(nowMs)) return false;
     this.tokens--;
     return true;
+  }
+}
+
+/**
+ * The answer of a server hosting many matches to a connect request for a match it does not host:
+ * a REFUSED packet with REFUSE_NO_SUCH_MATCH, at most `perSecond` in all whatever the source
+ * addresses, so that a flood of such requests cannot turn the server into an amplifier. Anything
+ * but a well-formed connect request gets no answer. Used by MatchRouter and MatchWorkers alike.
+ */
+export class NoMatchRefusals {
+  /** Refusals sent. */
+  sent = 0;
+  private readonly allowance: Allowance;
+  private readonly packet = createHandshakePacket();
+  private readonly stream = createHandshakeStream();
+
+  constructor(
+    private readonly endpoint: DatagramEndpoint,
+    private readonly protocolId: number,
+    perSecond: number,
+  ) {
+    this.allowance = new Allowance(perSecond);
+  }
+
+  /** Answers `inner` (the packet behind its route header) from `from` at `nowMs`, if it is a connect request and the allowance has one. */
+  answer(from: string, inner: Uint8Array, nowMs: number): void {
+    if (inner[0] !== PACKET_CONNECT_REQUEST || !this.allowance.ready(nowMs)) return;
+    const p = this.packet;
+    if (readHandshakePacket(this.stream, this.protocolId, inner, p) !== '') return;
+    this.allowance.take(nowMs);
+    p.type = PACKET_REFUSED;
+    p.reason = REFUSE_NO_SUCH_MATCH;
+    this.sent++;
+    this.endpoint.send(from, writeHandshakePacket(this.stream, this.protocolId, p));
   }
 }
 
@@ -155,11 +194,8 @@ export class MatchRouter {
   private readonly protocolId: number;
   private readonly maxRefusalsPerSecond: number;
   private readonly maxJoinPacketsPerSecond: number;
-  private refusalAllowance: number;
-  private refusalRefillMs = 0;
+  private readonly refusals: NoMatchRefusals;
   private nowMs = 0;
-  private readonly hs = createHandshakePacket();
-  private readonly hsStream = createHandshakeStream();
   private readonly onPacket = (from: string, data: Uint8Array): void => this.route(from, data);
 
   constructor(endpoint: DatagramEndpoint, options: MatchRouterOptions = {}) {
@@ -170,7 +206,7 @@ export class MatchRouter {
     this.maxJoinPacketsPerSecond = options.maxJoinPacketsPerSecond ?? 500;
     checkRate('MatchRouter', 'maxRefusalsPerSecond', this.maxRefusalsPerSecond);
     checkRate('MatchRouter', 'maxJoinPacketsPerSecond', this.maxJoinPacketsPerSecond);
-    this.refusalAllowance = this.maxRefusalsPerSecond;
+    this.refusals = new NoMatchRefusals(endpoint, this.protocolId, this.maxRefusalsPerSecond);
     // Checked here so that a bad capacity is reported when the router is made, not at the first match.
     new DatagramQueue(this.queueCapacity, createTransportStats());
   }
@@ -267,21 +303,8 @@ export class MatchRouter {
   /** Answers a well-formed connect request for a match this server does not host; drops anything else. */
   private refuseNoMatch(from: string, inner: Uint8Array): void {
     this.reject('no such match');
-    if (inner[0] !== PACKET_CONNECT_REQUEST) return;
-    const perSecond = this.maxRefusalsPerSecond;
-    this.refusalAllowance = Math.min(
-      perSecond,
-      this.refusalAllowance + ((this.nowMs - this.refusalRefillMs) * perSecond) / 1000,
-    );
-    this.refusalRefillMs = this.nowMs;
-    if (this.refusalAllowance < 1) return;
-    const p = this.hs;
-    if (readHandshakePacket(this.hsStream, this.protocolId, inner, p) !== '') return;
-    this.refusalAllowance--;
-    p.type = PACKET_REFUSED;
-    p.reason = REFUSE_NO_SUCH_MATCH;
-    this.stats.refusedNoMatch++;
-    this.endpoint.send(from, writeHandshakePacket(this.hsStream, this.protocolId, p));
+    this.refusals.answer(from, inner, this.nowMs);
+    this.stats.refusedNoMatch = this.refusals.sent;
   }
 }
 
