@@ -572,10 +572,11 @@ export class PacketChannel {
       if (extended < 0) return this.drop('forged');
       writeNonce(this.nonce, extended);
       this.fillAad(data);
+      // Opened in place in the channel's own buffer (the datagram's bytes are left as they came).
       const plain = this.plain;
-      if (!this.keys.receive.open(this.nonce, this.aad, data, PACKET_HEADER_BYTES, length, plain))
+      plain.set(data);
+      if (!this.keys.receive.open(this.nonce, this.aad, plain, PACKET_HEADER_BYTES, length, plain))
         return this.drop('forged');
-      for (let i = 0; i < PACKET_HEADER_BYTES; i++) plain[i] = data[i];
       end = length - PACKET_TAG_BYTES;
       s = this.reader.beginRead(plain, end);
       serializePacketHeader(s, h);

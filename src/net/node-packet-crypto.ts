@@ -19,20 +19,26 @@ import {
   type PacketKeys,
   PUBLIC_KEY_BYTES,
   splitKeyMaterial,
+  ViewCache,
 } from './packet-crypto.ts';
 
-/** ChaCha20-Poly1305 from Node's crypto. */
+/**
+ * ChaCha20-Poly1305 from Node's crypto. node:crypto has no one-shot AEAD into a caller's buffer:
+ * each packet makes a cipher object, and its output and tag come back as new Buffers, copied into
+ * `out`; the input and tag views are cached (ViewCache).
+ */
 export function nodeCipher(key: Uint8Array): PacketCipher {
   if (key.length !== PACKET_KEY_BYTES)
     throw new RangeError(`packet key must be ${PACKET_KEY_BYTES} bytes, got ${key.length}`);
   const k = Buffer.from(key);
+  const bodies = new ViewCache();
+  const tags = new ViewCache();
   return {
     seal(nonce, aad, data, start, end, out) {
       const c = createCipheriv('chacha20-poly1305', k, nonce, { authTagLength: PACKET_TAG_BYTES });
       c.setAAD(aad, { plaintextLength: end - start });
-      const body = c.update(data.subarray(start, end));
+      out.set(c.update(bodies.get(data, start, end)), start);
       c.final();
-      out.set(body, start);
       out.set(c.getAuthTag(), end);
     },
     open(nonce, aad, data, start, end, out) {
@@ -41,8 +47,8 @@ export function nodeCipher(key: Uint8Array): PacketCipher {
       try {
         const d = createDecipheriv('chacha20-poly1305', k, nonce, { authTagLength: PACKET_TAG_BYTES });
         d.setAAD(aad, { plaintextLength: bodyEnd - start });
-        d.setAuthTag(data.subarray(bodyEnd, end));
-        const body = d.update(data.subarray(start, bodyEnd));
+        d.setAuthTag(tags.get(data, bodyEnd, end));
+        const body = d.update(bodies.get(data, start, bodyEnd));
         d.final();
         out.set(body, start);
         return true;

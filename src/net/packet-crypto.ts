@@ -12,7 +12,7 @@
 //   info = "backstep packet keys v1"
 // gives 80 bytes: the client-to-server key, the server-to-client key, the disconnect token.
 
-import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
+import { _poly1305_aead, chacha20 } from '@noble/ciphers/chacha.js';
 import { x25519 } from '@noble/curves/ed25519.js';
 import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -83,24 +83,70 @@ export function writeNonce(nonce: Uint8Array, sequence: number): void {
   nonce[11] = hi >>> 24;
 }
 
-/** ChaCha20-Poly1305 in JavaScript (@noble/ciphers): for browsers, and anywhere. */
+/**
+ * Exact-length views of one buffer, made once per (start, end) and reused: the AEAD takes its
+ * input and output as whole arrays, and a packet's bytes always sit in the same preallocated
+ * buffer (the channel's writer, or its receive buffer), so after the first packets of each length
+ * no view is made again.
+ */
+export class ViewCache {
+  private buffer: Uint8Array | null = null;
+  private readonly views = new Map<number, Uint8Array>();
+
+  get(buffer: Uint8Array, start: number, end: number): Uint8Array {
+    if (buffer !== this.buffer) {
+      this.buffer = buffer;
+      this.views.clear();
+    }
+    const key = start * 0x10000 + end;
+    let view = this.views.get(key);
+    if (view === undefined) {
+      view = buffer.subarray(start, end);
+      if (this.views.size < 4096) this.views.set(key, view);
+    }
+    return view;
+  }
+}
+
+/**
+ * ChaCha20-Poly1305 in JavaScript (@noble/ciphers): for browsers, and anywhere. One AEAD instance
+ * per direction and length of additional data, built once over this cipher's own nonce and AAD
+ * buffers (noble reads them by reference at each call: they are refilled per packet), sealing and
+ * opening in place into the caller's buffer through cached views. What noble allocates inside a
+ * call (the one-time Poly1305 key and state) remains.
+ */
 export function nobleCipher(key: Uint8Array): PacketCipher {
   if (key.length !== PACKET_KEY_BYTES)
     throw new RangeError(`packet key must be ${PACKET_KEY_BYTES} bytes, got ${key.length}`);
   const k = key.slice();
+  const nonceBuffer = new Uint8Array(NONCE_BYTES);
+  const aeads = new Map<number, { aad: Uint8Array; aead: ReturnType<ReturnType<typeof _poly1305_aead>> }>();
+  const inputs = new ViewCache();
+  const outputs = new ViewCache();
+  const prepare = (nonce: Uint8Array, aad: Uint8Array) => {
+    nonceBuffer.set(nonce);
+    let entry = aeads.get(aad.length);
+    if (entry === undefined) {
+      const aadBuffer = new Uint8Array(aad.length);
+      entry = { aad: aadBuffer, aead: _poly1305_aead(chacha20)(k, nonceBuffer, aadBuffer) };
+      aeads.set(aad.length, entry);
+    }
+    entry.aad.set(aad);
+    return entry.aead;
+  };
   return {
     seal(nonce, aad, data, start, end, out) {
-      chacha20poly1305(k, nonce, aad).encrypt(
-        data.subarray(start, end),
-        out.subarray(start, end + PACKET_TAG_BYTES),
+      prepare(nonce, aad).encrypt(
+        inputs.get(data, start, end),
+        outputs.get(out, start, end + PACKET_TAG_BYTES),
       );
     },
     open(nonce, aad, data, start, end, out) {
       if (end - start < PACKET_TAG_BYTES) return false;
       try {
-        chacha20poly1305(k, nonce, aad).decrypt(
-          data.subarray(start, end),
-          out.subarray(start, end - PACKET_TAG_BYTES),
+        prepare(nonce, aad).decrypt(
+          inputs.get(data, start, end),
+          outputs.get(out, start, end - PACKET_TAG_BYTES),
         );
         return true;
       } catch {
