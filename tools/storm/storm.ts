@@ -272,6 +272,93 @@ class StormEndpoint implements DatagramEndpoint {
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
 
+/** One aiming bot: its client, its input and when its next frame is due. */
+interface Bot {
+  client: Client;
+  input: InputSample;
+  drive: ReturnType<typeof aimBot>;
+  nextMs: number;
+}
+
+/** The match both transports run: the server (its clients recorded as they connect) and the bots. */
+interface Match {
+  server: GameServer<ArenaPlayerState, ArenaWorld>;
+  serverClients: ServerClient<ArenaPlayerState>[];
+  ledger: ArenaShotLedger;
+  bots: Bot[];
+}
+
+/**
+ * The arena server on `endpoint` and `options.bots` aiming bots, each on the endpoint
+ * `botEndpoint(i)` gives, connecting to `serverAddress`. The same seed gives the same bots.
+ */
+function startMatch(
+  options: StormOptions,
+  random: Random,
+  endpoint: DatagramEndpoint,
+  serverConfig: { cookieSecret?: Uint8Array; protocolId: number },
+  serverAddress: string,
+  botEndpoint: (i: number) => DatagramEndpoint,
+): Match {
+  const ledger = new ArenaShotLedger();
+  const serverClients: ServerClient<ArenaPlayerState>[] = [];
+  const server = new GameServer(
+    arenaGame,
+    endpoint,
+    { ...serverConfig, maxClients: options.bots },
+    combineHooks(ledger.serverHooks(), { onConnect: (_s, c) => serverClients.push(c) }),
+  );
+  const seeds = new Random((options.seed ^ 0x5eed5eed) >>> 0);
+  const bots: Bot[] = [];
+  for (let i = 0; i < options.bots; i++) {
+    let client: Client | null = null;
+    client = new GameClient(
+      arenaGame,
+      botEndpoint(i),
+      serverAddress,
+      { seed: random.nextU32() },
+      ledger.clientHooks(() => client as Client),
+    );
+    client.connect(0);
+    bots.push({ client, input: createInputSample(), drive: aimBot(seeds.nextU32()), nextMs: 0 });
+  }
+  return { server, serverClients, ledger, bots };
+}
+
+/** Runs every bot whose frame is due at `now`. */
+function driveBots(bots: Bot[], now: number): void {
+  const frameMs = 1000 / 60;
+  for (const b of bots) {
+    if (b.nextMs > now) continue;
+    b.drive(b.client, now, b.input);
+    b.client.update(now, b.input);
+    b.nextMs = now + frameMs;
+  }
+}
+
+/** The bots' figures at the end of a run. */
+function matchFigures(m: Match): BotFigures {
+  let executed = 0;
+  let lost = 0;
+  for (const c of m.serverClients) {
+    executed += c.commandStats.executed;
+    lost += c.commandStats.lost;
+  }
+  let snapshots = 0;
+  let disconnects = 0;
+  for (const b of m.bots) {
+    snapshots += b.client.snapshots.stats.framesRead;
+    if (b.client.state !== 'connected') disconnects++;
+  }
+  return {
+    agreement: m.ledger.agreement('exact'),
+    commandsExecuted: executed,
+    commandsLost: lost,
+    snapshotsReceived: snapshots,
+    disconnects: Math.max(disconnects, m.server.stats.disconnects),
+  };
+}
+
 interface RunOutcome {
   udpStats: {
     packetsReceived: number;
@@ -292,8 +379,6 @@ function run(options: StormOptions): RunOutcome {
   const random = new Random(options.seed);
   const network = new MemoryNetwork({ seed: random.nextU32() });
   const addresses = Array.from({ length: options.bots }, (_, i) => `client${i}`);
-  const ledger = new ArenaShotLedger();
-  const serverClients: ServerClient<ArenaPlayerState>[] = [];
   const protocolId = 0x42535450;
   const endpoint = new StormEndpoint(
     network.createEndpoint('server'),
@@ -302,33 +387,21 @@ function run(options: StormOptions): RunOutcome {
     protocolId,
     gameSchemaHash(arenaGame),
   );
-  const server = new GameServer(
-    arenaGame,
-    endpoint,
-    { cookieSecret: new Uint8Array(32).fill(7), maxClients: options.bots, protocolId },
-    combineHooks(ledger.serverHooks(), { onConnect: (_s, c) => serverClients.push(c) }),
-  );
   const profile = parseProfile({
     name: 'storm',
     latencyMs: options.latencyMs,
     jitterMs: options.latencyMs * 0.2,
     loss: options.loss,
   });
-  const seeds = new Random((options.seed ^ 0x5eed5eed) >>> 0);
-  const bots: { client: Client; input: InputSample; drive: ReturnType<typeof aimBot>; nextMs: number }[] = [];
-  for (let i = 0; i < options.bots; i++) {
-    let client: Client | null = null;
-    client = new GameClient(
-      arenaGame,
-      network.createEndpoint(addresses[i], profile),
-      'server',
-      { seed: random.nextU32() },
-      ledger.clientHooks(() => client as Client),
-    );
-    client.connect(0);
-    bots.push({ client, input: createInputSample(), drive: aimBot(seeds.nextU32()), nextMs: 0 });
-  }
-  const frameMs = 1000 / 60;
+  const match = startMatch(
+    options,
+    random,
+    endpoint,
+    { cookieSecret: new Uint8Array(32).fill(7), protocolId },
+    'server',
+    (i) => network.createEndpoint(addresses[i], profile),
+  );
+  const { server, bots } = match;
   const endMs = options.seconds * 1000;
   let nextTickMs = 0;
   let crashes = 0;
@@ -339,12 +412,7 @@ function run(options: StormOptions): RunOutcome {
         server.update(now);
         nextTickMs += server.tickIntervalMs;
       }
-      for (const b of bots) {
-        if (b.nextMs > now) continue;
-        b.drive(b.client, now, b.input);
-        b.client.update(now, b.input);
-        b.nextMs = now + frameMs;
-      }
+      driveBots(bots, now);
     } catch (e) {
       crashes++;
       if (crashes === 1) console.error(e);
@@ -354,26 +422,7 @@ function run(options: StormOptions): RunOutcome {
     for (const b of bots) if (b.nextMs < next) next = b.nextMs;
     now = next;
   }
-  let executed = 0;
-  let lost = 0;
-  for (const c of serverClients) {
-    executed += c.commandStats.executed;
-    lost += c.commandStats.lost;
-  }
-  let snapshots = 0;
-  let disconnects = 0;
-  for (const b of bots) {
-    snapshots += b.client.snapshots.stats.framesRead;
-    if (b.client.state !== 'connected') disconnects++;
-  }
-  disconnects = Math.max(disconnects, server.stats.disconnects);
-  const figures: BotFigures = {
-    agreement: ledger.agreement('exact'),
-    commandsExecuted: executed,
-    commandsLost: lost,
-    snapshotsReceived: snapshots,
-    disconnects,
-  };
+  const figures = matchFigures(match);
   for (const b of bots) b.client.disconnect();
   server.close();
   return {
@@ -390,8 +439,6 @@ function run(options: StormOptions): RunOutcome {
 async function runUdp(options: StormOptions): Promise<RunOutcome> {
   const started = performance.now();
   const random = new Random(options.seed);
-  const ledger = new ArenaShotLedger();
-  const serverClients: ServerClient<ArenaPlayerState>[] = [];
   const protocolId = 0x42535450;
   const sockets: UdpEndpoint[] = [];
   const open = async (port = 0) => {
@@ -415,27 +462,15 @@ async function runUdp(options: StormOptions): Promise<RunOutcome> {
     protocolId,
     gameSchemaHash(arenaGame),
   );
-  const server = new GameServer(
-    arenaGame,
+  const match = startMatch(
+    options,
+    random,
     endpoint,
-    { maxClients: options.bots, protocolId },
-    combineHooks(ledger.serverHooks(), { onConnect: (_s, c) => serverClients.push(c) }),
+    { protocolId },
+    serverSocket.address,
+    (i) => botSockets[i],
   );
-  const seeds = new Random((options.seed ^ 0x5eed5eed) >>> 0);
-  const bots: { client: Client; input: InputSample; drive: ReturnType<typeof aimBot>; nextMs: number }[] = [];
-  for (let i = 0; i < options.bots; i++) {
-    let client: Client | null = null;
-    client = new GameClient(
-      arenaGame,
-      botSockets[i],
-      serverSocket.address,
-      { seed: random.nextU32() },
-      ledger.clientHooks(() => client as Client),
-    );
-    client.connect(0);
-    bots.push({ client, input: createInputSample(), drive: aimBot(seeds.nextU32()), nextMs: 0 });
-  }
-  const frameMs = 1000 / 60;
+  const { server, bots } = match;
   const endMs = options.seconds * 1000;
   const spanMs = endMs - STORM_START_MS;
   const t0 = performance.now();
@@ -462,12 +497,7 @@ async function runUdp(options: StormOptions): Promise<RunOutcome> {
           server.update(now);
           nextTickMs += server.tickIntervalMs;
         }
-        for (const b of bots) {
-          if (b.nextMs > now) continue;
-          b.drive(b.client, now, b.input);
-          b.client.update(now, b.input);
-          b.nextMs = now + frameMs;
-        }
+        driveBots(bots, now);
       } catch (e) {
         crashes++;
         if (crashes === 1) console.error(e);
@@ -478,26 +508,7 @@ async function runUdp(options: StormOptions): Promise<RunOutcome> {
       }
     }, 1);
   });
-  let executed = 0;
-  let lost = 0;
-  for (const c of serverClients) {
-    executed += c.commandStats.executed;
-    lost += c.commandStats.lost;
-  }
-  let snapshots = 0;
-  let disconnects = 0;
-  for (const b of bots) {
-    snapshots += b.client.snapshots.stats.framesRead;
-    if (b.client.state !== 'connected') disconnects++;
-  }
-  disconnects = Math.max(disconnects, server.stats.disconnects);
-  const figures: BotFigures = {
-    agreement: ledger.agreement('exact'),
-    commandsExecuted: executed,
-    commandsLost: lost,
-    snapshotsReceived: snapshots,
-    disconnects,
-  };
+  const figures = matchFigures(match);
   // Datagrams still in flight are read before the count is taken.
   await new Promise((r) => setTimeout(r, 50));
   server.update(performance.now() - t0);
