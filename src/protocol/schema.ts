@@ -119,6 +119,13 @@ export interface EntityTypeSchema {
    */
   readonly predict: Uint8Array;
   /**
+   * How decodeNumber reads each field, for the hot paths: `decodeKind` 0 takes the stored integer
+   * (ints, bools), DECODE_FLOAT gives decodeMin + q * decodeStep, DECODE_ANGLE (q * 360) / decodeStep.
+   */
+  readonly decodeKind: Uint8Array;
+  readonly decodeMin: Float64Array;
+  readonly decodeStep: Float64Array;
+  /**
    * Prefix code of an entry's head for an entity the client holds: an update's changed count
    * (0 .. fieldCount), or fieldCount + 1 for any other operation (src/protocol/snapshot.ts).
    */
@@ -204,6 +211,10 @@ function checkCodeCounts(typeName: string, fields: readonly CompiledField[], cod
   for (const f of fields) check(code.residual[f.index], residualClasses(f), `residual of field '${f.name}'`);
 }
 
+/** EntityTypeSchema.decodeKind: a float field (min + q * precision). */
+export const DECODE_FLOAT = 1;
+/** EntityTypeSchema.decodeKind: an angle field (q * 360 / 2^bits). */
+export const DECODE_ANGLE = 2;
 /** Predictor ids (PREDICT_LINEAR and PREDICT_ANGLE of snapshot.ts). */
 const PREDICT_LINEAR_FIELD = 1;
 const PREDICT_ANGLE_FIELD = 2;
@@ -371,6 +382,13 @@ export function defineEntityType<S>(
     predict: Uint8Array.from(fields, (f) =>
       f.interp === 'linear' ? PREDICT_LINEAR_FIELD : f.interp === 'angle' ? PREDICT_ANGLE_FIELD : 0,
     ),
+    decodeKind: Uint8Array.from(fields, (f) =>
+      f.kind === 'float' ? DECODE_FLOAT : f.kind === 'angle' ? DECODE_ANGLE : 0,
+    ),
+    decodeMin: Float64Array.from(fields, (f) => (f.kind === 'float' ? f.min : 0)),
+    decodeStep: Float64Array.from(fields, (f) =>
+      f.kind === 'float' ? f.precision : f.kind === 'angle' ? f.hi + 1 : 1,
+    ),
     changedCode: new PrefixCode(code.changed),
     residualCodes: fields.map((_, i) => new PrefixCode(code.residual[i])),
     codeCounts: { changed: [...code.changed], residual: code.residual.map((r) => [...r]) },
@@ -531,15 +549,10 @@ export function decodeField(type: EntityTypeSchema, i: number, q: number): numbe
  * the snapshot reader, the client's view and the server's rewind all use.
  */
 export function decodeNumber(type: EntityTypeSchema, i: number, q: number): number {
-  const f = type.fields[i];
-  switch (f.kind) {
-    case 'float':
-      return f.min + q * f.precision;
-    case 'angle':
-      return (q * 360) / (f.hi + 1);
-    default:
-      return q;
-  }
+  const kind = type.decodeKind[i];
+  if (kind === DECODE_FLOAT) return type.decodeMin[i] + q * type.decodeStep[i];
+  if (kind === DECODE_ANGLE) return (q * 360) / type.decodeStep[i];
+  return q;
 }
 
 /** Encodes every field of `state` into `out[offset ..]` (a convenience, not for hot paths). */

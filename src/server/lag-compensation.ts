@@ -16,6 +16,7 @@
 // paper's estimate (now - latency - lerp, from the server's own history, never older than
 // maxUnlagMs); 'off' tests against the present.
 
+import { decodeNumber } from '../protocol/schema.ts';
 import type { UserCommand } from '../protocol/usercmd.ts';
 import { drawEntity } from '../sim/blend.ts';
 import type { HitscanDefinition } from '../sim/game.ts';
@@ -76,7 +77,10 @@ export interface LagCompensationStats {
   tooOld: number;
   /** Commands that named no view (nothing drawn yet). */
   noView: number;
-  /** Targets considered, and those the broad phase kept. */
+  /**
+   * Targets considered (drawn, and near enough the shot for their rewound position to matter: the
+   * values of both frames bound it), and those the broad phase kept.
+   */
   targetsConsidered: number;
   targetsRewound: number;
 }
@@ -274,9 +278,35 @@ export class LagCompensator<P, W> {
     const target = this.hitscan.targetType;
     const inA = a !== undefined && a.alive[e] !== 0 && a.type[e] === target;
     const inB = b !== undefined && b.alive[e] !== 0 && b.type[e] === target;
+    if (!inA && !inB) return;
     const stride = this.stride;
+    // The blended position is A's, B's, or on the line from A to B at fraction f (past B when the
+    // view extrapolated), so a target whose bounding sphere of that stretch misses the shot's
+    // reach cannot be kept: it is not drawn.
+    const type = this.store.schema.types[target];
+    const position = type.positionFields;
+    if (position[0] >= 0) {
+      const o = e * stride;
+      const va = inA ? (a as HistorySlot).values : (b as HistorySlot).values;
+      const vb = inB ? (b as HistorySlot).values : va;
+      const ax = decodeNumber(type, position[0], va[o + position[0]]);
+      const ay = position[1] < 0 ? 0 : decodeNumber(type, position[1], va[o + position[1]]);
+      const az = position[2] < 0 ? 0 : decodeNumber(type, position[2], va[o + position[2]]);
+      const bx = decodeNumber(type, position[0], vb[o + position[0]]);
+      const by = position[1] < 0 ? 0 : decodeNumber(type, position[1], vb[o + position[1]]);
+      const bz = position[2] < 0 ? 0 : decodeNumber(type, position[2], vb[o + position[2]]);
+      const lo = Math.min(f, 0);
+      const hi = Math.max(f, 1);
+      const mid = (lo + hi) * 0.5;
+      const half = (hi - lo) * 0.5;
+      const dx = bx - ax;
+      const dy = by - ay;
+      const dz = bz - az;
+      const bound = reach + half * Math.sqrt(dx * dx + dy * dy + dz * dz) + 1;
+      if (this.segmentDistanceSquared(ax + dx * mid, ay + dy * mid, az + dz * mid) > bound * bound) return;
+    }
     const drawn = drawEntity(
-      this.store.schema.types[target],
+      type,
       inA ? (a as HistorySlot).values : null,
       e * stride,
       inA ? (a as HistorySlot).parity[e] : 0,
@@ -299,9 +329,22 @@ export class LagCompensator<P, W> {
     const position = this.store.schema.types[this.hitscan.targetType].positionFields;
     const v = this.report.values;
     const o = e * this.stride;
-    const px = v[o + position[0]] - this.start.x;
-    const py = (position[1] < 0 ? 0 : v[o + position[1]]) - this.start.y;
-    const pz = (position[2] < 0 ? 0 : v[o + position[2]]) - this.start.z;
+    const hit =
+      this.segmentDistanceSquared(
+        v[o + position[0]],
+        position[1] < 0 ? 0 : v[o + position[1]],
+        position[2] < 0 ? 0 : v[o + position[2]],
+      ) <=
+      reach * reach;
+    if (hit) this.stats.targetsRewound++;
+    return hit;
+  }
+
+  /** Squared distance from (x, y, z) to the shot's segment. */
+  private segmentDistanceSquared(x: number, y: number, z: number): number {
+    const px = x - this.start.x;
+    const py = y - this.start.y;
+    const pz = z - this.start.z;
     const dx = this.end.x - this.start.x;
     const dy = this.end.y - this.start.y;
     const dz = this.end.z - this.start.z;
@@ -312,9 +355,7 @@ export class LagCompensator<P, W> {
     const cx = px - dx * t;
     const cy = py - dy * t;
     const cz = pz - dz * t;
-    const hit = cx * cx + cy * cy + cz * cz <= reach * reach;
-    if (hit) this.stats.targetsRewound++;
-    return hit;
+    return cx * cx + cy * cy + cz * cz;
   }
 }
 

@@ -31,24 +31,21 @@ export interface SnapshotCacheStats {
   uncached: number;
 }
 
-/**
- * What a client's baseline frame records for an entity, as the codec sees it: the tick whose
- * values it holds (NOT_HELD: none) and the type it holds (-1: none); for an update, how many ticks
- * ago the entry that brought its newer value was sent (`age`), how far apart its two values are
- * (`gap`, 0: it holds one) and `back` (its older value is the values at tick - age - back).
- */
-export interface HeldState {
-  held: number;
-  heldType: number;
-  age: number;
-  gap: number;
-  back: number;
-}
+/** Held tick meaning "not in the client's view". */
+export const NOT_HELD = 0xffffffff;
+/** Saturation of the one-byte tick spans a frame records (beyond PREDICTION_TICKS: no prediction). */
+export const SPAN_MAX = 255;
+/** The spans of an entity the client does not hold. */
+export const NO_SPANS = 0xffffffff;
 
 /**
  * Writes entity `e`'s entry (after its index skip) with operation `op`, from the current values
- * `cur` of tick `tick`, against what the client holds (`state`). What every writer writes, cached
- * or not; `h` is the caller's scratch header (its tally, if any, counts the symbols written).
+ * `cur` of tick `tick`, against what the client's baseline frame records for it: `held`, the tick
+ * whose values it holds (NOT_HELD: none), and `spans`, one byte each from the lowest: how many
+ * ticks ago the entry that brought its newer value was sent (`age`), how far apart its two values
+ * are (`gap`, 0: it holds one), `back` (its older value is the values at tick - age - back) and
+ * the type it holds (NO_SPANS when it holds none). What every writer writes, cached or not; `h`
+ * is the caller's scratch header (its tally, if any, counts the symbols written).
  */
 export function encodeEntry(
   s: BitStream,
@@ -58,24 +55,25 @@ export function encodeEntry(
   op: number,
   tick: number,
   cur: HistorySlot,
-  state: HeldState,
+  held: number,
+  spans: number,
 ): void {
   const o = e * store.stride;
   h.op = op;
   h.parity = cur.parity[e];
   h.typeId = cur.type[e];
-  h.heldType = state.heldType;
+  h.heldType = held === NOT_HELD ? -1 : spans >>> 24;
   let base = cur.values;
   let prev = cur.values;
   if (op === OP_UPDATE) {
-    const held = store.history(state.held) as HistorySlot;
-    base = held.values;
+    const slot = store.history(held) as HistorySlot;
+    base = slot.values;
     prev = base;
-    h.baseParity = held.parity[e];
-    h.age = state.age;
-    h.gap = state.gap;
+    h.baseParity = slot.parity[e];
+    h.age = spans & 0xff;
+    h.gap = (spans >>> 8) & 0xff;
     if (h.gap !== 0 && h.gap <= PREDICTION_TICKS && h.age <= PREDICTION_TICKS) {
-      prev = (store.history(tick - h.age - state.back) as HistorySlot).values;
+      prev = (store.history(tick - h.age - ((spans >>> 16) & 0xff)) as HistorySlot).values;
     }
   }
   serializeEntry(s, h, store.schema, cur.values, o, base, o, prev, o);
@@ -118,20 +116,18 @@ export class SnapshotEncodeCache {
 
   /**
    * The cached entry of entity `e` with operation `op` at the store's newest commit `tick`, for a
-   * client holding `state`: its index, encoding it first if no client needed it yet this tick.
-   * -1 when it cannot be cached: the caller encodes it itself (encodeEntry).
+   * client holding `held` and `spans` (as encodeEntry): its index, encoding it first if no client
+   * needed it yet this tick. -1 when it cannot be cached: the caller encodes it itself.
    */
-  entry(e: number, op: number, tick: number, state: HeldState): number {
+  entry(e: number, op: number, tick: number, held: number, spans: number): number {
     if (tick !== this.tick) {
       this.tick = tick;
       this.stream.beginWrite();
     }
     // An update depends on all of the held state; any other operation only on the held type.
     const update = op === OP_UPDATE;
-    const held = update ? state.held : -1;
-    const rest =
-      ((state.heldType & 0xff) << 24) |
-      (update ? ((state.age & 0xff) << 16) | ((state.gap & 0xff) << 8) | (state.back & 0xff) : 0);
+    const keyHeld = update ? held : -1;
+    const rest = update ? spans | 0 : held === NOT_HELD ? -1 : spans >>> 24;
     const base = e * SLOTS;
     let n = this.count[e];
     if (this.entityTick[e] !== tick) {
@@ -140,7 +136,7 @@ export class SnapshotEncodeCache {
       this.count[e] = 0;
     }
     for (let k = base; k < base + n; k++) {
-      if (this.keyOp[k] === op && this.keyHeld[k] === held && this.keyRest[k] === rest) {
+      if (this.keyOp[k] === op && this.keyHeld[k] === keyHeld && this.keyRest[k] === rest) {
         this.stats.reused++;
         return k;
       }
@@ -151,7 +147,17 @@ export class SnapshotEncodeCache {
     }
     const s = this.stream;
     const at = s.bitsProcessed;
-    encodeEntry(s, this.store, this.header, e, op, tick, this.store.history(tick) as HistorySlot, state);
+    encodeEntry(
+      s,
+      this.store,
+      this.header,
+      e,
+      op,
+      tick,
+      this.store.history(tick) as HistorySlot,
+      held,
+      spans,
+    );
     if (!s.ok) {
       s.rewind(at);
       this.stats.uncached++;
@@ -159,7 +165,7 @@ export class SnapshotEncodeCache {
     }
     const k = base + n;
     this.keyOp[k] = op;
-    this.keyHeld[k] = held;
+    this.keyHeld[k] = keyHeld;
     this.keyRest[k] = rest;
     this.start[k] = at;
     this.length[k] = s.bitsProcessed - at;

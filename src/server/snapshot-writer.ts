@@ -33,7 +33,7 @@ import {
   serializeIndexStep,
 } from '../protocol/snapshot.ts';
 import type { EntityStore, HistorySlot } from './entities.ts';
-import { encodeEntry, type HeldState, SnapshotEncodeCache } from './snapshot-cache.ts';
+import { encodeEntry, NO_SPANS, NOT_HELD, SnapshotEncodeCache, SPAN_MAX } from './snapshot-cache.ts';
 
 export interface SnapshotWriterConfig {
   /** Entities farther than this from the viewer are not sent (default Infinity: all of them). */
@@ -67,8 +67,6 @@ export interface SnapshotWriterStats {
   deferred: number;
 }
 
-/** Held tick meaning "not in the client's view". */
-const NOT_HELD = 0xffffffff;
 const NO_OP = -1;
 const IN_BASE = 1;
 const VISIBLE = 2;
@@ -76,33 +74,25 @@ const VISIBLE = 2;
 const BUCKETS = 64;
 const BUCKET_OF_ONE = 40;
 
-/** Saturation of the one-byte tick spans a frame records (beyond PREDICTION_TICKS: no prediction). */
-const SPAN_MAX = 255;
-
 /**
  * What a client holds once it has a frame: `held[e]` for e in `view`, NOT_HELD for every other e;
- * for each e in view, what its next update is predicted from: `age` (ticks from the frame whose
- * entry brought the client's newer value to this frame), `gap` (ticks from its older value's
- * entry to the newer's; 0: none) and `back` (the older value is the values at the newer's frame
- * tick - age - back), each saturating at SPAN_MAX; and `type`, the type of the entity it holds.
+ * for each e in view, `spans[e]` packs (one byte each from the lowest) what its
+ * next update is predicted from: `age` (ticks from the frame whose entry brought the client's
+ * newer value to this frame), `gap` (ticks from its older value's entry to the newer's; 0: none)
+ * and `back` (the older value is the values at the newer's frame tick - age - back), each
+ * saturating at SPAN_MAX; and `type`, the type of the entity it holds. One word per entity keeps
+ * carrying a frame forward to one read and one write.
  */
 class Frame {
   tick = -1;
   viewCount = 0;
   readonly held: Uint32Array;
   readonly view: Uint16Array;
-  readonly age: Uint8Array;
-  readonly gap: Uint8Array;
-  readonly back: Uint8Array;
-  /** Type id of the entity the client holds. */
-  readonly type: Uint8Array;
+  readonly spans: Uint32Array;
   constructor(maxEntities: number) {
-    this.type = new Uint8Array(maxEntities);
     this.held = new Uint32Array(maxEntities).fill(NOT_HELD);
     this.view = new Uint16Array(maxEntities);
-    this.age = new Uint8Array(maxEntities);
-    this.gap = new Uint8Array(maxEntities);
-    this.back = new Uint8Array(maxEntities);
+    this.spans = new Uint32Array(maxEntities);
   }
 }
 
@@ -144,7 +134,8 @@ export class SnapshotWriter {
   /** Per chosen entity: its entry in the cache, or -1 (encoded when written). */
   private readonly entryOf: Int32Array;
   private readonly cache: SnapshotEncodeCache;
-  private readonly heldState: HeldState = { held: 0, heldType: -1, age: 0, gap: 0, back: 0 };
+  /** The entities `classify` found needing an entry, in candidate order. */
+  private readonly need: Uint16Array;
   private lastWrittenTick = -1;
   private firstValidTick = 0;
 
@@ -177,6 +168,7 @@ export class SnapshotWriter {
     this.found = new Uint16Array(n);
     this.selected = new Uint32Array((n + 31) >>> 5);
     this.entryOf = new Int32Array(n);
+    this.need = new Uint16Array(n);
     this.cache = cache;
   }
 
@@ -342,7 +334,9 @@ export class SnapshotWriter {
 
   /**
    * Decides each candidate's operation, carries held ticks into the new frame, grows the
-   * priority of those that need sending and buckets them into `order`, most urgent first.
+   * priority of those that need sending and buckets them into `order`, most urgent first. One
+   * pass over the candidates with no calls but the distance: an unchanged entity costs a few
+   * array reads and the held-tick write.
    */
   private classify(
     base: Frame | null,
@@ -357,47 +351,62 @@ export class SnapshotWriter {
     const store = this.store;
     const types = store.schema.types;
     const interest = store.interest;
+    const createdTick = store.createdTick;
+    const changedTick = store.changedTick;
+    const curType = cur.type;
     const distanceScale = 1 / this.config.priorityDistance;
     const counts = this.bucketCount;
+    const candidates = this.candidates;
+    const mark = this.mark;
+    const priority = this.priority;
+    const ops = this.op;
+    const bucketOf = this.bucketOf;
+    const need = this.need;
+    const held = frame.held;
+    const spans = frame.spans;
+    const baseHeld = base === null ? held : base.held;
+    const baseSpans = base === null ? spans : base.spans;
+    const elapsed = base === null ? 0 : tick - base.tick;
     let needCount = 0;
     for (let k = 0; k < candidateCount; k++) {
-      const e = this.candidates[k];
-      const m = this.mark[e];
-      const held = base !== null && (m & IN_BASE) !== 0 ? base.held[e] : NOT_HELD;
-      frame.held[e] = held;
-      if (base !== null && held !== NOT_HELD) {
-        const age = base.age[e] + (tick - base.tick);
-        frame.age[e] = Math.min(age, SPAN_MAX);
-        frame.gap[e] = base.gap[e];
-        frame.back[e] = base.back[e];
-        frame.type[e] = base.type[e];
+      const e = candidates[k];
+      const m = mark[e];
+      // IN_BASE is only ever set with a baseline.
+      let h = NOT_HELD;
+      if ((m & IN_BASE) !== 0) {
+        h = baseHeld[e];
+        if (h !== NOT_HELD) {
+          const sp = baseSpans[e];
+          const age = (sp & 0xff) + elapsed;
+          spans[e] = (sp & 0xffffff00) | Math.min(age, SPAN_MAX);
+        }
       }
+      held[e] = h;
       let op: number;
       let weight = 1;
       if ((m & VISIBLE) === 0) {
         op = OP_REMOVE;
       } else {
-        if (held === NOT_HELD || store.createdTick[e] > held) op = OP_CREATE;
-        else if (store.changedTick[e] > held)
-          op = this.canPredict(frame, e, tick, held) ? OP_UPDATE : OP_REFRESH;
+        if (h === NOT_HELD || createdTick[e] > h) op = OP_CREATE;
+        else if (changedTick[e] > h) op = this.canPredict(spans[e], tick, h) ? OP_UPDATE : OP_REFRESH;
         else {
-          frame.held[e] = tick;
-          this.priority[e] = 0;
+          held[e] = tick;
+          priority[e] = 0;
           continue;
         }
         let d = interest.distance(e, x, y, z);
         if (!(d >= 0)) d = 0;
-        weight = types[cur.type[e]].priority / (1 + d * distanceScale);
+        weight = types[curType[e]].priority / (1 + d * distanceScale);
       }
-      const p = this.priority[e] + weight;
-      this.priority[e] = p;
+      const p = priority[e] + weight;
+      priority[e] = p;
       let b = Math.floor(4 * Math.log2(p)) + BUCKET_OF_ONE;
       if (!(b >= 0)) b = 0;
       else if (b >= BUCKETS) b = BUCKETS - 1;
-      this.op[e] = op;
-      this.bucketOf[e] = b;
+      ops[e] = op;
+      bucketOf[e] = b;
       counts[b]++;
-      needCount++;
+      need[needCount++] = e;
     }
     let next = 0;
     for (let b = BUCKETS - 1; b >= 0; b--) {
@@ -405,9 +414,10 @@ export class SnapshotWriter {
       counts[b] = next;
       next += c;
     }
-    for (let k = 0; k < candidateCount; k++) {
-      const e = this.candidates[k];
-      if (this.op[e] !== NO_OP) this.order[counts[this.bucketOf[e]]++] = e;
+    const order = this.order;
+    for (let k = 0; k < needCount; k++) {
+      const e = need[k];
+      order[counts[bucketOf[e]]++] = e;
     }
     counts.fill(0);
     return needCount;
@@ -431,7 +441,8 @@ export class SnapshotWriter {
     let k = 0;
     for (; k < needCount; k++) {
       const e = this.order[k];
-      const entry = cache.entry(e, this.op[e], tick, this.held(frame, e));
+      const h = frame.held[e];
+      const entry = cache.entry(e, this.op[e], tick, h, h === NOT_HELD ? NO_SPANS : frame.spans[e]);
       this.entryOf[e] = entry;
       let bits: number;
       if (entry >= 0) bits = cache.bitsOf(entry);
@@ -490,55 +501,50 @@ export class SnapshotWriter {
           frame.held[e] = NOT_HELD;
           st.lastRemoved++;
         } else {
+          // Age 0 (just sent); for an update, the client's newer value becomes its older one:
+          // `age` ticks old (gap), held at `held` (back).
+          let sp = cur.type[e] << 24;
           if (op === OP_UPDATE) {
-            // The client's newer value becomes its older one: `age` ticks old, held at `held`.
             const back = tick - frame.held[e];
-            frame.gap[e] = frame.age[e];
-            frame.back[e] = Math.min(back, SPAN_MAX);
+            sp |= (Math.min(back, SPAN_MAX) << 16) | ((frame.spans[e] & 0xff) << 8);
             st.lastUpdated++;
-          } else {
-            frame.gap[e] = 0;
-            frame.back[e] = 0;
-            if (op === OP_CREATE) st.lastCreated++;
-            else st.lastUpdated++;
-          }
+          } else if (op === OP_CREATE) st.lastCreated++;
+          else st.lastUpdated++;
+          frame.spans[e] = sp;
           frame.held[e] = tick;
-          frame.age[e] = 0;
-          frame.type[e] = cur.type[e];
         }
       }
     }
   }
 
   /**
-   * Whether an update of `e` can be written against what the client holds after frame `frame`
-   * (its spans already carried to `tick`): the server still has the values at `held`, and at the
-   * older value's tick when the update is predicted from it; else the entity is refreshed.
+   * Whether an update can be written against what the client holds (`held`, and `spans` already
+   * carried to `tick`): the server still has the values at `held`, and at the older value's tick
+   * when the update is predicted from it; else the entity is refreshed.
    */
-  private canPredict(frame: Frame, e: number, tick: number, held: number): boolean {
+  private canPredict(spans: number, tick: number, held: number): boolean {
     const store = this.store;
     if (store.history(held) === undefined) return false;
-    const gap = frame.gap[e];
-    const age = frame.age[e];
+    const age = spans & 0xff;
+    const gap = (spans >>> 8) & 0xff;
     if (gap === 0 || gap > PREDICTION_TICKS || age > PREDICTION_TICKS) return true;
-    return store.history(tick - age - frame.back[e]) !== undefined;
-  }
-
-  /** What `frame` says the client holds for `e`, in the writer's scratch record. */
-  private held(frame: Frame, e: number): HeldState {
-    const st = this.heldState;
-    const held = frame.held[e];
-    st.held = held;
-    st.heldType = held === NOT_HELD ? -1 : frame.type[e];
-    st.age = frame.age[e];
-    st.gap = frame.gap[e];
-    st.back = frame.back[e];
-    return st;
+    return store.history(tick - age - ((spans >>> 16) & 0xff)) !== undefined;
   }
 
   /** Serializes entity `e`'s entry (after its index skip) with its chosen operation, against what `frame` says the client holds. */
   private serializeOne(s: BitStream, e: number, cur: HistorySlot, frame: Frame, tick: number): void {
-    encodeEntry(s, this.store, this.header, e, this.op[e], tick, cur, this.held(frame, e));
+    const h = frame.held[e];
+    encodeEntry(
+      s,
+      this.store,
+      this.header,
+      e,
+      this.op[e],
+      tick,
+      cur,
+      h,
+      h === NOT_HELD ? NO_SPANS : frame.spans[e],
+    );
   }
 
   private clearMarks(candidateCount: number): void {

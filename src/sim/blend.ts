@@ -42,20 +42,19 @@ export function blendEntity(
     for (let i = 0; i < n; i++) out[outOffset + i] = decodeNumber(type, i, src[off + i]);
     return true;
   }
-  const fields = type.fields;
+  // Each field's interpolation as its update predictor (schema.ts): 1 'linear', 2 'angle', 0 neither.
+  const interp = type.predict;
   for (let i = 0; i < n; i++) {
     const qa = a[aOffset + i];
     const qb = b[bOffset + i];
-    switch (fields[i].interp) {
-      case 'linear':
-        // In stored steps (integers), so that f = 0 and f = 1 give A's and B's values exactly.
-        out[outOffset + i] = decodeNumber(type, i, qa + (qb - qa) * f);
-        break;
-      case 'angle':
-        out[outOffset + i] = lerpAngle(decodeNumber(type, i, qa), decodeNumber(type, i, qb), f);
-        break;
-      default:
-        out[outOffset + i] = decodeNumber(type, i, f >= 1 ? qb : qa);
+    const kind = interp[i];
+    if (kind === 1) {
+      // In stored steps (integers), so that f = 0 and f = 1 give A's and B's values exactly.
+      out[outOffset + i] = decodeNumber(type, i, qa + (qb - qa) * f);
+    } else if (kind === 2) {
+      out[outOffset + i] = lerpAngle(decodeNumber(type, i, qa), decodeNumber(type, i, qb), f);
+    } else {
+      out[outOffset + i] = decodeNumber(type, i, f >= 1 ? qb : qa);
     }
   }
   return true;
