@@ -16,6 +16,7 @@ const BROWSER_ENTRIES = [
   'src/client/index.ts',
   'src/net/index.ts',
   'src/browser.ts',
+  'src/token.ts',
 ];
 
 /**
@@ -127,7 +128,7 @@ describe('package entry points', () => {
   );
 
   it('package.json exports point at source files that exist, the browser-safe areas among them', () => {
-    expect(sources.length).toBe(9);
+    expect(sources.length).toBe(10);
     for (const [name, target] of sources) {
       expect(existsSync(resolve(ROOT, target)), `${name} -> ${target}`).toBe(true);
     }

@@ -4,6 +4,7 @@
 
 import { DEFAULT_PROTOCOL_ID, DEFAULT_PROTOCOL_VERSION } from '../net/channel.ts';
 import { ClientConnection, type ConnectionState } from '../net/client-connection.ts';
+import { type ConnectToken, MAX_CONNECT_TOKEN_BYTES, TOKEN_CLIENT_KEY_BYTES } from '../net/connect-token.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
 import type { BitStream } from '../protocol/bitstream.ts';
 import {
@@ -64,6 +65,11 @@ export interface ClientConfig {
    * for the server. Omitted, the first challenge's key is taken.
    */
   serverPublicKey?: Uint8Array;
+  /**
+   * A connect token from the game's backend (`issueConnectToken` there, `decodeConnectToken`
+   * here), for a server that takes only those (`ServerConfig.connectTokens`).
+   */
+  connectToken?: ConnectToken;
   /** The server silent this long means the connection is gone. */
   timeoutMs: number;
   /** Seed for the commands' shared random seeds and the connection nonce. */
@@ -500,6 +506,7 @@ export class GameClient<P, W> {
         resumeHi: this.resume.hi,
         resumeLo: this.resume.lo,
         serverPublicKey: c.serverPublicKey,
+        connectToken: c.connectToken,
       },
       this.random.nextU32(),
       nowMs,
@@ -708,6 +715,22 @@ function validateClientConfig(c: ClientConfig): void {
   if (k !== undefined && !(k instanceof Uint8Array && k.length === 32)) {
     throw new RangeError(
       'client config: serverPublicKey must be a 32-byte Uint8Array (GameServer.publicKey)',
+    );
+  }
+  const t = c.connectToken;
+  if (
+    t !== undefined &&
+    !(
+      t !== null &&
+      t.token instanceof Uint8Array &&
+      t.token.length >= 1 &&
+      t.token.length <= MAX_CONNECT_TOKEN_BYTES &&
+      t.clientKey instanceof Uint8Array &&
+      t.clientKey.length === TOKEN_CLIENT_KEY_BYTES
+    )
+  ) {
+    throw new RangeError(
+      `client config: connectToken must be a ConnectToken (token of 1..${MAX_CONNECT_TOKEN_BYTES} bytes, 32-byte clientKey) from issueConnectToken or decodeConnectToken`,
     );
   }
 }

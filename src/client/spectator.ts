@@ -6,6 +6,7 @@
 
 import { DEFAULT_PROTOCOL_ID, DEFAULT_PROTOCOL_VERSION } from '../net/channel.ts';
 import { ClientConnection, type ConnectionState } from '../net/client-connection.ts';
+import type { ConnectToken } from '../net/connect-token.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
 import type { BitStream } from '../protocol/bitstream.ts';
 import {
@@ -38,6 +39,8 @@ export interface SpectatorClientConfig {
   interpolationDelayMs: number;
   /** Seed of the connection nonce. */
   seed: number;
+  /** A connect token, for a server that takes only those (see ClientConfig.connectToken). */
+  connectToken?: ConnectToken;
 }
 
 export const DEFAULT_SPECTATOR_CLIENT_CONFIG: SpectatorClientConfig = {
@@ -138,6 +141,7 @@ export class SpectatorClient {
         connectTimeoutMs: c.connectTimeoutMs,
         timeoutMs: c.timeoutMs,
         spectatorDelayMs: c.delayMs,
+        connectToken: c.connectToken,
       },
       (c.seed * 0x9e3779b1) >>> 0,
       0,

@@ -6,10 +6,12 @@
 
 import type { BitStream } from '../protocol/bitstream.ts';
 import { PacketChannel, PacketType } from './channel.ts';
+import type { ConnectToken } from './connect-token.ts';
 import {
   createHandshakePacket,
   createHandshakeStream,
   DISCONNECT_CLIENT_LEFT,
+  openHandshakePacket,
   PACKET_ACCEPTED,
   PACKET_CHALLENGE,
   PACKET_CHALLENGE_RESPONSE,
@@ -56,6 +58,11 @@ export interface ClientConnectionConfig {
    * challenge carrying another key is ignored, so nobody on the path can stand in for the server.
    */
   serverPublicKey?: Uint8Array;
+  /**
+   * A connect token from the game's backend (connect-token.ts), for a server that takes only
+   * those: sent in the challenge response, its client key mixed into the connection's keys.
+   */
+  connectToken?: ConnectToken;
 }
 
 export type ConnectionState =
@@ -175,7 +182,13 @@ export class ClientConnection {
         if (this.state !== 'connecting') return;
         const pinned = this.config.serverPublicKey;
         if (pinned !== undefined && !equalBytes(pinned, p.publicKey)) return;
-        const keys = clientPacketKeys(this.keyPair, p.publicKey, this.config.protocolId, this.nonce);
+        const keys = clientPacketKeys(
+          this.keyPair,
+          p.publicKey,
+          this.config.protocolId,
+          this.nonce,
+          this.config.connectToken?.clientKey ?? null,
+        );
         if (keys === null) return;
         this.keys = keys;
         this.cookie.issuedAt = p.issuedAt;
@@ -188,6 +201,18 @@ export class ClientConnection {
       }
       case PACKET_ACCEPTED:
         if (this.state !== 'challenged' || this.keys === null) return;
+        // Sealed with the new connection's server-to-client key: nobody else can make one.
+        if (
+          !openHandshakePacket(
+            data,
+            p,
+            this.keys.receive,
+            this.cookie.issuedAt,
+            this.cookie.hi,
+            this.cookie.lo,
+          )
+        )
+          return;
         this.slot = p.slot;
         this.tickRate = p.tickRate;
         this.resumeToken.hi = p.resumeHi;
@@ -258,7 +283,11 @@ export class ClientConnection {
     p.spectator = delay >= 0;
     p.spectatorDelayMs = delay >= 0 ? Math.min(65535, Math.round(delay)) : 0;
     p.publicKey.set(this.keyPair.publicKey);
-    this.endpoint.send(this.serverAddress, writeHandshakePacket(this.hsStream, c.protocolId, p));
+    const token = c.connectToken?.token;
+    p.connectTokenLength = token === undefined ? 0 : token.length;
+    if (token !== undefined) p.connectToken.set(token);
+    const cipher = type === PACKET_CHALLENGE_RESPONSE ? (this.keys?.send ?? null) : null;
+    this.endpoint.send(this.serverAddress, writeHandshakePacket(this.hsStream, c.protocolId, p, cipher));
   }
 }
 

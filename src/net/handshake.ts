@@ -12,11 +12,19 @@
 //                         | zero padding to REQUEST_BYTES
 // challenge (2):          clientNonce 32 | issuedAt 32 | cookie 64 | serverKey 256
 // challenge response (3): clientNonce 32 | issuedAt 32 | cookie 64 | updateRate 8 | rate 32
-//                         | resumeToken 64 | role 8 | spectatorDelayMs 16 | clientKey 256
-//                         | zero padding to REQUEST_BYTES
-// accepted (4):           clientNonce 32 | slot 16 | tickRate 8 | serverTick 32 | resumeToken 64
+//                         | role 8 | spectatorDelayMs 16 | clientKey 256
+//                         | connectTokenLength 16 | connectToken (connect-token.ts; 0 bytes: none)
+//                         | sealed resumeToken 64 | tag 128
+// accepted (4):           clientNonce 32 | slot 16 | tickRate 8 | serverTick 32
+//                         | sealed resumeToken 64 | tag 128
 // The resume token (0: none) is the server's for one player: a client that comes back with it
-// within the server's grace period takes its slot and player back.
+// within the server's grace period takes its slot and player back. It never travels in clear:
+// both packets seal it with the new connection's keys (the response with the client-to-server
+// key, Accepted with the server-to-client one; nonce: packet-crypto.ts writeHandshakeNonce),
+// the additional data being SHA-256 of the packet's type and every byte between the checksum and
+// the sealed field. So an observer reads no token, nobody without the keys forges an Accepted or
+// changes a field of either packet, and a response that opens proves the client holds the secret
+// of its key (and, with a connect token, the token's client key).
 // refused (5):            clientNonce 32 | reason 8 | retry 1
 // server disconnect (7):  clientNonce 32 | reason 8 | disconnectToken 128 (server to client only:
 //                         for a server that cannot seal, e.g. its match's loop stalled)
@@ -25,9 +33,19 @@
 // A request is padded to at least the size of the answer it can cause, so a spoofed source
 // address never gets more bytes sent to it than the attacker sent.
 
+import { sha256 } from '@noble/hashes/sha2.js';
 import { BitStream } from '../protocol/bitstream.ts';
 import { PACKET_CHECKSUM_OFFSET, PacketType, packetChecksum, writePacketChecksum } from './channel.ts';
-import { DISCONNECT_TOKEN_BYTES, PUBLIC_KEY_BYTES } from './packet-crypto.ts';
+import { MAX_CONNECT_TOKEN_BYTES } from './connect-token.ts';
+import {
+  DISCONNECT_TOKEN_BYTES,
+  NONCE_BYTES,
+  PACKET_TAG_BYTES,
+  type PacketCipher,
+  PUBLIC_KEY_BYTES,
+  writeHandshakeNonce,
+} from './packet-crypto.ts';
+import { MAX_PACKET_BYTES } from './transport.ts';
 
 // The lifecycle's packet types: the same numbers as the channel's PacketType, by name.
 export const PACKET_CONNECT_REQUEST = PacketType.ConnectRequest;
@@ -42,7 +60,10 @@ export const PACKET_SERVER_DISCONNECT = PacketType.Reserved;
 /** Requests are padded to this many bytes (at least the size of any answer). */
 export const REQUEST_BYTES = 64;
 
-const HANDSHAKE_STREAM_BYTES = REQUEST_BYTES + 16;
+/** The longest lifecycle packet: a challenge response with the longest connect token. */
+const HANDSHAKE_STREAM_BYTES = MAX_PACKET_BYTES;
+/** Bytes of the sealed field of a challenge response or Accepted: the resume token and its tag. */
+const SEALED_RESUME_BYTES = 8 + PACKET_TAG_BYTES;
 
 // Why a connection was refused (1..15) or ended (16..31): one set of codes, disjoint, so a
 // reason names itself wherever it travels.
@@ -55,6 +76,10 @@ export const REFUSE_WRONG_SCHEMA = 5;
 export const REFUSE_NO_SUCH_MATCH = 6;
 /** The client asked to watch, and the server takes no spectators (final: a full one is REFUSE_SERVER_FULL). */
 export const REFUSE_NO_SPECTATORS = 7;
+/** The client's connect token has expired (final: ask the backend for a new one). */
+export const REFUSE_TOKEN_EXPIRED = 8;
+/** The server takes only connect tokens, and the client's is missing, forged, for another server or used (final). */
+export const REFUSE_TOKEN_INVALID = 9;
 
 export const DISCONNECT_CLIENT_LEFT = 16;
 export const DISCONNECT_SERVER_SHUTDOWN = 17;
@@ -72,6 +97,8 @@ export const REASON_NAMES: Readonly<Record<number, string>> = {
   [REFUSE_WRONG_SCHEMA]: 'built against another game schema',
   [REFUSE_NO_SUCH_MATCH]: 'no such match',
   [REFUSE_NO_SPECTATORS]: 'takes no spectators',
+  [REFUSE_TOKEN_EXPIRED]: 'connect token expired',
+  [REFUSE_TOKEN_INVALID]: 'connect token refused',
   [DISCONNECT_CLIENT_LEFT]: 'client left',
   [DISCONNECT_SERVER_SHUTDOWN]: 'server shut down',
   [DISCONNECT_TIMED_OUT]: 'timed out',
@@ -107,10 +134,15 @@ export interface HandshakePacket {
   slot: number;
   tickRate: number;
   serverTick: number;
-  /** The player's resume token, two 32-bit halves (both 0: none). */
+  /** The player's resume token, two 32-bit halves (both 0: none); sealed on the wire. */
   resumeHi: number;
   resumeLo: number;
   reason: number;
+  /** Challenge response: the connect token (its first `connectTokenLength` bytes; 0: none). */
+  connectToken: Uint8Array;
+  connectTokenLength: number;
+  /** Challenge response, Accepted: the byte offset of the sealed field (set by write and read). */
+  sealedOffset: number;
 }
 
 export function createHandshakePacket(): HandshakePacket {
@@ -135,7 +167,19 @@ export function createHandshakePacket(): HandshakePacket {
     resumeHi: 0,
     resumeLo: 0,
     reason: 0,
+    connectToken: new Uint8Array(MAX_CONNECT_TOKEN_BYTES),
+    connectTokenLength: 0,
+    sealedOffset: 0,
   };
+}
+
+/** The sealed field: the resume token, then room for the tag (written zero; read and skipped). */
+function serializeSealed(s: BitStream, p: HandshakePacket): void {
+  // Every field before it is whole bytes: the field starts on a byte.
+  p.sealedOffset = s.bytesProcessed;
+  p.resumeHi = s.uint(p.resumeHi, 32);
+  p.resumeLo = s.uint(p.resumeLo, 32);
+  for (let i = 0; i < PACKET_TAG_BYTES; i++) s.uint(0, 8);
 }
 
 function serializeKey(s: BitStream, key: Uint8Array): void {
@@ -160,22 +204,26 @@ function serializeBody(s: BitStream, p: HandshakePacket): boolean {
       if (p.type === PACKET_CHALLENGE_RESPONSE) {
         p.updateRate = s.int(p.updateRate, 1, 255);
         p.rate = s.uint(p.rate, 32);
-        p.resumeHi = s.uint(p.resumeHi, 32);
-        p.resumeLo = s.uint(p.resumeLo, 32);
-        // In the padding: a client that predates spectators sends zeros (a player).
         const role = s.uint(p.spectator ? 1 : 0, 8);
         if (role > 1) return s.fail('unknown role');
         p.spectator = role === 1;
         p.spectatorDelayMs = s.uint(p.spectatorDelayMs, 16);
       }
       serializeKey(s, p.publicKey);
+      if (p.type === PACKET_CHALLENGE_RESPONSE) {
+        const length = s.uint(p.connectTokenLength, 16);
+        if (length > MAX_CONNECT_TOKEN_BYTES) return s.fail('connect token too long');
+        p.connectTokenLength = length;
+        const token = p.connectToken;
+        for (let i = 0; i < length; i++) token[i] = s.uint(token[i], 8);
+        serializeSealed(s, p);
+      }
       break;
     case PACKET_ACCEPTED:
       p.slot = s.uint(p.slot, 16);
       p.tickRate = s.int(p.tickRate, 1, 255);
       p.serverTick = s.uint(p.serverTick, 32);
-      p.resumeHi = s.uint(p.resumeHi, 32);
-      p.resumeLo = s.uint(p.resumeLo, 32);
+      serializeSealed(s, p);
       break;
     case PACKET_SERVER_DISCONNECT:
       p.reason = s.uint(p.reason, 8);
@@ -188,19 +236,76 @@ function serializeBody(s: BitStream, p: HandshakePacket): boolean {
   return s.ok;
 }
 
+/** Whether packets of `type` carry a sealed field (and need the connection's cipher to write or read). */
+export function isSealedHandshake(type: number): boolean {
+  return type === PACKET_CHALLENGE_RESPONSE || type === PACKET_ACCEPTED;
+}
+
+const sealNonce = new Uint8Array(NONCE_BYTES);
+const sealAadInput = new Uint8Array(HANDSHAKE_STREAM_BYTES);
+const sealPlain = new Uint8Array(HANDSHAKE_STREAM_BYTES);
+
+/** The additional data of a sealed field: SHA-256 of the type byte and the bytes after the checksum up to the field. */
+function sealAad(data: Uint8Array, sealedOffset: number): Uint8Array {
+  sealAadInput[0] = data[0];
+  const from = PACKET_CHECKSUM_OFFSET + 4;
+  sealAadInput.set(data.subarray(from, sealedOffset), 1);
+  return sha256(sealAadInput.subarray(0, 1 + sealedOffset - from));
+}
+
 /**
  * Writes a lifecycle packet into `s` (which must be fresh for writing) and returns its bytes (a
- * view of the stream's buffer, valid until the stream is reused).
+ * view of the stream's buffer, valid until the stream is reused). A challenge response or an
+ * Accepted is sealed with `cipher` (the sender's direction of the new connection's keys); without
+ * one its sealed field is left in clear with a zero tag, which no receiver opens (tools that forge
+ * packets write them so).
  */
-export function writeHandshakePacket(s: BitStream, protocolId: number, p: HandshakePacket): Uint8Array {
+export function writeHandshakePacket(
+  s: BitStream,
+  protocolId: number,
+  p: HandshakePacket,
+  cipher: PacketCipher | null = null,
+): Uint8Array {
   s.beginWrite(HANDSHAKE_STREAM_BYTES);
   s.uint(p.type, 8);
   s.uint(0, 32);
   serializeBody(s, p);
   const padded = p.type === PACKET_CONNECT_REQUEST || p.type === PACKET_CHALLENGE_RESPONSE;
   const length = padded ? Math.max(REQUEST_BYTES, s.bytesProcessed) : s.bytesProcessed;
+  if (isSealedHandshake(p.type) && cipher !== null) {
+    const at = p.sealedOffset;
+    writeHandshakeNonce(sealNonce, p.issuedAt, p.cookieHi, p.cookieLo);
+    cipher.seal(sealNonce, sealAad(s.buffer, at), s.buffer, at, at + 8, s.buffer);
+  }
   writePacketChecksum(protocolId, s.buffer, length);
   return s.buffer.subarray(0, length);
+}
+
+/**
+ * Opens the sealed field of a challenge response or Accepted that `readHandshakePacket` read from
+ * `data` into `p`, with the receiver's direction of the keys and the challenge's issuedAt and
+ * cookie (for Accepted, the client's own). True: authentic, and `p.resumeHi/Lo` hold the token.
+ * False: forged or altered (`p` is then unspecified). Never throws.
+ */
+export function openHandshakePacket(
+  data: Uint8Array,
+  p: HandshakePacket,
+  cipher: PacketCipher,
+  issuedAt: number,
+  cookieHi: number,
+  cookieLo: number,
+): boolean {
+  const at = p.sealedOffset;
+  if (!isSealedHandshake(p.type) || at < PACKET_CHECKSUM_OFFSET + 4 || at + SEALED_RESUME_BYTES > data.length)
+    return false;
+  writeHandshakeNonce(sealNonce, issuedAt, cookieHi, cookieLo);
+  if (!cipher.open(sealNonce, sealAad(data, at), data, at, at + SEALED_RESUME_BYTES, sealPlain)) return false;
+  p.resumeHi =
+    (sealPlain[at] | (sealPlain[at + 1] << 8) | (sealPlain[at + 2] << 16) | (sealPlain[at + 3] << 24)) >>> 0;
+  p.resumeLo =
+    (sealPlain[at + 4] | (sealPlain[at + 5] << 8) | (sealPlain[at + 6] << 16) | (sealPlain[at + 7] << 24)) >>>
+    0;
+  return true;
 }
 
 /** The packet type byte of any Backstep packet (PacketType.Data for connected data), or -1 if too short. */

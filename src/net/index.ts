@@ -30,6 +30,13 @@ export {
   WIRE_OVERHEAD_BYTES,
 } from './conditioner.ts';
 export {
+  type ConnectToken,
+  type ConnectTokensConfig,
+  decodeConnectToken,
+  encodeConnectToken,
+  issueConnectToken,
+} from './connect-token.ts';
+export {
   DISCONNECT_CLIENT_LEFT,
   DISCONNECT_KICKED,
   DISCONNECT_MATCH_ENDED,
@@ -48,6 +55,8 @@ export {
   REFUSE_NO_SPECTATORS,
   REFUSE_NO_SUCH_MATCH,
   REFUSE_SERVER_FULL,
+  REFUSE_TOKEN_EXPIRED,
+  REFUSE_TOKEN_INVALID,
   REFUSE_WRONG_SCHEMA,
   REFUSE_WRONG_VERSION,
   REQUEST_BYTES,

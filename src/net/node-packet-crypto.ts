@@ -12,6 +12,7 @@ import {
 } from 'node:crypto';
 import {
   KEY_MATERIAL_BYTES,
+  keyMaterialInput,
   keySalt,
   PACKET_KEY_BYTES,
   PACKET_TAG_BYTES,
@@ -79,7 +80,12 @@ export class ServerKeyExchange {
   }
 
   /** The server's packet keys for a client's public key, or null when that key is unusable. */
-  packetKeys(clientPublicKey: Uint8Array, protocolId: number, clientNonce: number): PacketKeys | null {
+  packetKeys(
+    clientPublicKey: Uint8Array,
+    protocolId: number,
+    clientNonce: number,
+    tokenKey: Uint8Array | null = null,
+  ): PacketKeys | null {
     let shared: Buffer;
     try {
       const publicKey = createPublicKey({
@@ -93,7 +99,7 @@ export class ServerKeyExchange {
     if (shared.every((b) => b === 0)) return null;
     const salt = keySalt(protocolId, clientNonce, clientPublicKey, this.publicKey);
     const { c2s, s2c, token } = splitKeyMaterial(
-      new Uint8Array(hkdfSync('sha256', shared, salt, INFO, KEY_MATERIAL_BYTES)),
+      new Uint8Array(hkdfSync('sha256', keyMaterialInput(shared, tokenKey), salt, INFO, KEY_MATERIAL_BYTES)),
     );
     return { send: nodeCipher(s2c), receive: nodeCipher(c2s), disconnectToken: token };
   }

@@ -7,7 +7,9 @@
 // direction has its own key and each packet its own sequence number, so no nonce repeats.
 //
 // Packet keys: HKDF-SHA256 with
-//   ikm  = X25519(client secret, server public) = X25519(server secret, client public)
+//   ikm  = X25519(client secret, server public) = X25519(server secret, client public),
+//          followed by the connect token's client key when the client presented a token
+//          (connect-token.ts): only the holder of that key can then use the connection
 //   salt = protocolId 32 LE | clientNonce 32 LE | client public key 256 | server public key 256
 //   info = "backstep packet keys v1"
 // gives 80 bytes: the client-to-server key, the server-to-client key, the disconnect token.
@@ -64,6 +66,26 @@ export interface PacketKeys {
 
 /** Bytes of the disconnect token. */
 export const DISCONNECT_TOKEN_BYTES = 16;
+
+/**
+ * Writes the nonce of the sealed part of a challenge response (client key) or of an Accepted
+ * (server key): the challenge's cookie (its low bit set) and issuedAt. Packet nonces start with a
+ * zero byte, so the two never meet; a new challenge (a new cookie) gives a new nonce, and a packet
+ * resent under one challenge is resent identical.
+ */
+export function writeHandshakeNonce(
+  nonce: Uint8Array,
+  issuedAt: number,
+  cookieHi: number,
+  cookieLo: number,
+): void {
+  const lo = (cookieLo | 1) >>> 0;
+  for (let i = 0; i < 4; i++) {
+    nonce[i] = (lo >>> (8 * i)) & 0xff;
+    nonce[4 + i] = (cookieHi >>> (8 * i)) & 0xff;
+    nonce[8 + i] = (issuedAt >>> (8 * i)) & 0xff;
+  }
+}
 
 /** Writes the nonce of the packet with 64-bit sequence number `sequence` (an integer below 2^53). */
 export function writeNonce(nonce: Uint8Array, sequence: number): void {
@@ -174,12 +196,22 @@ export function keySalt(
   return salt;
 }
 
+/** The HKDF input key material: the shared secret, then the token's client key if any. */
+export function keyMaterialInput(shared: Uint8Array, tokenKey: Uint8Array | null): Uint8Array {
+  if (tokenKey === null) return shared;
+  const ikm = new Uint8Array(shared.length + tokenKey.length);
+  ikm.set(shared);
+  ikm.set(tokenKey, shared.length);
+  return ikm;
+}
+
 /** Splits HKDF output into (client-to-server, server-to-client) keys. */
 export function derivePacketKeyBytes(
   shared: Uint8Array,
   salt: Uint8Array,
+  tokenKey: Uint8Array | null = null,
 ): { c2s: Uint8Array; s2c: Uint8Array; token: Uint8Array } {
-  return splitKeyMaterial(hkdf(sha256, shared, salt, INFO, KEY_MATERIAL_BYTES));
+  return splitKeyMaterial(hkdf(sha256, keyMaterialInput(shared, tokenKey), salt, INFO, KEY_MATERIAL_BYTES));
 }
 
 /** HKDF output: both directions' keys and the disconnect token. */
@@ -214,6 +246,7 @@ export function clientPacketKeys(
   serverPublicKey: Uint8Array,
   protocolId: number,
   clientNonce: number,
+  tokenKey: Uint8Array | null = null,
 ): PacketKeys | null {
   let shared: Uint8Array;
   try {
@@ -224,6 +257,7 @@ export function clientPacketKeys(
   const { c2s, s2c, token } = derivePacketKeyBytes(
     shared,
     keySalt(protocolId, clientNonce, pair.publicKey, serverPublicKey),
+    tokenKey,
   );
   return { send: nobleCipher(c2s), receive: nobleCipher(s2c), disconnectToken: token };
 }

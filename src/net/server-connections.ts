@@ -5,6 +5,7 @@
 
 import type { BitStream } from '../protocol/bitstream.ts';
 import { PacketChannel, PacketType } from './channel.ts';
+import { ConnectTokenGate, type ConnectTokensConfig, type OpenedConnectToken } from './connect-token.ts';
 import { CookieJar } from './cookie.ts';
 import {
   createHandshakePacket,
@@ -13,6 +14,7 @@ import {
   DISCONNECT_KICKED,
   DISCONNECT_SERVER_SHUTDOWN,
   DISCONNECT_TIMED_OUT,
+  openHandshakePacket,
   PACKET_ACCEPTED,
   PACKET_CHALLENGE,
   PACKET_CHALLENGE_RESPONSE,
@@ -21,12 +23,15 @@ import {
   peekPacketType,
   REFUSE_BANNED,
   REFUSE_SERVER_FULL,
+  REFUSE_TOKEN_EXPIRED,
+  REFUSE_TOKEN_INVALID,
   REFUSE_WRONG_SCHEMA,
   REFUSE_WRONG_VERSION,
   readHandshakePacket,
   writeHandshakePacket,
 } from './handshake.ts';
 import { ServerKeyExchange } from './node-packet-crypto.ts';
+import type { PacketKeys } from './packet-crypto.ts';
 import type { DatagramEndpoint } from './transport.ts';
 
 export interface ServerConnectionsConfig {
@@ -55,6 +60,12 @@ export interface ServerConnectionsConfig {
   maxPacketsPerSecond: number;
   /** Secret for challenge cookies (random when omitted). */
   cookieSecret?: Uint8Array;
+  /**
+   * Connect tokens (off when absent): the server then takes only clients presenting a token its
+   * backend issued (connect-token.ts) for this server, unexpired and not used from another
+   * address; each refusal is counted by reason ('token expired', 'token forged', ...).
+   */
+  connectTokens?: ConnectTokensConfig;
 }
 
 /** What the connection layer counts: refused and rejected packets by reason, connects, disconnects. */
@@ -99,6 +110,16 @@ export class ServerConnection {
   readonly disconnectToken: Uint8Array;
   /** Data packets this connection may still send before its allowance refills. */
   packetAllowance: number;
+  /** The user its connect token named (null: the server takes no tokens). */
+  userId: string | null = null;
+  /** What the backend put in the token for the game (null: no token). */
+  userData: Uint8Array | null = null;
+  /** The connection's packet keys (Accepted is sealed with them). */
+  keys: PacketKeys | null = null;
+  /** The challenge it answered (issuedAt and cookie): the nonce of Accepted's sealed field. */
+  readonly challenge = { issuedAt: 0, hi: 0, lo: 0 };
+  /** The server tick told in its Accepted (a resent Accepted is the same packet). */
+  acceptedTick = 0;
 
   constructor(
     slot: number,
@@ -174,6 +195,8 @@ export class ServerConnections {
    * forgotten without a `disconnected` call: the game loop sees its accept on an occupied slot).
    */
   readonly resumeTokens: Uint32Array;
+  /** Connect tokens: null when the server takes anyone. */
+  readonly tokens: ConnectTokenGate | null;
 
   private readonly endpoint: DatagramEndpoint;
   private readonly handler: ConnectionHandler;
@@ -183,6 +206,10 @@ export class ServerConnections {
   private readonly hs = createHandshakePacket();
   private readonly hsStream = createHandshakeStream();
   private readonly cookie = { hi: 0, lo: 0 };
+  /** The lifecycle datagram being handled (its sealed field is opened from it). */
+  private hsData: Uint8Array = new Uint8Array(0);
+  /** The user each slot was last given to (a resume token takes a slot back only for the same user). */
+  private readonly slotUsers: (string | null)[];
   /** Recent requesters: a 32-bit hash of the address and when it last asked, per slot. */
   private readonly requesterHash = new Int32Array(REQUESTER_SLOTS);
   private readonly requesterMs = new Float64Array(REQUESTER_SLOTS).fill(Number.NEGATIVE_INFINITY);
@@ -209,6 +236,11 @@ export class ServerConnections {
     this.slots = new Array(config.maxClients).fill(null);
     this.reserved = new Uint8Array(config.maxClients);
     this.resumeTokens = new Uint32Array(2 * config.maxClients);
+    this.slotUsers = new Array(config.maxClients).fill(null);
+    this.tokens =
+      config.connectTokens === undefined
+        ? null
+        : new ConnectTokenGate({ ...config.connectTokens, protocolId: config.protocolId });
     this.cookies = new CookieJar(config.cookieSecret);
     this.handshakeAllowance = config.maxHandshakesPerSecond;
     this.retryAllowance = config.maxHandshakesPerSecond;
@@ -293,6 +325,7 @@ export class ServerConnections {
       return;
     }
     const error = readHandshakePacket(this.hsStream, this.config.protocolId, data, this.hs);
+    this.hsData = data;
     if (error !== '') {
       this.reject(error);
       return;
@@ -401,7 +434,43 @@ export class ServerConnections {
       this.endpoint.drop?.(from);
       return;
     }
+    // Connect tokens: checked once the address is proven, so a refusal goes to its real sender.
+    let token: OpenedConnectToken | null = null;
+    const tokens = this.tokens;
+    if (tokens !== null || p.connectTokenLength > 0) {
+      const checked =
+        tokens === null
+          ? 'token unexpected'
+          : tokens.check(p.connectToken.subarray(0, p.connectTokenLength), from);
+      if (typeof checked === 'string') {
+        this.reject(checked);
+        this.refuse(
+          from,
+          p.clientNonce,
+          checked === 'token expired' ? REFUSE_TOKEN_EXPIRED : REFUSE_TOKEN_INVALID,
+        );
+        return;
+      }
+      token = checked;
+    }
+    const keys = this.keyExchange.packetKeys(
+      p.publicKey,
+      this.config.protocolId,
+      p.clientNonce,
+      token === null ? null : token.clientKey,
+    );
+    if (keys === null) {
+      this.reject('bad key');
+      return;
+    }
+    // The sealed field opens only for the holder of the client's secret key (and the token's
+    // client key): a response copied off the wire, or a token without its key, goes no further.
+    if (!openHandshakePacket(this.hsData, p, keys.receive, p.issuedAt, p.cookieHi, p.cookieLo)) {
+      this.reject('bad seal');
+      return;
+    }
     let slot = this.resumedSlot(p.resumeHi, p.resumeLo);
+    if (slot >= 0 && tokens !== null && this.slotUsers[slot] !== token?.userId) slot = -1;
     const old = slot >= 0 ? this.slots[slot] : null;
     if (slot < 0) {
       slot = 0;
@@ -410,11 +479,6 @@ export class ServerConnections {
         this.refuse(from, p.clientNonce, REFUSE_SERVER_FULL);
         return;
       }
-    }
-    const keys = this.keyExchange.packetKeys(p.publicKey, this.config.protocolId, p.clientNonce);
-    if (keys === null) {
-      this.reject('bad key');
-      return;
     }
     const channel = new PacketChannel(
       (bytes) => this.endpoint.send(from, bytes),
@@ -434,6 +498,15 @@ export class ServerConnections {
       keys.disconnectToken,
       p.spectator ? p.spectatorDelayMs : -1,
     );
+    connection.keys = keys;
+    connection.challenge.issuedAt = p.issuedAt;
+    connection.challenge.hi = p.cookieHi;
+    connection.challenge.lo = p.cookieLo;
+    connection.acceptedTick = this.serverTick;
+    if (token !== null) {
+      connection.userId = token.userId;
+      connection.userData = token.userData;
+    }
     const refusal = this.handler.accept(connection);
     if (refusal !== 0) {
       this.refuse(from, p.clientNonce, refusal);
@@ -444,6 +517,8 @@ export class ServerConnections {
       if (old.address !== from) this.endpoint.drop?.(old.address);
     }
     globalThis.crypto.getRandomValues(this.resumeTokens.subarray(2 * slot, 2 * slot + 2));
+    if (token !== null) tokens?.admit(token, from);
+    this.slotUsers[slot] = connection.userId;
     this.slots[slot] = connection;
     this.byAddress.set(from, connection);
     this.stats.connects++;
@@ -486,6 +561,7 @@ export class ServerConnections {
     return -1;
   }
 
+  /** Accepted, sealed with the connection's keys (resent identical: same tick, same nonce). */
   private sendAccepted(connection: ServerConnection): void {
     const out = this.hs;
     out.type = PACKET_ACCEPTED;
@@ -494,8 +570,16 @@ export class ServerConnections {
     out.resumeHi = this.resumeTokens[2 * connection.slot];
     out.resumeLo = this.resumeTokens[2 * connection.slot + 1];
     out.tickRate = this.config.tickRate;
-    out.serverTick = this.serverTick;
-    this.endpoint.send(connection.address, writeHandshakePacket(this.hsStream, this.config.protocolId, out));
+    out.serverTick = connection.acceptedTick;
+    out.issuedAt = connection.challenge.issuedAt;
+    out.cookieHi = connection.challenge.hi;
+    out.cookieLo = connection.challenge.lo;
+    const keys = connection.keys;
+    if (keys === null) return;
+    this.endpoint.send(
+      connection.address,
+      writeHandshakePacket(this.hsStream, this.config.protocolId, out, keys.send),
+    );
   }
 
   /** Refuses a connection attempt, saying whether trying again later may succeed. */

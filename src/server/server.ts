@@ -3,6 +3,7 @@
 // client its frame. Driven by time passed in: `update(nowMs)`.
 
 import { DEFAULT_PROTOCOL_ID, DEFAULT_PROTOCOL_VERSION } from '../net/channel.ts';
+import type { ConnectTokensConfig } from '../net/connect-token.ts';
 import {
   DISCONNECT_CLIENT_LEFT,
   DISCONNECT_KICKED,
@@ -79,6 +80,12 @@ export interface ServerConfig {
   rateControl: Partial<Omit<RateControllerConfig, 'maxBytesPerSecond'>> | false;
   /** Secret for challenge cookies (random when omitted). */
   cookieSecret?: Uint8Array;
+  /**
+   * Connect tokens (off by default): the backend's key and this server's name as tokens list it.
+   * The server then takes only clients with a token from that backend, for this server, not
+   * expired and not used from another address; `ServerClient.userId` names each player.
+   */
+  connectTokens?: ConnectTokensConfig;
   /** Ticks of entity history kept (a power of two): the oldest state a snapshot can delta from. */
   entityHistoryTicks: number;
   /** Interest and priority of each client's snapshots. */
@@ -285,6 +292,16 @@ export class ServerClient<P> {
     return this.connection.address;
   }
 
+  /** The user its connect token named (null: the server takes no tokens). */
+  get userId(): string | null {
+    return this.connection.userId;
+  }
+
+  /** What the backend put in its connect token for the game (null: no token). */
+  get userData(): Uint8Array | null {
+    return this.connection.userData;
+  }
+
   get channel(): ServerConnection['channel'] {
     return this.connection.channel;
   }
@@ -400,6 +417,7 @@ export class GameServer<P, W> {
         maxHandshakesPerSecond: c.maxHandshakesPerSecond,
         maxPacketsPerSecond: c.maxPacketsPerSecond,
         cookieSecret: c.cookieSecret,
+        connectTokens: c.connectTokens,
       },
       {
         accept: (connection) => this.accept(connection),

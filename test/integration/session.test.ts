@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { EVENT_FOOTSTEP } from '../../games/arena/shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import type { GameClient, InputSample } from '../../src/client/client.ts';
+import { DEFAULT_PROTOCOL_VERSION } from '../../src/net/channel.ts';
 import {
   createHandshakePacket,
   createHandshakeStream,
@@ -340,7 +341,7 @@ describe('a session', () => {
     const s = createHandshakeStream();
     const p = createHandshakePacket();
     p.type = PACKET_CONNECT_REQUEST;
-    p.version = 1;
+    p.version = DEFAULT_PROTOCOL_VERSION;
     for (let round = 0; round < 16; round++) {
       for (const source of sources) {
         p.clientNonce = round;

@@ -150,8 +150,8 @@ describe('spectators', () => {
     const back = createHandshakePacket();
     expect(readHandshakePacket(createHandshakeStream(), 7, bytes, back)).toBe('');
     expect([back.spectator, back.spectatorDelayMs]).toEqual([true, 2500]);
-    // The role byte follows nonce, issuedAt, cookie (16 bytes), updateRate, rate and resume token.
-    bytes[5 + 16 + 1 + 4 + 8] = 2;
+    // The role byte follows nonce, issuedAt, cookie (16 bytes), updateRate and rate.
+    bytes[5 + 16 + 1 + 4] = 2;
     writePacketChecksum(7, bytes, bytes.length);
     expect(readHandshakePacket(createHandshakeStream(), 7, bytes, back)).toBe('malformed');
   });

@@ -5,6 +5,15 @@ import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { arenaGame } from '../../games/arena/shared/game.ts';
 import { PacketChannel, PacketType, writePacketChecksum } from '../../src/net/channel.ts';
+import {
+  createHandshakePacket,
+  createHandshakeStream,
+  openHandshakePacket,
+  PACKET_ACCEPTED,
+  PACKET_CHALLENGE_RESPONSE,
+  readHandshakePacket,
+  writeHandshakePacket,
+} from '../../src/net/handshake.ts';
 import { nodeCipher, ServerKeyExchange } from '../../src/net/node-packet-crypto.ts';
 import {
   clientPacketKeys,
@@ -267,6 +276,69 @@ describe('a sealed channel', () => {
     expect(() => unsealed.sendDisconnect(0, 16)).toThrow(/no packet keys/);
   });
 });
+
+describe('sealed handshake fields', () => {
+  it('a challenge response and an Accepted carry the resume token sealed: it opens only with the key, the cookie and every byte as sent', () => {
+    const rng = new Random(21);
+    for (const [seal, open] of [
+      [nobleCipher(key(3)), nodeCipher(key(3))],
+      [nodeCipher(key(3)), nobleCipher(key(3))],
+    ] as const) {
+      for (const type of [PACKET_CHALLENGE_RESPONSE, PACKET_ACCEPTED]) {
+        const p = createHandshakePacket();
+        p.type = type;
+        p.updateRate = 32;
+        p.tickRate = 64;
+        p.resumeHi = rng.nextU32();
+        p.resumeLo = rng.nextU32();
+        p.issuedAt = rng.nextU32();
+        p.cookieHi = rng.nextU32();
+        p.cookieLo = rng.nextU32();
+        p.connectTokenLength = type === PACKET_CHALLENGE_RESPONSE ? rng.int(0, 300) : 0;
+        for (let i = 0; i < p.connectTokenLength; i++) p.connectToken[i] = rng.int(0, 255);
+        const bytes = writeHandshakePacket(createHandshakeStream(), PROTOCOL_ID, p, seal).slice();
+        const token = new Uint8Array(8);
+        new DataView(token.buffer).setUint32(0, p.resumeHi, true);
+        new DataView(token.buffer).setUint32(4, p.resumeLo, true);
+        expect(indexOfBytes(bytes, token)).toBe(-1);
+        const q = createHandshakePacket();
+        const read = () => readHandshakePacket(createHandshakeStream(), PROTOCOL_ID, bytes, q);
+        expect(read()).toBe('');
+        expect(openHandshakePacket(bytes, q, open, p.issuedAt, p.cookieHi, p.cookieLo)).toBe(true);
+        expect([q.resumeHi, q.resumeLo]).toEqual([p.resumeHi, p.resumeLo]);
+        // Another cookie, another key, or any byte changed (checksum made valid again): refused.
+        expect(read()).toBe('');
+        expect(openHandshakePacket(bytes, q, open, p.issuedAt, p.cookieHi ^ 1, p.cookieLo)).toBe(false);
+        expect(openHandshakePacket(bytes, q, nodeCipher(key(4)), p.issuedAt, p.cookieHi, p.cookieLo)).toBe(
+          false,
+        );
+        for (let i = 0; i < bytes.length; i++) {
+          if (i >= 1 && i <= 4) continue;
+          const saved = bytes[i];
+          bytes[i] ^= 1 << rng.int(0, 7);
+          writePacketChecksum(PROTOCOL_ID, bytes, bytes.length);
+          if (read() === '')
+            expect(openHandshakePacket(bytes, q, open, p.issuedAt, p.cookieHi, p.cookieLo), `byte ${i}`).toBe(
+              false,
+            );
+          bytes[i] = saved;
+        }
+        // Written without a cipher (as tools forging packets do): never opens.
+        const unsealed = writeHandshakePacket(createHandshakeStream(), PROTOCOL_ID, p).slice();
+        expect(readHandshakePacket(createHandshakeStream(), PROTOCOL_ID, unsealed, q)).toBe('');
+        expect(openHandshakePacket(unsealed, q, open, p.issuedAt, p.cookieHi, p.cookieLo)).toBe(false);
+      }
+    }
+  });
+});
+
+function indexOfBytes(haystack: Uint8Array, needle: Uint8Array): number {
+  outer: for (let i = 0; i + needle.length <= haystack.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (haystack[i + j] !== needle[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
 
 describe('a pinned server key', () => {
   it('connects to the server whose key it holds, and ignores a challenge with any other', () => {

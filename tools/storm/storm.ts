@@ -8,7 +8,7 @@ import type { ShotAgreement } from 'backstep/testing';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { ArenaShotLedger, aimBot } from '../../games/arena/testing/shots.ts';
 import { createInputSample, GameClient, type InputSample } from '../../src/client/client.ts';
-import { PacketType, writePacketChecksum } from '../../src/net/channel.ts';
+import { DEFAULT_PROTOCOL_VERSION, PacketType, writePacketChecksum } from '../../src/net/channel.ts';
 import {
   createHandshakePacket,
   createHandshakeStream,
@@ -244,7 +244,7 @@ class StormEndpoint implements DatagramEndpoint {
       case 'forged challenge response': {
         const p = this.hs;
         p.type = kind === 'spoofed connect request' ? PACKET_CONNECT_REQUEST : PACKET_CHALLENGE_RESPONSE;
-        p.version = 1;
+        p.version = DEFAULT_PROTOCOL_VERSION;
         p.schemaHash = this.schemaHash;
         p.clientNonce = rng.nextU32();
         p.issuedAt = rng.nextU32();
