@@ -3,9 +3,9 @@
 // real time. A server shapes what it sends one client (that client's down link); a client shapes
 // what it sends its server (its up link). Shapes change at any moment (a control panel).
 
-import { MinHeap } from '../sim/heap.ts';
 import { Random } from '../sim/random.ts';
 import { LinkConditioner } from './conditioner.ts';
+import { HeldDatagrams } from './held-datagrams.ts';
 import { DEFAULT_CONDITIONS, type NetworkProfile } from './profile.ts';
 import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from './transport.ts';
 
@@ -46,19 +46,6 @@ export function isPerfectLink(shape: LinkShape): boolean {
   return shape.latencyMs === 0 && shape.jitterMs === 0 && shape.loss === 0 && shape.duplicate === 0;
 }
 
-/** One datagram held back, in a pooled buffer. */
-class Held {
-  readonly bytes = new Uint8Array(MAX_PACKET_BYTES);
-  length = 0;
-  address = '';
-  atMs = 0;
-  order = 0;
-}
-
-function earlier(a: Held, b: Held): boolean {
-  return a.atMs < b.atMs || (a.atMs === b.atMs && a.order < b.order);
-}
-
 interface ShapedLink {
   readonly shape: LinkShape;
   readonly conditioner: LinkConditioner;
@@ -72,11 +59,10 @@ interface ShapedLink {
 export class ShapedEndpoint implements DatagramEndpoint {
   readonly inner: DatagramEndpoint;
   private readonly links = new Map<string, ShapedLink>();
-  private readonly held = new MinHeap<Held>(earlier);
-  private readonly pool: Held[] = [];
+  private readonly held = new HeldDatagrams();
   private readonly random: Random;
   private clockMs = 0;
-  private order = 0;
+  private readonly forward = (to: string, data: Uint8Array): void => this.inner.send(to, data);
 
   constructor(inner: DatagramEndpoint, seed = 1) {
     this.inner = inner;
@@ -136,15 +122,15 @@ export class ShapedEndpoint implements DatagramEndpoint {
       return;
     }
     const v = link.conditioner.submit(this.clockMs, data.length);
-    if (v.copies >= 1) this.hold(to, data, v.firstMs);
-    if (v.copies === 2) this.hold(to, data, v.secondMs);
-    this.release();
+    if (v.copies >= 1) this.held.hold(to, data, v.firstMs);
+    if (v.copies === 2) this.held.hold(to, data, v.secondMs);
+    this.held.release(this.clockMs, this.forward);
   }
 
   /** Moves the clock to `nowMs` (never backwards) and sends every held datagram now due. */
   pump(nowMs: number): void {
     if (nowMs > this.clockMs) this.clockMs = nowMs;
-    this.release();
+    this.held.release(this.clockMs, this.forward);
   }
 
   poll(nowMs: number, onPacket: PacketHandler): void {
@@ -163,27 +149,8 @@ export class ShapedEndpoint implements DatagramEndpoint {
 
   /** Drops what is held and closes the inner endpoint. */
   close(): void | Promise<void> {
-    while (this.held.size > 0) this.pool.push(this.held.pop());
+    this.held.clear();
     this.links.clear();
     return this.inner.close();
-  }
-
-  private release(): void {
-    const heap = this.held;
-    for (let h = heap.peek(); h !== undefined && h.atMs <= this.clockMs; h = heap.peek()) {
-      heap.pop();
-      this.inner.send(h.address, h.bytes.subarray(0, h.length));
-      this.pool.push(h);
-    }
-  }
-
-  private hold(address: string, data: Uint8Array, atMs: number): void {
-    const h = this.pool.pop() ?? new Held();
-    h.bytes.set(data);
-    h.length = data.length;
-    h.address = address;
-    h.atMs = atMs;
-    h.order = this.order++;
-    this.held.push(h);
   }
 }
