@@ -5,6 +5,12 @@
 
 import { parseArgs } from 'node:util';
 import {
+  type ConnectFloodResult,
+  connectFloodVerdict,
+  DEFAULT_CONNECT_FLOOD_OPTIONS,
+  runConnectFlood,
+} from './storm/connect-flood.ts';
+import {
   DEFAULT_STORM_OPTIONS,
   runStorm,
   STORM_KINDS,
@@ -22,7 +28,14 @@ const USAGE = `usage: npm run storm -- [options]
   --latency MS      each bot's one-way latency (default ${DEFAULT_STORM_OPTIONS.latencyMs})
   --loss P          each bot's packet loss, 0..1 (default ${DEFAULT_STORM_OPTIONS.loss})
   --seed N          seed of the match and the storm (default ${DEFAULT_STORM_OPTIONS.seed})
-  --json            print the result as JSON`;
+  --json            print the result as JSON
+
+  --connect-flood   instead of the match: a real client connects --tries times over real UDP
+                    while another process floods the server with connect requests
+  --rate N          the flood's connect requests a second (default ${DEFAULT_CONNECT_FLOOD_OPTIONS.rate})
+  --sockets N       the flood's source sockets (default ${DEFAULT_CONNECT_FLOOD_OPTIONS.sockets})
+  --tries N         the client's connection attempts (default ${DEFAULT_CONNECT_FLOOD_OPTIONS.tries})
+  --retry-ms MS     the client's connectRetryMs (default GameClient's)`;
 
 function number(value: string | undefined, name: string, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
@@ -49,6 +62,11 @@ async function main(): Promise<void> {
         seed: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean' },
+        'connect-flood': { type: 'boolean' },
+        rate: { type: 'string' },
+        sockets: { type: 'string' },
+        tries: { type: 'string' },
+        'retry-ms': { type: 'string' },
       },
     });
   } catch (e) {
@@ -58,6 +76,21 @@ async function main(): Promise<void> {
   const v = parsed.values as Record<string, string | boolean | undefined>;
   if (v.help === true) {
     console.log(USAGE);
+    return;
+  }
+  if (v['connect-flood'] === true) {
+    const f = DEFAULT_CONNECT_FLOOD_OPTIONS;
+    const result = await runConnectFlood({
+      rate: Math.floor(number(v.rate as string | undefined, 'rate', f.rate, 1, 1e7)),
+      sockets: Math.floor(number(v.sockets as string | undefined, 'sockets', f.sockets, 1, 1024)),
+      tries: Math.floor(number(v.tries as string | undefined, 'tries', f.tries, 1, 1000)),
+      seed: Math.floor(number(v.seed as string | undefined, 'seed', f.seed, 0, 2 ** 32 - 1)),
+      connectRetryMs:
+        v['retry-ms'] === undefined ? undefined : number(v['retry-ms'] as string, 'retry-ms', 100, 10, 5000),
+    });
+    if (v.json === true) console.log(JSON.stringify(result, null, 2));
+    else printFlood(result);
+    process.exitCode = connectFloodVerdict(result).length === 0 ? 0 : 1;
     return;
   }
   const d = DEFAULT_STORM_OPTIONS;
@@ -113,6 +146,41 @@ function print(r: StormResult): void {
     problems.length === 0
       ? '\n  PASS: the storm cost the bots nothing'
       : `\n  FAIL:\n    ${problems.join('\n    ')}`,
+  );
+}
+
+function printFlood(r: ConnectFloodResult): void {
+  const o = r.options;
+  console.log(
+    `Connect flood over real UDP on 127.0.0.1: the attacker in another process, ${o.sockets} sockets, aiming at ${o.rate.toLocaleString('en')} requests a second`,
+  );
+  console.log(`  the client resends handshake packets every ${r.connectRetryMs} ms`);
+  console.log(
+    `  attacker sent ${r.attackerSent.toLocaleString('en')} in ${r.attackerSeconds.toFixed(1)} s (${Math.round(r.attackerSent / r.attackerSeconds).toLocaleString('en')} a second)`,
+  );
+  console.log(
+    `  server socket took ${r.serverReceived.toLocaleString('en')}; its queue dropped ${r.queueFull.toLocaleString('en')}; the kernel lost ${r.lostInKernel.toLocaleString('en')}`,
+  );
+  console.log(
+    `  challenges sent ${r.challenges.toLocaleString('en')}; requests dropped for the handshake rate ${r.handshakeRateDrops.toLocaleString('en')}`,
+  );
+  console.log(
+    `  server process CPU ${r.serverCpuSeconds.toFixed(1)} s, ${r.cpuPerDatagramUs.toFixed(1)} µs per datagram its socket took`,
+  );
+  console.log(
+    `  server process event loop delay: mean ${r.loopDelayMeanMs.toFixed(1)} ms, 99th percentile ${r.loopDelayP99Ms.toFixed(1)} ms`,
+  );
+  console.log(`\n  try   connect (ms)   requests   responses   first challenge answered (ms)`);
+  for (const [i, t] of r.tries.entries()) {
+    const ms = Number.isFinite(t.connectMs) ? t.connectMs.toFixed(0) : 'failed';
+    const challenged = t.challengedMs < 0 ? '-' : t.challengedMs.toFixed(0);
+    console.log(
+      `  ${String(i + 1).padStart(3)}   ${ms.padStart(12)}   ${String(t.requests).padStart(8)}   ${String(t.responses).padStart(9)}   ${challenged}`,
+    );
+  }
+  const problems = connectFloodVerdict(r);
+  console.log(
+    problems.length === 0 ? '\n  PASS: every try connected within 1 s' : `\n  FAIL: ${problems.join('; ')}`,
   );
 }
 

@@ -92,7 +92,7 @@ export const DEFAULT_CLIENT_CONFIG: ClientConfig = {
   updateRate: 32,
   rateBytesPerSecond: 80_000,
   commandRate: 64,
-  connectRetryMs: 250,
+  connectRetryMs: 100,
   connectTimeoutMs: 10_000,
   timeoutMs: 10_000,
   seed: 1,

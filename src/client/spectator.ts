@@ -48,7 +48,7 @@ export const DEFAULT_SPECTATOR_CLIENT_CONFIG: SpectatorClientConfig = {
   protocolVersion: DEFAULT_PROTOCOL_VERSION,
   delayMs: 3000,
   ackRate: 20,
-  connectRetryMs: 250,
+  connectRetryMs: 100,
   connectTimeoutMs: 10_000,
   timeoutMs: 10_000,
   interpolationDelayMs: 0,

@@ -324,6 +324,10 @@ export class ServerConnections {
       this.reject(connection === undefined ? 'unknown address' : 'bad type');
       return;
     }
+    // Under a flood most connect requests go unanswered: the allowance is taken before the
+    // checksum and the parse, so a dropped one costs an address hash and nothing more. (A
+    // garbled request that takes an allowance spends no more than a well-formed one would.)
+    if (connection === undefined && type === PACKET_CONNECT_REQUEST && !this.allowChallenge(from)) return;
     const error = readHandshakePacket(this.hsStream, this.config.protocolId, data, this.hs);
     this.hsData = data;
     if (error !== '') {
@@ -387,9 +391,9 @@ export class ServerConnections {
     return false;
   }
 
+  /** A connect request that was given a challenge from the allowance (see `handle`). */
   private onConnectRequest(from: string): void {
     const p = this.hs;
-    if (!this.allowChallenge(from)) return;
     if (this.isBanned(from)) {
       this.refuse(from, p.clientNonce, REFUSE_BANNED);
       this.endpoint.drop?.(from);

@@ -3,7 +3,7 @@
 // be forged, so forgeries come "from" connected clients; reproducible from a seed), or over real
 // UDP on 127.0.0.1 in real time (every hostile datagram from the attacker's own socket).
 
-import dgram from 'node:dgram';
+import { fork } from 'node:child_process';
 import type { ShotAgreement } from 'backstep/testing';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { ArenaShotLedger, aimBot } from '../../games/arena/testing/shots.ts';
@@ -435,7 +435,7 @@ function run(options: StormOptions): RunOutcome {
   };
 }
 
-/** One run over real UDP on 127.0.0.1, in real time; hostile datagrams from one attacker socket. */
+/** One run over real UDP on 127.0.0.1, in real time; hostile datagrams from an attacker socket in another process. */
 async function runUdp(options: StormOptions): Promise<RunOutcome> {
   const started = performance.now();
   const random = new Random(options.seed);
@@ -449,11 +449,37 @@ async function runUdp(options: StormOptions): Promise<RunOutcome> {
   const serverSocket = await open();
   const botSockets: UdpEndpoint[] = [];
   for (let i = 0; i < options.bots; i++) botSockets.push(await open());
-  // The attacker: a plain socket, so oversized datagrams leave too (an endpoint refuses to send them).
-  const attacker = dgram.createSocket({ type: 'udp4', sendBufferSize: 4 << 20 });
-  await new Promise<void>((resolve) => attacker.bind(0, '127.0.0.1', () => resolve()));
+  // The attacker: another process (tools/storm/flood-attacker.mjs) with a plain socket, so its
+  // sending costs this process nothing and oversized datagrams leave too (an endpoint refuses to
+  // send them). This process makes the datagrams (from the traffic it sees) and hands them over
+  // in batches.
+  const attacker = fork(new URL('./flood-attacker.mjs', import.meta.url), [], {
+    stdio: 'inherit',
+    serialization: 'advanced',
+  });
+  const attackerMessages: { type: string; sent?: number }[] = [];
+  const waitFor = (type: string) =>
+    new Promise<{ type: string; sent?: number }>((resolve) => {
+      const found = attackerMessages.find((m) => m.type === type);
+      if (found !== undefined) resolve(found);
+      else
+        attacker.on('message', (m: { type: string; sent?: number }) => {
+          if (m.type === type) resolve(m);
+        });
+    });
+  attacker.on('message', (m: { type: string; sent?: number }) => attackerMessages.push(m));
   const serverPort = Number(serverSocket.address.slice(serverSocket.address.lastIndexOf(':') + 1));
-  let attackerSent = 0;
+  attacker.send({ type: 'relay', port: serverPort });
+  await waitFor('started');
+  const batch = new Uint8Array(1 << 20);
+  const batchLengths: number[] = [];
+  let batchBytes = 0;
+  const flush = () => {
+    if (batchLengths.length === 0) return;
+    attacker.send({ type: 'batch', bytes: batch.slice(0, batchBytes), lengths: batchLengths.slice() });
+    batchLengths.length = 0;
+    batchBytes = 0;
+  };
   const addresses = botSockets.map((s) => s.address);
   const endpoint = new StormEndpoint(
     serverSocket,
@@ -478,8 +504,10 @@ async function runUdp(options: StormOptions): Promise<RunOutcome> {
   let crashes = 0;
   let made = 0;
   const send = (_from: string, data: Uint8Array) => {
-    attackerSent++;
-    attacker.send(Buffer.from(data), serverPort, '127.0.0.1');
+    if (batchBytes + data.length > batch.length) flush();
+    batch.set(data, batchBytes);
+    batchBytes += data.length;
+    batchLengths.push(data.length);
   };
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
@@ -493,6 +521,7 @@ async function runUdp(options: StormOptions): Promise<RunOutcome> {
           endpoint.hostile(send);
           made++;
         }
+        flush();
         while (nextTickMs <= now) {
           server.update(now);
           nextTickMs += server.tickIntervalMs;
@@ -509,16 +538,17 @@ async function runUdp(options: StormOptions): Promise<RunOutcome> {
     }, 1);
   });
   const figures = matchFigures(match);
-  // Datagrams still in flight are read before the count is taken.
+  // The attacker stops (everything handed over sent), then datagrams still in flight are read
+  // before the count is taken.
+  attacker.send({ type: 'stop' });
+  let sentToServer = (await waitFor('stopped')).sent ?? 0;
   await new Promise((r) => setTimeout(r, 50));
   server.update(performance.now() - t0);
-  let sentToServer = attackerSent;
   for (const b of botSockets) sentToServer += b.stats.packetsSent;
   const udpStats = { ...serverSocket.stats, sentToServer };
   for (const b of bots) b.client.disconnect();
   await server.close();
   await Promise.all(sockets.map((s) => s.close()));
-  await new Promise<void>((resolve) => attacker.close(() => resolve()));
   return { udpStats, figures, endpoint, server, crashes, seconds: (performance.now() - started) / 1000 };
 }
 
