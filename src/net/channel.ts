@@ -1,28 +1,59 @@
-// Packet channel: one end of a connection: sequence, acks, RTT, loss, checksum, reliable messages,
-// and (with packet keys, as every connection has) authentication.
+// Packet channel: one end of a connection: sequence, acks, RTT, loss, reliable messages, and
+// (with packet keys, as every connection has) authentication.
 //
-// Every packet, bits packed least significant first (so the header fields are little-endian
-// bytes):
+// A sealed packet (the channel has packet keys: every connection's channel) has a compact header
+// and no checksum: its Poly1305 tag authenticates it and detects any corruption. Bytes in order,
+// each field little-endian:
+//
+//   +---------+------------+---------+-------------------------------------------------------+
+//   | bytes   | field      | bits    |                                                       |
+//   +---------+------------+---------+-------------------------------------------------------+
+//   | 0       | prefix     | 8       | bits 0-2 type: Data (0) or Disconnect (6);            |
+//   |         |            |         | bit 3 sequence form: 0 long (16 bits), 1 short (8);   |
+//   |         |            |         | bits 4-5 ack form: 0 none, 1 short (8), 2 long (16);  |
+//   |         |            |         | bits 6-7 ack bits bytes: 0, 1, 2 or 4 (code 0-3)      |
+//   | 1-2     | sequence   | 8 or 16 | this packet's number (its low 8 bits when short)      |
+//   |         | ack        | 0/8/16  | newest sequence received from the peer                |
+//   |         | ack bits   | 0-32    | bit i set: sequence ack-1-i was received too; the     |
+//   |         |            |         | bytes left out are all ones                           |
+//   | 2-9..   | reliable   | 7+      | sealed: count, then the reliable messages (reliable.ts) |
+//   |         | payload    | rest    | sealed: the caller's unreliable data                  |
+//   | end-16  | tag        | 128     | the Poly1305 tag                                      |
+//   +---------+------------+---------+-------------------------------------------------------+
+//
+// Short forms are read near what the receiver holds, within [-64, +191] of it: a short sequence
+// near the newest sequence it took, a short ack near the newest ack it took. The sender uses one
+// only when it knows that reference is close enough: a short sequence when the packet is at most
+// 191 after the newest of its packets the peer acknowledged (the peer's newest is at least that);
+// a short ack when the ack is at most 191 after an ack value the peer is known to have taken (one
+// carried by a packet the peer acknowledged). A short form misread (a packet reordered by more
+// than 64) cannot pass: the nonce is the extended sequence and the additional data holds the
+// header's full values (type and flags, 16-bit sequence, 16-bit ack or 0xFFFF, 32 ack bits), so
+// the tag fails and the packet is dropped ('forged') having moved nothing.
+//
+// Body: the bytes after the header up to the tag are encrypted with ChaCha20-Poly1305 under the
+// sender's direction key, the nonce being the packet's 64-bit sequence number (the 16-bit one
+// extended by the receiver from the newest it took). A Disconnect carries one sealed byte, the
+// reason. A packet whose tag does not verify is dropped ('forged') before it can move anything:
+// no window, ack, RTT or message.
+//
+// An unsealed packet (a channel without keys: a building block for tests and tools) keeps the
+// fixed 13-byte header with a CRC-32 and only long forms (nothing else would catch a misread):
 //
 //   +-------+------------+------+----------------------------------------------------------+
 //   | byte  | field      | bits |                                                          |
 //   +-------+------------+------+----------------------------------------------------------+
-//   | 0     | type       | 8    | PacketType: Data (0), or Disconnect (6) when sealed       |
+//   | 0     | type       | 8    | PacketType.Data (0)                                      |
 //   | 1-4   | checksum   | 32   | CRC-32 of protocolId (4 bytes, little-endian), byte 0    |
-//   |       |            |      | and bytes 5..end (tag included)                          |
+//   |       |            |      | and bytes 5..end                                         |
 //   | 5-6   | sequence   | 16   | this packet's number, +1 per packet, wrapping            |
 //   | 7-8   | ack        | 16   | newest sequence received from the peer (0xFFFF: none)    |
 //   | 9-12  | ack bits   | 32   | bit i set: sequence ack-1-i was received too             |
 //   | 13-   | reliable   | 7+   | count, then the reliable messages (layout: reliable.ts)  |
 //   |       | payload    | rest | the caller's unreliable data, up to MAX_PACKET_BYTES     |
-//   | end-16| tag        | 128  | sealed packets: the Poly1305 tag (packet-crypto.ts)      |
 //   +-------+------------+------+----------------------------------------------------------+
 //
-// Sealed (the channel has packet keys): bytes 13..end-16 are encrypted with ChaCha20-Poly1305
-// under the sender's direction key, the nonce being the packet's 64-bit sequence number (the
-// 16-bit one extended by the receiver from the newest it took), the additional data bytes 0 and
-// 5..12. A Disconnect packet carries one sealed byte, the reason. A packet whose tag does not
-// verify is dropped ('forged') before it can move anything: no window, ack, RTT or message.
+// Lifecycle packets (handshake.ts) keep their CRC-32 too: they are not sealed.
 //
 // Each acknowledgement rides in the next 33 packets the peer sends, so a lost packet loses no
 // ack. A packet's first acknowledgement gives an RTT sample (RFC 6298 smoothing) and fires
@@ -182,6 +213,155 @@ export function serializePacketHeader(s: BitStream, h: PacketHeader): boolean {
   return s.ok;
 }
 
+/** The ack field of a packet that acknowledges nothing (unsealed header). */
+const NO_ACK = 0xffff;
+/** Sealed header prefix: bit 3 set, the sequence is in its short form (8 bits). */
+const SHORT_SEQUENCE_FLAG = 0x08;
+const ACK_FORM_SHIFT = 4;
+const ACK_NONE = 0;
+const ACK_SHORT = 1;
+const ACK_LONG = 2;
+const ACK_BYTES_SHIFT = 6;
+/** Bytes of ack bits for each code of prefix bits 6-7. */
+const ACK_BITS_BYTES = [0, 1, 2, 4] as const;
+/** A short form is read as the value within [reference - SHORT_BEHIND, reference + SHORT_AHEAD]. */
+const SHORT_BEHIND = 64;
+const SHORT_AHEAD = 255 - SHORT_BEHIND;
+/** Bytes of the longest sealed header: prefix, long sequence, long ack, 4 bytes of ack bits. */
+export const SEALED_HEADER_MAX_BYTES = 9;
+/** Bytes of the shortest sealed header: prefix and short sequence (nothing acknowledged). */
+export const SEALED_HEADER_MIN_BYTES = 2;
+
+/** A sealed header's fields with its short forms read (`ack` 0xFFFF and `ackBits` 0 when it acks nothing). */
+export interface SealedHeader {
+  prefix: number;
+  type: number;
+  sequence: number;
+  hasAck: boolean;
+  ack: number;
+  ackBits: number;
+}
+
+/** The code (0-3) of the fewest ack-bit bytes that carry `bits` (the bytes left out are all ones). */
+function ackBitsCode(bits: number): number {
+  if (bits === 0xffffffff) return 0;
+  if (bits >>> 8 === 0xffffff) return 1;
+  if (bits >>> 16 === 0xffff) return 2;
+  return 3;
+}
+
+/** A value of 16-bit sequence space from its low 8 bits, read within [-SHORT_BEHIND, +SHORT_AHEAD] of `reference`. */
+function nearSequence(low: number, reference: number): number {
+  let d = (low - reference) & 0xff;
+  if (d > SHORT_AHEAD) d -= 256;
+  return seqAdd(reference, d);
+}
+
+/** Whether `value` can go short against a `reference` the reader holds at least (-1: none). */
+function shortFits(value: number, reference: number): boolean {
+  if (reference < 0) return false;
+  const d = seqDiff(value, reference);
+  return d >= 0 && d <= SHORT_AHEAD;
+}
+
+/**
+ * Writes a sealed header at the start of `out`; returns its length. `shortSequenceFrom` and
+ * `shortAckFrom` are the references the reader is known to hold at least (-1: unknown, long form).
+ */
+export function writeSealedHeader(
+  out: Uint8Array,
+  h: SealedHeader,
+  shortSequenceFrom: number,
+  shortAckFrom: number,
+): number {
+  const shortSequence = shortFits(h.sequence, shortSequenceFrom) && h.sequence !== shortSequenceFrom;
+  const ackForm = !h.hasAck ? ACK_NONE : shortFits(h.ack, shortAckFrom) ? ACK_SHORT : ACK_LONG;
+  const bitsCode = h.hasAck ? ackBitsCode(h.ackBits) : 0;
+  const prefix =
+    (h.type & 7) |
+    (shortSequence ? SHORT_SEQUENCE_FLAG : 0) |
+    (ackForm << ACK_FORM_SHIFT) |
+    (bitsCode << ACK_BYTES_SHIFT);
+  h.prefix = prefix;
+  let o = 0;
+  out[o++] = prefix;
+  out[o++] = h.sequence & 0xff;
+  if (!shortSequence) out[o++] = h.sequence >>> 8;
+  if (ackForm !== ACK_NONE) {
+    out[o++] = h.ack & 0xff;
+    if (ackForm === ACK_LONG) out[o++] = h.ack >>> 8;
+    const n = ACK_BITS_BYTES[bitsCode];
+    for (let i = 0; i < n; i++) out[o++] = (h.ackBits >>> (8 * i)) & 0xff;
+  }
+  return o;
+}
+
+/**
+ * Reads a sealed header from the first `length` bytes of `data`, short forms near `sequenceFrom`
+ * (the newest sequence taken, -1: none) and `ackFrom` (the newest ack taken, -1: none). Returns
+ * its length, or 0 when it is malformed (`h.type` is then -1 for a type the channel does not take).
+ */
+export function readSealedHeader(
+  data: Uint8Array,
+  length: number,
+  h: SealedHeader,
+  sequenceFrom: number,
+  ackFrom: number,
+): number {
+  if (length < SEALED_HEADER_MIN_BYTES) return 0;
+  const prefix = data[0];
+  h.prefix = prefix;
+  h.type = prefix & 7;
+  if (h.type !== PacketType.Data && h.type !== PacketType.Disconnect) {
+    h.type = -1;
+    return 0;
+  }
+  const shortSequence = (prefix & SHORT_SEQUENCE_FLAG) !== 0;
+  const ackForm = (prefix >>> ACK_FORM_SHIFT) & 3;
+  const bitsCode = prefix >>> ACK_BYTES_SHIFT;
+  if (ackForm === 3 || (ackForm === ACK_NONE && bitsCode !== 0)) return 0;
+  if ((shortSequence && sequenceFrom < 0) || (ackForm === ACK_SHORT && ackFrom < 0)) return 0;
+  const bitsBytes = ackForm === ACK_NONE ? 0 : ACK_BITS_BYTES[bitsCode];
+  const total =
+    1 + (shortSequence ? 1 : 2) + (ackForm === ACK_NONE ? 0 : ackForm === ACK_SHORT ? 1 : 2) + bitsBytes;
+  if (length < total) return 0;
+  let o = 1;
+  if (shortSequence) h.sequence = nearSequence(data[o++], sequenceFrom);
+  else {
+    h.sequence = data[o] | (data[o + 1] << 8);
+    o += 2;
+  }
+  h.hasAck = ackForm !== ACK_NONE;
+  if (!h.hasAck) {
+    h.ack = NO_ACK;
+    h.ackBits = 0;
+    return o;
+  }
+  if (ackForm === ACK_SHORT) h.ack = nearSequence(data[o++], ackFrom);
+  else {
+    h.ack = data[o] | (data[o + 1] << 8);
+    o += 2;
+  }
+  let bits = 0;
+  for (let i = 0; i < bitsBytes; i++) bits |= data[o++] << (8 * i);
+  if (bitsBytes < 4) bits |= ~0 << (8 * bitsBytes);
+  h.ackBits = bits >>> 0;
+  return o;
+}
+
+/** The additional authenticated data of a sealed packet: prefix, then the header's full values (9 bytes). */
+function writeSealedAad(aad: Uint8Array, h: SealedHeader): void {
+  aad[0] = h.prefix;
+  aad[1] = h.sequence & 0xff;
+  aad[2] = h.sequence >>> 8;
+  aad[3] = h.ack & 0xff;
+  aad[4] = h.ack >>> 8;
+  aad[5] = h.ackBits & 0xff;
+  aad[6] = (h.ackBits >>> 8) & 0xff;
+  aad[7] = (h.ackBits >>> 16) & 0xff;
+  aad[8] = h.ackBits >>> 24;
+}
+
 const saltBytes = new Uint8Array(4);
 
 /** CRC-32 of protocolId's 4 little-endian bytes: where every packet checksum of that protocol starts. */
@@ -252,6 +432,8 @@ class LossWindow {
 interface SentPacket {
   sendTimeMs: number;
   acked: boolean;
+  /** The ack the packet carried (-1: none): once it is acknowledged, the peer holds an ack at least this new. */
+  ackCarried: number;
   messageCount: number;
   messageIds: Uint16Array;
 }
@@ -262,8 +444,7 @@ const SENT_BUFFER_SIZE = 512;
 const INITIAL_RTT_MS = 100;
 /** Before the first RTT sample, a sent packet unacknowledged this long counts as lost. */
 const INITIAL_LOSS_TIMEOUT_MS = 1000;
-const NO_ACK = 0xffff;
-/** Additional authenticated data of a sealed packet: type, sequence, ack, ack bits. */
+/** Additional authenticated data of a sealed packet: prefix, sequence, ack, ack bits. */
 const AAD_BYTES = 9;
 
 function checkConfig(c: PacketChannelConfig): void {
@@ -344,6 +525,22 @@ export class PacketChannel {
   private readonly reader = new BitStream(0);
   private readonly views: (Uint8Array | undefined)[] = new Array(MAX_PACKET_BYTES + 1);
   private readonly header: PacketHeader = { type: 0, checksum: 0, sequence: 0, ack: 0, ackBits: 0 };
+  private readonly sealedHeader: SealedHeader = {
+    prefix: 0,
+    type: 0,
+    sequence: 0,
+    hasAck: false,
+    ack: 0,
+    ackBits: 0,
+  };
+  /** Bytes of the header of the packet being written. */
+  private headerBytes = PACKET_HEADER_BYTES;
+  /** Newest of our packets the peer acknowledged (-1: none): its newest received is at least this. */
+  private newestAcked = -1;
+  /** Newest ack value the peer is known to hold (carried by a packet it acknowledged; -1: none). */
+  private peerHoldsAck = -1;
+  /** Newest ack value taken from the peer (-1: none): short acks are read near it. */
+  private newestAckTaken = -1;
   private readonly txSection = new ReliableSection();
   private readonly rxSection = new ReliableSection();
   private readonly sender = new ReliableSender();
@@ -351,6 +548,7 @@ export class PacketChannel {
   private readonly sent = new SequenceBuffer<SentPacket>(SENT_BUFFER_SIZE, () => ({
     sendTimeMs: 0,
     acked: false,
+    ackCarried: -1,
     messageCount: 0,
     messageIds: new Uint16Array(RELIABLE_MAX_PER_PACKET),
   }));
@@ -434,7 +632,7 @@ export class PacketChannel {
     const s = this.beginPacket(nowMs, PacketType.Data);
     const rtt = this.hasRtt ? this.stats.rttMs : INITIAL_RTT_MS;
     const resendDelayMs = Math.max(rtt * 1.1, this.config.reliableResendMinMs);
-    const maxBits = (MAX_PACKET_BYTES - PACKET_HEADER_BYTES - this.tagBytes) * 8;
+    const maxBits = (MAX_PACKET_BYTES - this.headerBytes - this.tagBytes) * 8;
     const section = this.txSection;
     this.sender.fill(section, nowMs, resendDelayMs, this.config.reliableBudgetBytes * 8, maxBits);
     serializeReliableSection(s, section, this.config.maxReliableMessageBytes);
@@ -461,11 +659,23 @@ export class PacketChannel {
     return this.finishPacket(nowMs, s, 0, null);
   }
 
-  /** Starts a packet of `type`: the fixed header, into the writer, room left for the tag. */
+  /** Starts a packet of `type`: its header, into the writer, room left for the tag. */
   private beginPacket(nowMs: number, type: number): BitStream {
     this.settleOutgoing(nowMs);
     while (seqDiff(this.nextSequence, this.lossCursor) >= SENT_BUFFER_SIZE) this.settleOne();
     const s = this.writer.beginWrite(MAX_PACKET_BYTES - this.tagBytes);
+    if (this.keys !== null) {
+      const h = this.sealedHeader;
+      h.type = type;
+      h.sequence = this.nextSequence;
+      h.hasAck = this.hasReceived;
+      h.ack = this.hasReceived ? this.remoteSequence : NO_ACK;
+      h.ackBits = this.hasReceived ? this.receivedBits : 0;
+      const n = writeSealedHeader(s.buffer, h, this.newestAcked, this.peerHoldsAck);
+      for (let i = 0; i < n; i++) s.uint(s.buffer[i], 8);
+      this.headerBytes = n;
+      return s;
+    }
     const h = this.header;
     h.type = type;
     h.checksum = 0;
@@ -473,10 +683,11 @@ export class PacketChannel {
     h.ack = this.hasReceived ? this.remoteSequence : NO_ACK;
     h.ackBits = this.hasReceived ? this.receivedBits : 0;
     serializePacketHeader(s, h);
+    this.headerBytes = PACKET_HEADER_BYTES;
     return s;
   }
 
-  /** Seals (with keys) and checksums the packet in the writer, records and transmits it. */
+  /** Seals (with keys) or checksums (without) the packet in the writer, records and transmits it. */
   private finishPacket(
     nowMs: number,
     s: BitStream,
@@ -488,15 +699,17 @@ export class PacketChannel {
     const data = s.buffer;
     if (this.keys !== null) {
       writeNonce(this.nonce, this.sendCounter);
-      this.fillAad(data);
-      this.keys.send.seal(this.nonce, this.aad, data, PACKET_HEADER_BYTES, length, data);
+      writeSealedAad(this.aad, this.sealedHeader);
+      this.keys.send.seal(this.nonce, this.aad, data, this.headerBytes, length, data);
       length += PACKET_TAG_BYTES;
+    } else {
+      writeU32(data, PACKET_CHECKSUM_OFFSET, checksumFromSalt(this.salt, data, length));
     }
-    writeU32(data, PACKET_CHECKSUM_OFFSET, checksumFromSalt(this.salt, data, length));
 
     const record = this.sent.insert(sequence);
     record.sendTimeMs = nowMs;
     record.acked = false;
+    record.ackCarried = this.hasReceived ? this.remoteSequence : -1;
     record.messageCount = messageCount;
     if (messageIds !== null) record.messageIds.set(messageIds);
 
@@ -515,13 +728,6 @@ export class PacketChannel {
     return sequence;
   }
 
-  /** The additional authenticated data: the header's type, sequence, ack and ack bits. */
-  private fillAad(data: Uint8Array): void {
-    const aad = this.aad;
-    aad[0] = data[0];
-    for (let i = 1; i < AAD_BYTES; i++) aad[i] = data[PACKET_CHECKSUM_OFFSET + 3 + i];
-  }
-
   /**
    * Sends an empty packet (acks, plus any reliable messages due) if nothing was sent for
    * keepaliveIntervalMs, and settles the loss estimate. Returns whether it sent.
@@ -536,7 +742,7 @@ export class PacketChannel {
   }
 
   /**
-   * Takes one datagram from the peer. Checks its length, checksum, type, sequence (each once,
+   * Takes one datagram from the peer. Checks its length, checksum (unsealed) or header form, type, sequence (each once,
    * within the ack window), ack (not newer than anything sent) and reliable section; then
    * processes its acks (RTT, `onAck`, reliable retirements), stores its reliable messages and
    * returns the stream positioned at its payload, valid until the next `receive` (the reader
@@ -545,18 +751,49 @@ export class PacketChannel {
    */
   receive(nowMs: number, data: Uint8Array): BitStream | null {
     const length = data.length;
-    if (length < MIN_PACKET_BYTES + this.tagBytes) return this.drop('truncated');
     if (length > MAX_PACKET_BYTES) return this.drop('oversized');
-    let s = this.reader.beginRead(data);
-    const h = this.header;
-    serializePacketHeader(s, h);
-    if (h.checksum !== checksumFromSalt(this.salt, data, length)) return this.drop('checksum');
-    const sealed = this.keys !== null;
-    if (h.type !== PacketType.Data && !(sealed && h.type === PacketType.Disconnect))
-      return this.drop('bad type');
+    const keys = this.keys;
+    let s: BitStream;
+    let type: number;
+    let sequence: number;
+    let ack: number;
+    let ackBits: number;
+    let acksNothing: boolean;
+    let headerBytes = PACKET_HEADER_BYTES;
+    const sh = this.sealedHeader;
+    if (keys !== null) {
+      if (length < SEALED_HEADER_MIN_BYTES + 1 + PACKET_TAG_BYTES) return this.drop('truncated');
+      headerBytes = readSealedHeader(
+        data,
+        length,
+        sh,
+        this.hasReceived ? this.remoteSequence : -1,
+        this.newestAckTaken,
+      );
+      if (headerBytes === 0) return this.drop(sh.type === -1 ? 'bad type' : 'malformed');
+      if (length < headerBytes + 1 + PACKET_TAG_BYTES) return this.drop('truncated');
+      type = sh.type;
+      sequence = sh.sequence;
+      ack = sh.ack;
+      ackBits = sh.ackBits;
+      acksNothing = !sh.hasAck;
+      s = this.reader;
+    } else {
+      if (length < MIN_PACKET_BYTES) return this.drop('truncated');
+      s = this.reader.beginRead(data);
+      const h = this.header;
+      serializePacketHeader(s, h);
+      if (h.checksum !== checksumFromSalt(this.salt, data, length)) return this.drop('checksum');
+      if (h.type !== PacketType.Data) return this.drop('bad type');
+      type = h.type;
+      sequence = h.sequence;
+      ack = h.ack;
+      ackBits = h.ackBits;
+      acksNothing = ack === NO_ACK && ackBits === 0;
+    }
     let ahead = 0;
     if (this.hasReceived) {
-      ahead = seqDiff(h.sequence, this.remoteSequence);
+      ahead = seqDiff(sequence, this.remoteSequence);
       if (ahead === 0) return this.drop('duplicate');
       if (ahead < 0) {
         if (ahead < -ACK_BITS) return this.drop('stale');
@@ -565,25 +802,22 @@ export class PacketChannel {
         return this.drop('too far ahead');
       }
     }
-    const extended = this.hasReceived ? this.remoteExtended + ahead : h.sequence;
-    let end = length;
-    if (this.keys !== null) {
+    const extended = this.hasReceived ? this.remoteExtended + ahead : sequence;
+    if (keys !== null) {
       // Nothing above changed any state: a packet that fails here moves nothing.
       if (extended < 0) return this.drop('forged');
       writeNonce(this.nonce, extended);
-      this.fillAad(data);
+      writeSealedAad(this.aad, sh);
       // Opened in place in the channel's own buffer (the datagram's bytes are left as they came).
       const plain = this.plain;
       plain.set(data);
-      if (!this.keys.receive.open(this.nonce, this.aad, plain, PACKET_HEADER_BYTES, length, plain))
+      if (!keys.receive.open(this.nonce, this.aad, plain, headerBytes, length, plain))
         return this.drop('forged');
-      end = length - PACKET_TAG_BYTES;
-      s = this.reader.beginRead(plain, end);
-      serializePacketHeader(s, h);
+      s = this.reader.beginRead(plain, length - PACKET_TAG_BYTES);
+      for (let i = 0; i < headerBytes; i++) s.uint(0, 8);
     }
-    const acksNothing = h.ack === NO_ACK && h.ackBits === 0;
-    if (!acksNothing && seqGreaterThan(h.ack, seqAdd(this.nextSequence, -1))) return this.drop('bad ack');
-    if (h.type === PacketType.Disconnect) {
+    if (!acksNothing && seqGreaterThan(ack, seqAdd(this.nextSequence, -1))) return this.drop('bad ack');
+    if (type === PacketType.Disconnect) {
       const reason = s.uint(0, 8);
       if (!s.ok) return this.drop('malformed');
       this.peerDisconnectReason = reason === 0 ? 0xff : reason;
@@ -594,10 +828,9 @@ export class PacketChannel {
       return this.drop('malformed');
     if (!this.receiver.fits(section)) return this.drop('reliable window');
 
-    const sequence = h.sequence;
-    const ack = h.ack;
-    const ackBits = h.ackBits;
     this.markReceived(sequence, extended);
+    if (!acksNothing && (this.newestAckTaken < 0 || seqGreaterThan(ack, this.newestAckTaken)))
+      this.newestAckTaken = ack;
     this.lastReceivedSequence = sequence;
     this.lastReceivedAck = acksNothing ? -1 : ack;
     this.lastReceivedMs = nowMs;
@@ -648,6 +881,10 @@ export class PacketChannel {
     const record = this.sent.get(sequence);
     if (record === undefined || record.acked) return;
     record.acked = true;
+    if (this.newestAcked < 0 || seqGreaterThan(sequence, this.newestAcked)) this.newestAcked = sequence;
+    const carried = record.ackCarried;
+    if (carried >= 0 && (this.peerHoldsAck < 0 || seqGreaterThan(carried, this.peerHoldsAck)))
+      this.peerHoldsAck = carried;
     const st = this.stats;
     st.packetsAcked++;
     const sample = Math.max(0, nowMs - record.sendTimeMs);

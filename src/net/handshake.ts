@@ -308,9 +308,15 @@ export function openHandshakePacket(
   return true;
 }
 
-/** The packet type byte of any Backstep packet (PacketType.Data for connected data), or -1 if too short. */
+/**
+ * The packet type of any Backstep packet, or -1 if too short: PacketType.Data or Disconnect for
+ * connected packets (the low 3 bits of a sealed header's prefix, whose other bits are its forms),
+ * else the first byte (a lifecycle type, or anything else, which no layer takes).
+ */
 export function peekPacketType(data: Uint8Array): number {
-  return data.length < 1 ? -1 : data[0];
+  if (data.length < 1) return -1;
+  const type = data[0] & 7;
+  return type === PacketType.Data || type === PacketType.Disconnect ? type : data[0];
 }
 
 /**

@@ -13,7 +13,7 @@ import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { DEFAULT_PROTOCOL_ID } from '../net/channel.ts';
+import { DEFAULT_PROTOCOL_ID, PacketType } from '../net/channel.ts';
 import {
   createHandshakePacket,
   createHandshakeStream,
@@ -21,6 +21,7 @@ import {
   DISCONNECT_MATCH_FAILED,
   DISCONNECT_SERVER_SHUTDOWN,
   PACKET_SERVER_DISCONNECT,
+  peekPacketType,
   writeHandshakePacket,
 } from '../net/handshake.ts';
 import { checkMatchId, MATCH_ROUTE_HEADER_BYTES, readMatchRoute } from '../net/match-route.ts';
@@ -479,7 +480,7 @@ export class MatchWorkers {
     if (entry === undefined) {
       const routed = readMatchRoute(data);
       if (routed === 0) {
-        this.reject(data.length > 0 && data[0] === 0 ? 'unknown address' : 'no route header');
+        this.reject(peekPacketType(data) === PacketType.Data ? 'unknown address' : 'no route header');
         return;
       }
       entry = this.matches.get(routed);

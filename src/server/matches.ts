@@ -9,7 +9,7 @@
 // header says: no packet can move a connected client to another match. A match that throws is
 // ended (its clients told DISCONNECT_MATCH_FAILED) and reported; the others carry on.
 
-import { DEFAULT_PROTOCOL_ID } from '../net/channel.ts';
+import { DEFAULT_PROTOCOL_ID, PacketType } from '../net/channel.ts';
 import {
   createHandshakePacket,
   createHandshakeStream,
@@ -18,6 +18,7 @@ import {
   DISCONNECT_SERVER_SHUTDOWN,
   PACKET_CONNECT_REQUEST,
   PACKET_REFUSED,
+  peekPacketType,
   REFUSE_NO_SUCH_MATCH,
   readHandshakePacket,
   writeHandshakePacket,
@@ -280,7 +281,7 @@ export class MatchRouter {
       return;
     }
     if (routed === 0) {
-      this.reject(data.length > 0 && data[0] === 0 ? 'unknown address' : 'no route header');
+      this.reject(peekPacketType(data) === PacketType.Data ? 'unknown address' : 'no route header');
       return;
     }
     const match = this.matches.get(routed);

@@ -4,7 +4,15 @@
 import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { arenaGame } from '../../games/arena/shared/game.ts';
-import { PacketChannel, PacketType, writePacketChecksum } from '../../src/net/channel.ts';
+import {
+  PacketChannel,
+  PacketType,
+  readSealedHeader,
+  SEALED_HEADER_MAX_BYTES,
+  type SealedHeader,
+  writePacketChecksum,
+  writeSealedHeader,
+} from '../../src/net/channel.ts';
 import {
   createHandshakePacket,
   createHandshakeStream,
@@ -178,7 +186,7 @@ describe('a sealed channel', () => {
     expect(b.receive(505, toB[0])).not.toBeNull();
   });
 
-  it('drops a packet forged without the key (valid framing and checksum) and moves nothing', () => {
+  it('drops a packet forged without the key (valid framing) and moves nothing', () => {
     const { a, b, toA, toB } = sealedLink();
     const rng = new Random(11);
     for (let t = 0; t < 10; t++) {
@@ -194,22 +202,28 @@ describe('a sealed channel', () => {
       received: b.stats.packetsReceived,
       last: b.lastReceivedMs,
     });
-    // A stranger with its own keys, an attacker flipping bytes, one re-sealing under a guessed key.
+    // A stranger with its own keys, an attacker flipping bytes, one re-sealing under a guessed key,
+    // behind a well-formed header in every form (short and long sequence and ack, any ack bits).
     const stranger = sealedLink();
+    const h: SealedHeader = { prefix: 0, type: 0, sequence: 0, hasAck: true, ack: 0, ackBits: 0 };
     let forged = 0;
     for (let i = 0; i < 2000; i++) {
-      stranger.a.send(100);
+      stranger.a.send(100, (s) => {
+        s.uint(rng.int(0, 0xffffffff), 32);
+        s.uint(rng.int(0, 0xffffffff), 32);
+      });
       const p = stranger.toB.pop()!;
       // Any sequence the window would take, acks of packets b really sent.
-      const seq = (b.remoteSequenceReceived + rng.int(1, 1000)) & 0xffff;
-      p[5] = seq & 0xff;
-      p[6] = seq >>> 8;
-      p[7] = rng.int(0, 9);
-      p[8] = 0;
-      if (i % 2 === 1) p[rng.int(13, p.length - 1)] ^= 0xff;
-      if (i % 5 === 0) p[0] = PacketType.Disconnect;
-      writePacketChecksum(PROTOCOL_ID, p);
+      h.type = i % 5 === 0 ? PacketType.Disconnect : PacketType.Data;
+      h.sequence = (b.remoteSequenceReceived + rng.int(1, 180)) & 0xffff;
+      h.hasAck = i % 7 !== 0;
+      h.ack = h.hasAck ? rng.int(0, 9) : 0xffff;
+      h.ackBits = h.hasAck ? [0xffffffff, 0xffffff00 | rng.int(0, 255), rng.int(0, 0xffffffff)][i % 3] : 0;
+      const shortFrom = i % 2 === 0 ? b.remoteSequenceReceived : -1;
+      const n = writeSealedHeader(p, h, shortFrom, i % 3 === 0 ? 0 : -1);
+      if (i % 2 === 1) p[rng.int(n, p.length - 1)] ^= 0xff;
       expect(b.receive(100, p)).toBeNull();
+      expect(b.lastDropReason).toBe('forged');
       expect(b.peerDisconnectReason).toBe(0);
       forged++;
     }
@@ -266,8 +280,7 @@ describe('a sealed channel', () => {
     a.sendDisconnect(1, 16);
     const disconnect = toB.pop()!;
     const tampered = disconnect.slice();
-    tampered[13] ^= 1;
-    writePacketChecksum(PROTOCOL_ID, tampered);
+    tampered[tampered.length - PACKET_TAG_BYTES - 1] ^= 1;
     expect(b.receive(1, tampered)).toBeNull();
     expect(b.peerDisconnectReason).toBe(0);
     expect(b.receive(1, disconnect)).toBeNull();
@@ -339,6 +352,143 @@ function indexOfBytes(haystack: Uint8Array, needle: Uint8Array): number {
   }
   return -1;
 }
+
+describe('the sealed header', () => {
+  const header = (): SealedHeader => ({ prefix: 0, type: 0, sequence: 0, hasAck: false, ack: 0, ackBits: 0 });
+
+  it('reads back what was written, short forms near the references the reader holds', () => {
+    const rng = new Random(21);
+    const out = new Uint8Array(SEALED_HEADER_MAX_BYTES + 4);
+    const h = header();
+    const r = header();
+    const sizes = new Set<number>();
+    for (let i = 0; i < 20_000; i++) {
+      h.type = rng.int(0, 1) === 0 ? PacketType.Data : PacketType.Disconnect;
+      h.sequence = rng.int(0, 0xffff);
+      h.hasAck = rng.int(0, 5) !== 0;
+      h.ack = h.hasAck ? rng.int(0, 0xffff) : 0xffff;
+      const bits = [0xffffffff, 0xffffff00 | rng.int(0, 255), 0xffff0000 | rng.int(0, 0xffff)];
+      h.ackBits = h.hasAck ? (bits[rng.int(0, 3)] ?? rng.int(0, 0xffffffff)) >>> 0 : 0;
+      // What the writer knows the reader holds at least, and what the reader really holds (a
+      // little newer, or older by a reorder of up to 64).
+      const seqFrom = rng.int(0, 3) === 0 ? -1 : (h.sequence - rng.int(1, 191)) & 0xffff;
+      const ackFrom = rng.int(0, 3) === 0 ? -1 : (h.ack - rng.int(0, 191)) & 0xffff;
+      const near = (value: number, from: number) =>
+        from < 0 ? rng.int(0, 0xffff) : (from + rng.int(0, ((value - from) & 0xffff) + 64)) & 0xffff;
+      const seqHeld = near(h.sequence, seqFrom);
+      const ackHeld = near(h.ack, ackFrom);
+      const n = writeSealedHeader(out, h, seqFrom, ackFrom);
+      sizes.add(n);
+      out[n] = 0xa5;
+      expect(readSealedHeader(out, n + 1, r, seqHeld, ackHeld), `case ${i}`).toBe(n);
+      expect({ ...r, prefix: 0 }, `case ${i}`).toEqual({ ...h, prefix: 0 });
+      expect(r.prefix).toBe(h.prefix);
+      // One byte short is malformed.
+      expect(readSealedHeader(out, n - 1, r, seqHeld, ackHeld)).toBe(0);
+    }
+    expect([...sizes].sort((x, y) => x - y)).toEqual([2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+
+  it('refuses a prefix no sender writes and a short form without its reference', () => {
+    const { a, b, toA, toB } = sealedLink();
+    const data = new Uint8Array(40);
+    const r = header();
+    data[0] = PacketType.Data | (3 << 4); // ack form 3
+    expect(readSealedHeader(data, 40, r, 5, 5)).toBe(0);
+    data[0] = PacketType.Data | (1 << 6); // no ack, yet ack bits
+    expect(readSealedHeader(data, 40, r, 5, 5)).toBe(0);
+    data[0] = PacketType.Data | 0x08; // short sequence, nothing taken yet
+    expect(readSealedHeader(data, 40, r, -1, 5)).toBe(0);
+    data[0] = PacketType.Data | (1 << 4); // short ack, no ack taken yet
+    expect(readSealedHeader(data, 40, r, 5, -1)).toBe(0);
+    data[0] = PacketType.Challenge;
+    expect(readSealedHeader(data, 40, r, 5, 5)).toBe(0);
+    expect(r.type).toBe(-1);
+    // Through a channel: counted with their reasons, nothing moved.
+    data[0] = PacketType.Data | 0x08;
+    expect(b.receive(0, data)).toBeNull();
+    expect(b.lastDropReason).toBe('malformed');
+    data[0] = PacketType.Accepted;
+    expect(b.receive(0, data)).toBeNull();
+    expect(b.lastDropReason).toBe('bad type');
+    expect(b.receive(0, data.subarray(0, 18))).toBeNull();
+    expect(b.lastDropReason).toBe('truncated');
+    expect(b.stats.packetsReceived).toBe(0);
+    a.send(1);
+    expect(b.receive(1, toB.pop()!)).not.toBeNull();
+    expect(toA.length).toBe(0);
+  });
+
+  it('needs 3 header bytes once both ends have acknowledged each other, and no checksum', () => {
+    const { a, b, toA, toB } = sealedLink();
+    for (let t = 0; t < 40; t++) {
+      a.send(t, (s) => s.uint(7, 8));
+      b.send(t);
+      for (const p of toB.splice(0)) b.receive(t, p);
+      for (const p of toA.splice(0)) a.receive(t, p);
+    }
+    a.send(50, (s) => s.uint(7, 8));
+    const p = toB.pop()!;
+    // Prefix, sequence and ack in one byte each, every ack bit set; the reliable count (7 bits)
+    // and the payload byte share 2 bytes; the tag.
+    expect(p.length).toBe(3 + 2 + PACKET_TAG_BYTES);
+    expect(p[0]).toBe(PacketType.Data | 0x08 | (1 << 4));
+    expect(b.receive(50, p)!.uint(0, 8)).toBe(7);
+  });
+
+  it('a packet reordered past a short form cannot be misread: dropped, nothing moved', () => {
+    const { a, b, toA, toB } = sealedLink();
+    const held: Uint8Array[] = [];
+    for (let t = 0; t < 300; t++) {
+      a.send(t);
+      b.send(t);
+      const p = toB.pop()!;
+      if (t === 100) held.push(p);
+      else b.receive(t, p);
+      for (const q of toA.splice(0)) a.receive(t, q);
+    }
+    const remote = b.remoteSequenceReceived;
+    const received = b.stats.packetsReceived;
+    expect(held[0][0] & 0x08).toBe(0x08);
+    expect(b.receive(300, held[0])).toBeNull();
+    expect(['forged', 'stale']).toContain(b.lastDropReason);
+    expect(b.remoteSequenceReceived).toBe(remote);
+    expect(b.stats.packetsReceived).toBe(received);
+  });
+
+  it('keeps every in-window packet over a lossy, reordering link across the sequence wrap', () => {
+    const { a, b, toA, toB } = sealedLink();
+    const rng = new Random(41);
+    const late: { at: number; p: Uint8Array }[] = [];
+    let accepted = 0;
+    let sent = 0;
+    for (let t = 0; t < 70_000; t++) {
+      a.send(t);
+      sent++;
+      const p = toB.pop()!;
+      if (rng.int(0, 9) === 0) continue; // lost
+      if (rng.int(0, 9) === 0) late.push({ at: t + rng.int(1, 30), p });
+      else if (b.receive(t, p) !== null) accepted++;
+      for (let i = late.length - 1; i >= 0; i--) {
+        if (late[i].at > t) continue;
+        if (b.receive(t, late[i].p) !== null) accepted++;
+        late.splice(i, 1);
+      }
+      if (t % 2 === 0) {
+        b.send(t);
+        const q = toA.pop()!;
+        if (rng.int(0, 9) !== 0) a.receive(t, q);
+      }
+    }
+    expect(b.stats.dropped.forged).toBe(0);
+    expect(b.stats.dropped.malformed).toBe(0);
+    expect(a.stats.dropped.forged).toBe(0);
+    expect(accepted).toBe(b.stats.packetsReceived);
+    // Every packet not lost arrives within the 33-packet window, so all of them are taken.
+    expect(accepted).toBeGreaterThan(sent * 0.85);
+    expect(a.stats.packetsAcked).toBeGreaterThan(sent * 0.85);
+  });
+});
 
 describe('a pinned server key', () => {
   it('connects to the server whose key it holds, and ignores a challenge with any other', () => {

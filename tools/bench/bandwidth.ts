@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { PACKET_TAG_BYTES } from '../../src/net/packet-crypto.ts';
 import {
   COLYSEUS_NUMBER_TYPES,
   type ColyseusResult,
@@ -57,6 +58,7 @@ function backstepRows(r: SceneResult): { perSecond: Row; perFrame: Row; figures:
   const events = r.eventSectionBits / 8 / perClientSecond;
   const own = r.playerBits / 8 / perClientSecond;
   const header = r.frameHeaderBits / 8 / perClientSecond;
+  const tag = (r.downPackets * PACKET_TAG_BYTES) / perClientSecond;
   const inView = r.inView / frames;
   const snapshotPerFrame = r.snapshotBits / 8 / frames;
   const bytesPerEntry = r.entries > 0 ? r.snapshotBits / 8 / r.entries : 0;
@@ -71,7 +73,8 @@ function backstepRows(r: SceneResult): { perSecond: Row; perFrame: Row; figures:
       'events (B/s)': round(events, 0),
       'own state (B/s)': round(own, 0),
       'frame header (B/s)': round(header, 0),
-      'packet headers (B/s)': round(down - snapshot - events - own - header, 0),
+      'packet headers (B/s)': round(down - snapshot - events - own - header - tag, 0),
+      'tag (B/s)': round(tag, 0),
       'event (bits, mean)': round(r.eventBits, 1),
       'entity updates (/s)': round(entryUpdates, 0),
       'choked (frames)': r.choked,
@@ -158,8 +161,9 @@ export function bandwidthSection(options: BandwidthOptions = DEFAULT_BANDWIDTH_O
     '  snapshot (SnapshotWriter.stats), events (event count and the effect events of other players: footsteps,',
     "  jumps, landings; 'event' is the mean bits of one), own state (the player part: baseline, acked command",
     "  and the owner's state as XOR bytes against the acknowledged frame's), frame header (tick and choke), and",
-    '  packet headers: the rest (13-byte channel header: type, CRC-32, sequence, ack, ack bits; the reliable',
-    '  section; padding to whole bytes). UDP/IP headers (28 B a packet) are not counted. up: the command packets',
+    '  packet headers: the rest but the tag (the sealed channel header: prefix, sequence and ack in their short',
+    '  or long forms, the ack bits bytes not all ones; the reliable section; padding to whole bytes), and tag: the',
+    '  16-byte Poly1305 tag of every packet. UDP/IP headers (28 B a packet) are not counted. up: the command packets',
     '  (each repeats every command not yet acknowledged). entity updates: entity entries written to the client',
     '  (N-1: never its own).',
   ]);

@@ -14,6 +14,7 @@ import {
   createHandshakeStream,
   PACKET_CHALLENGE_RESPONSE,
   PACKET_CONNECT_REQUEST,
+  peekPacketType,
   writeHandshakePacket,
 } from '../../src/net/handshake.ts';
 import { parseProfile } from '../../src/net/profile.ts';
@@ -138,7 +139,7 @@ class StormEndpoint implements DatagramEndpoint {
         this.onPacket(from, data);
         return;
       }
-      if (data.length >= 30 && data[0] === PacketType.Data) this.latest.set(from, data.slice());
+      if (data.length >= 30 && peekPacketType(data) === PacketType.Data) this.latest.set(from, data.slice());
       if (this.captured.length < CAPTURE) this.captured.push({ from, data: data.slice() });
       else if (this.rng.int(0, 7) === 0)
         this.captured[this.rng.int(0, CAPTURE - 1)] = { from, data: data.slice() };
@@ -193,23 +194,33 @@ class StormEndpoint implements DatagramEndpoint {
     switch (kind) {
       case 'forged from a client': {
         // A real packet of a connected client, re-framed: a sequence the window would take (or
-        // far ahead), acks of packets the server sent, other bytes, sometimes a Disconnect; the
-        // checksum made valid. Only the key would make it authentic.
+        // far ahead), acks of packets the server sent, other bytes, sometimes a Disconnect.
+        // Only the key would make it authentic.
         const from = this.clientAddresses[rng.int(0, this.clientAddresses.length - 1)];
         const base = this.latest.get(from) ?? null;
         const length = base === null ? rng.int(30, 200) : base.length;
         if (base === null) for (let i = 0; i < length; i++) b[i] = rng.int(0, 255);
         else b.set(base);
+        // A sealed header (channel.ts) the server reads: a short sequence near its window
+        // (byte 1 is the low byte of a real packet's sequence in either form) or, one time in
+        // ten, a long one anywhere; a short ack, 4 bytes of ack bits; then flipped bytes.
         const pick = rng.int(0, 9);
-        const jump = pick === 0 ? rng.int(1025, 60_000) : pick === 1 ? rng.int(-40, 0) : rng.int(1, 64);
-        const seq = (b[5] | (b[6] << 8)) + jump;
-        b[0] = rng.int(0, 9) === 0 ? PacketType.Disconnect : PacketType.Data;
-        b[5] = seq & 0xff;
-        b[6] = (seq >>> 8) & 0xff;
-        b[7] = rng.int(0, 255);
-        for (let i = 0; i < 4; i++) b[9 + i] = rng.int(0, 255);
-        for (let i = 0, flips = rng.int(1, 8); i < flips; i++) b[rng.int(13, length - 1)] = rng.int(0, 255);
-        writePacketChecksum(this.protocolId, b, length);
+        const type = rng.int(0, 9) === 0 ? PacketType.Disconnect : PacketType.Data;
+        let o = 1;
+        if (pick === 0) {
+          b[0] = type | (2 << 4) | (3 << 6);
+          const seq = rng.int(0, 0xffff);
+          b[o++] = seq & 0xff;
+          b[o++] = seq >>> 8;
+        } else {
+          const jump = pick === 1 ? rng.int(-40, 0) : rng.int(1, 64);
+          b[0] = type | 0x08 | (1 << 4) | (3 << 6);
+          b[o] = (b[o] + jump) & 0xff;
+          o++;
+        }
+        b[o++] = rng.int(0, 255);
+        for (let i = 0; i < 4; i++) b[o++] = rng.int(0, 255);
+        for (let i = 0, flips = rng.int(1, 8); i < flips; i++) b[rng.int(o, length - 1)] = rng.int(0, 255);
         onPacket(from, b.subarray(0, length));
         return;
       }
@@ -234,7 +245,14 @@ class StormEndpoint implements DatagramEndpoint {
         if (kind === 'mutated' || kind === 'mutated, valid checksum') {
           for (let i = 0, flips = rng.int(1, 4); i < flips; i++)
             b[rng.int(0, length - 1)] ^= 1 << rng.int(0, 7);
-          if (kind === 'mutated, valid checksum' && length >= 13)
+          // Only lifecycle packets carry a checksum (sealed ones have the tag instead).
+          const type = peekPacketType(b.subarray(0, length));
+          if (
+            kind === 'mutated, valid checksum' &&
+            length >= 13 &&
+            type !== PacketType.Data &&
+            type !== PacketType.Disconnect
+          )
             writePacketChecksum(this.protocolId, b, length);
         }
         onPacket(real.from, b.subarray(0, length));
