@@ -62,6 +62,8 @@ export class DemoPlayer {
   readonly schema: GameSchema;
   /** Index in `ticks` of the tick decoded into `snapshots` (-1: none yet). */
   position = -1;
+  /** Snapshots decoded since the demo opened (a seek costs those from its keyframe on). */
+  decodedTicks = 0;
   private readonly bytes: Uint8Array;
   private readonly stream = new BitStream(0);
 
@@ -231,6 +233,7 @@ export class DemoPlayer {
     this.snapshots.read(s, t.tick);
     this.view.onFrame(t.tick);
     this.position = index;
+    this.decodedTicks++;
   }
 }
 

@@ -41,6 +41,11 @@ export class Hud {
       this.el('ammo').textContent = `${clipOf(state, w)} / ${reserveOf(state, w)}`;
       this.el('score').textContent = `kills ${kills}  deaths ${deaths}`;
     }
+    this.expire(nowMs);
+  }
+
+  /** Drops the kill feed's lines that have shown long enough by `nowMs`. */
+  expire(nowMs: number): void {
     if (this.feed.length > 0 && this.feed[0].untilMs <= nowMs) {
       this.feed.shift();
       this.renderFeed();

@@ -2,8 +2,9 @@
 // client each animation frame and hands what it knows to the parts that show it: the scene (the
 // local player from prediction, the others from the interpolated remote view), the effects, the
 // HUD, net_graph (G), the lag compensation overlay (O) and the panel (P). Scene, effects and HUD
-// take plain state, so another source of world state (a demo) can drive them. Any failure shows
-// on the page with a retry.
+// take plain state, so a demo drives them too: `?demo=URL`, the "Open demo" button or a file
+// dropped on the page plays one instead of the live match (demo-view.ts). Any failure shows on
+// the page (a live one with a retry).
 
 import { FrameLoop, InputSampler } from 'backstep/browser';
 import { createInputSample, type NetGraphFigures } from 'backstep/client';
@@ -26,6 +27,7 @@ import {
 import { ARENA_LEVEL } from '../shared/level.ts';
 import type { KillMessage, ServerStatsMessage, ShotReport } from '../shared/messages.ts';
 import { eyeHeight } from '../shared/player.ts';
+import { type DemoReport, DemoView } from './demo-view.ts';
 import { ArenaEffects } from './effects.ts';
 import { Hud } from './hud.ts';
 import { NetGraphView } from './net-graph-view.ts';
@@ -60,6 +62,8 @@ export interface ArenaReport {
   shotsFired: number;
   predictedHits: number;
   killFeed: string[];
+  /** The demo played (phase 'none' while the page plays live). */
+  demo: DemoReport;
   /** Frame time over the frames since the last reset: mean and 99th percentile, ms. */
   frameTimes(reset: boolean): {
     frames: number;
@@ -155,6 +159,7 @@ const report: ArenaReport = {
   shotsFired: 0,
   predictedHits: 0,
   killFeed: [],
+  demo: undefined as unknown as DemoReport,
   frameTimes: (reset) => {
     const w = loop.workTimes;
     const i = loop.intervals;
@@ -176,16 +181,42 @@ window.arena = report;
 
 const effects = new ArenaEffects(scene);
 const hud = new Hud(document);
-let session: ArenaSession;
+let session: ArenaSession | null = null;
 let viewSet = false;
+/** The page plays a demo (from a URL, the file picker or a drop) instead of the live match. */
+let demoMode = false;
+const demo = new DemoView(
+  scene,
+  effects,
+  overlay,
+  hud,
+  {
+    bar: $('demo-bar'),
+    play: $('demo-play') as HTMLButtonElement,
+    timeline: $('demo-timeline') as HTMLInputElement,
+    time: $('demo-time'),
+    speed: $('demo-speed') as HTMLSelectElement,
+    camera: $('demo-camera') as HTMLSelectElement,
+    killcam: $('demo-killcam') as HTMLButtonElement,
+    title: $('demo-title'),
+  },
+  (text) => {
+    if (text === null) statusBox.hidden = true;
+    else showStatus(text, false);
+  },
+  (text) => {
+    $('overlay-mode').textContent = text;
+  },
+);
+report.demo = demo.report;
 
 function playerName(slot: number): string {
   if (slot < 0) return 'a rocket';
-  return slot === session.client?.slot ? 'you' : `player ${slot}`;
+  return slot === session?.client?.slot ? 'you' : `player ${slot}`;
 }
 
 function onEvent(e: WireEvent, predicted: boolean, command: number): void {
-  const client = session.client;
+  const client = session?.client ?? null;
   if (client === null) return;
   const s = client.predictor.current;
   effects.play(performance.now(), e, predicted, { x: s.originX, y: s.originY, z: s.originZ });
@@ -194,7 +225,7 @@ function onEvent(e: WireEvent, predicted: boolean, command: number): void {
 
 /** The targets as this client drew them for the command that fired (the overlay's blue boxes). */
 function rememberDrawnShot(command: number): void {
-  const view = session.client?.view;
+  const view = session?.client?.view;
   if (view === undefined) return;
   const shot = {
     command,
@@ -227,6 +258,7 @@ function onShotReport(r: ShotReport): void {
 /** Applies the panel's values: link shapes, the methods the client runs, and the server's part. */
 function applyPanel(values: PanelValues): void {
   methods = values;
+  if (session === null) return;
   session.setUpShape({
     latencyMs: values.upLatencyMs,
     jitterMs: values.upJitterMs,
@@ -261,25 +293,105 @@ function showStatus(text: string, retry: boolean): void {
 function startSession(): void {
   viewSet = false;
   showStatus(`Connecting to ${options.host}…`, false);
-  session = new ArenaSession(options, { onEvent }, { onKill, onShotReport });
-  void session
+  const s = new ArenaSession(options, { onEvent }, { onKill, onShotReport });
+  session = s;
+  void s
     .start(() => performance.now())
     .then(() => {
-      if (session.client !== null) applyPanel(methods);
+      if (s.client !== null && session === s) applyPanel(methods);
     });
 }
 
 retryButton.addEventListener('click', () => {
   const old = session;
-  void old.close().finally(() => {
+  void (old?.close() ?? Promise.resolve()).finally(() => {
     startSession();
     if (!loop.isRunning) loop.start();
   });
 });
 
+/** Leaves the live match (if any) for demo playback. */
+function enterDemoMode(): void {
+  if (!demoMode) {
+    demoMode = true;
+    document.body.classList.add('demo');
+    sampler.enabled = false;
+    panel.visible = false;
+    netGraphView.visible = false;
+    if (document.pointerLockElement !== null) document.exitPointerLock();
+    const old = session;
+    session = null;
+    void old?.close();
+    ($('overlay-legend').querySelector('.client') as HTMLElement).textContent = '■ drawn by the shooter';
+  }
+  if (!loop.isRunning) loop.start();
+}
+
+/** Plays `bytes` as a demo; a refused file shows why on the page. */
+function openDemo(bytes: Uint8Array, name: string): void {
+  enterDemoMode();
+  demo.open(bytes, name);
+}
+
+async function fetchDemo(url: string): Promise<void> {
+  enterDemoMode();
+  demo.loading(url);
+  let bytes: Uint8Array;
+  try {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
+    bytes = new Uint8Array(await response.arrayBuffer());
+  } catch (error) {
+    demo.fail(url, error instanceof Error ? error.message : String(error));
+    return;
+  }
+  openDemo(bytes, url.split('/').pop() || url);
+}
+
+async function openDemoFile(file: File): Promise<void> {
+  enterDemoMode();
+  demo.loading(file.name);
+  try {
+    openDemo(new Uint8Array(await file.arrayBuffer()), file.name);
+  } catch (error) {
+    demo.fail(file.name, error instanceof Error ? error.message : String(error));
+  }
+}
+
+const fileInput = $('demo-file') as HTMLInputElement;
+$('demo-open-button').addEventListener('click', () => fileInput.click());
+fileInput.addEventListener('change', () => {
+  const file = fileInput.files?.[0];
+  fileInput.value = '';
+  if (file !== undefined) void openDemoFile(file);
+});
+window.addEventListener('dragover', (e) => {
+  if (!e.dataTransfer?.types.includes('Files')) return;
+  e.preventDefault();
+  e.dataTransfer.dropEffect = 'copy';
+  document.body.classList.add('dragging');
+});
+window.addEventListener('dragleave', () => document.body.classList.remove('dragging'));
+window.addEventListener('drop', (e) => {
+  document.body.classList.remove('dragging');
+  const file = e.dataTransfer?.files[0];
+  if (file === undefined) return;
+  e.preventDefault();
+  void openDemoFile(file);
+});
+
+window.addEventListener('keyup', (e) => demo.keyUp(e.code));
 window.addEventListener('keydown', (e) => {
   const tag = (e.target as HTMLElement | null)?.tagName;
   if (tag === 'INPUT' || tag === 'SELECT' || tag === 'TEXTAREA' || e.repeat) return;
+  if (demoMode) {
+    if (e.code === 'KeyO') {
+      overlay.visible = !overlay.visible;
+      if (!overlay.visible) overlay.clear();
+    } else if (demo.keyDown(e.code)) e.preventDefault();
+    return;
+  }
+  if (session === null) return;
   if (e.code === 'KeyG') netGraphView.visible = !netGraphView.visible;
   else if (e.code === 'KeyO') {
     overlay.visible = !overlay.visible;
@@ -292,7 +404,14 @@ window.addEventListener('keydown', (e) => {
   }
 });
 
-canvas.addEventListener('mousedown', () => effects.unlockAudio());
+canvas.addEventListener('mousedown', () => {
+  effects.unlockAudio();
+  if (demoMode) demo.mouse('down', 0, 0);
+});
+window.addEventListener('mouseup', () => demo.mouse('up', 0, 0));
+window.addEventListener('mousemove', (e) => {
+  if (demoMode) demo.mouse('move', e.movementX, e.movementY);
+});
 
 function resize(): void {
   scene.resize(window.innerWidth, window.innerHeight);
@@ -304,7 +423,20 @@ const origin = vec3();
 const viewPoint: ViewPoint = { eyeX: 0, eyeY: 0, eyeZ: 64, yaw: 0, pitch: 0, weapon: 0, alive: true };
 let lastGraphMs = 0;
 
+const NOTHING = { count: 0, list: [], types: [], values: new Float64Array(0), stride: 1 };
+
 function frame(nowMs: number): void {
+  report.frames++;
+  if (demoMode) {
+    report.phase = 'demo';
+    legend.style.display = overlay.visible ? 'block' : 'none';
+    report.overlayVisible = overlay.visible;
+    if (demo.active) demo.frame(nowMs);
+    else scene.render(nowMs, viewPoint, NOTHING);
+    report.killFeed = hud.feed.map((f) => f.text);
+    return;
+  }
+  if (session === null) return;
   const client = session.client;
   const spawned = client?.isSpawned === true;
   if (client !== null && spawned && !viewSet) {
@@ -318,14 +450,13 @@ function frame(nowMs: number): void {
   report.failure = session.failure;
   report.transport = session.transport;
   report.fallbackReason = session.fallbackReason;
-  report.frames++;
   if (session.phase === 'failed') {
     showStatus(session.failure, true);
     loop.stop();
     return;
   }
   if (client === null || !client.isSpawned) {
-    scene.render(nowMs, viewPoint, { count: 0, list: [], types: [], values: new Float64Array(0), stride: 1 });
+    scene.render(nowMs, viewPoint, NOTHING);
     return;
   }
   statusBox.hidden = true;
@@ -399,5 +530,7 @@ const loop = new FrameLoop(frame, {
     showStatus(`The game stopped: ${error instanceof Error ? error.message : String(error)}`, true);
   },
 });
-startSession();
+const demoUrl = params.get('demo');
+if (demoUrl !== null) void fetchDemo(demoUrl);
+else startSession();
 loop.start();
