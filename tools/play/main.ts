@@ -1,10 +1,13 @@
 // npm start: builds the arena's browser client and plays it: one Node process serves the page,
 // runs the arena server on UDP, WebSocket and WebRTC at one port, and fills the match with bots.
-// Open the URL it prints; each browser tab is another player.
+// Open the URL it prints; each browser tab is another player. With --demo FILE the page serves
+// that demo file too and prints the URL that plays it.
 //
 //   npm start -- [--port 8080] [--host 127.0.0.1] [--bots 8] [--bot-kind aim|runner|still|strafe]
-//                [--aim-error 24] [--max-clients 32] [--no-build]
+//                [--aim-error 24] [--max-clients 32] [--no-build] [--demo FILE.demo]
 
+import { copyFile, mkdir } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ArenaHost } from '../../games/arena/server/host.ts';
 import { closeWebRtc } from '../../src/node.ts';
@@ -19,7 +22,9 @@ const HELP = `npm start -- [options]
                     front of each player who joins)
   --aim-error U     aim bots' aim error, standard deviation per axis in units (default 24)
   --max-clients N   players the match holds, bots included (default 32)
-  --no-build        serve the client built last time (out/arena-client)`;
+  --no-build        serve the client built last time (out/arena-client)
+  --demo FILE       also serve this demo (npm run sim -- --record FILE) and print the URL that
+                    plays it; any page also opens one from its "Open demo" button or a drop`;
 
 function fail(message: string): never {
   console.error(`${message}\n\n${HELP}`);
@@ -45,6 +50,7 @@ async function main(): Promise<void> {
         'aim-error': { type: 'string', default: '24' },
         'max-clients': { type: 'string', default: '32' },
         'no-build': { type: 'boolean', default: false },
+        demo: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
     });
@@ -69,6 +75,18 @@ async function main(): Promise<void> {
     console.log('building the browser client (Vite)...');
     await buildClient(DEFAULT_CLIENT_OUT);
   }
+  let demoPath: string | null = null;
+  if (typeof v.demo === 'string') {
+    // Served beside the page (out/arena-client/demos/), so ?demo= names it on the same origin.
+    const name = basename(v.demo).replace(/[^A-Za-z0-9._-]/g, '_');
+    await mkdir(join(DEFAULT_CLIENT_OUT, 'demos'), { recursive: true });
+    try {
+      await copyFile(resolve(v.demo), join(DEFAULT_CLIENT_OUT, 'demos', name));
+    } catch (error) {
+      fail(`--demo: cannot read ${v.demo}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    demoPath = `demos/${encodeURIComponent(name)}`;
+  }
   let swarm: BotSwarm | null = null;
   const arena = await ArenaHost.start({
     port,
@@ -83,6 +101,7 @@ async function main(): Promise<void> {
   const shown = host === '0.0.0.0' ? '127.0.0.1' : host;
   console.log(`arena: ${bots} ${kind} bots; server on udp, ws /ws, webrtc /rtc`);
   console.log(`open http://${shown}:${arena.port}/   (another tab is another player; Ctrl+C stops)`);
+  if (demoPath !== null) console.log(`the demo: http://${shown}:${arena.port}/?demo=${demoPath}&overlay=1`);
   let stopping = false;
   const stop = async (): Promise<void> => {
     if (stopping) return;
