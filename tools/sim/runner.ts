@@ -94,7 +94,8 @@ function createFight(plan: SimPlan): Fight {
         onKill: (_server, killer, victim, weapon) => {
           if (recorder === null || killcams === null) return;
           recorder.kill(killer, victim, weapon < 0 ? 255 : weapon);
-          const cam = killer === null ? null : killcams.capture(killer, victim, KILLCAM_MS);
+          const cam =
+            killer === null || killer === victim ? null : killcams.capture(killer, victim, KILLCAM_MS);
           if (cam !== null) recorder.killcam(cam);
         },
       })

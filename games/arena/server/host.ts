@@ -14,7 +14,7 @@ import { checkLinkShape, ShapedEndpoint } from 'backstep/net';
 import { listen, type MultiTransportServer } from 'backstep/node';
 import { BitStream } from 'backstep/protocol';
 import { combineHooks, GameServer, type ServerClient, type ServerHooks } from 'backstep/server';
-import { EVENT_HIT, EVENT_WEAPON_FIRE } from '../shared/constants.ts';
+import { EVENT_HIT, EVENT_WEAPON_FIRE, WEAPON_LAUNCHER } from '../shared/constants.ts';
 import { PLAYER_ENTITY } from '../shared/entities.ts';
 import { HIT_EVENT, WEAPON_FIRE_EVENT } from '../shared/events.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../shared/game.ts';
@@ -167,7 +167,19 @@ export class ArenaHost {
         defaultUpdateRate: 64,
         ...(options.cookieSecret === undefined ? {} : { cookieSecret: options.cookieSecret }),
       },
-      combineHooks(arenaRules({ respawnMs: options.respawnMs }), this.hooks()),
+      combineHooks(
+        arenaRules({
+          respawnMs: options.respawnMs,
+          // A blast's kill, with the projectile's shooter (hit-scan kills are seen in onShot).
+          onKill: (server, killer, victim, weapon) => {
+            const seat = this.seats[victim.slot];
+            if (weapon !== WEAPON_LAUNCHER || seat === null || seat.lastHealth <= 0) return;
+            seat.lastHealth = 0;
+            this.killed(server, killer?.slot ?? -1, victim, weapon);
+          },
+        }),
+        this.hooks(),
+      ),
     );
     this.timer = setInterval(() => this.update(), this.server.tickIntervalMs / 4);
   }
@@ -280,7 +292,7 @@ export class ArenaHost {
           const seat = this.seats[client.slot];
           if (seat === null) continue;
           const health = client.state.health;
-          // A death no hit-scan shot explains: a projectile's.
+          // A death neither a shot nor a blast explains.
           if (seat.lastHealth > 0 && health <= 0) this.killed(server, -1, client, -1);
           seat.lastHealth = health;
         }

@@ -38,7 +38,9 @@ export const DEFAULT_PROJECTILE_CONFIG: ProjectileConfig = {
 
 interface Projectile {
   entity: number;
+  /** The shooter's entity and slot (its blast's kills are its). */
   owner: number;
+  ownerSlot: number;
   x: number;
   y: number;
   z: number;
@@ -70,9 +72,16 @@ export class Projectiles {
   private readonly dir = vec3();
   private readonly targets = createHitTargets(64);
   private readonly hit = createRayHit();
-  private readonly onDeath: (server: Server, victim: Client) => void;
+  private readonly onDeath: (server: Server, victim: Client, killer: Client | null) => void;
 
-  constructor(config: Partial<ProjectileConfig>, onDeath: (server: Server, victim: Client) => void) {
+  /**
+   * `onDeath` is called for each player a blast kills, with the projectile's shooter (null when
+   * the shooter has left; the victim itself for one's own blast).
+   */
+  constructor(
+    config: Partial<ProjectileConfig>,
+    onDeath: (server: Server, victim: Client, killer: Client | null) => void,
+  ) {
     this.config = { ...DEFAULT_PROJECTILE_CONFIG, ...config };
     this.onDeath = onDeath;
   }
@@ -108,11 +117,12 @@ export class Projectiles {
     unpackUnitVector(packed, 12, this.dir);
     const speed = WEAPONS[WEAPON_LAUNCHER].projectileSpeed;
     if (this.liveCount === this.live.length) {
-      this.live.push({ entity: 0, owner: 0, x: 0, y: 0, z: 0, vx: 0, vy: 0, vz: 0, bornMs: 0 });
+      this.live.push({ entity: 0, owner: 0, ownerSlot: 0, x: 0, y: 0, z: 0, vx: 0, vy: 0, vz: 0, bornMs: 0 });
     }
     const p = this.live[this.liveCount];
     p.entity = entity;
     p.owner = owner.entity;
+    p.ownerSlot = owner.slot;
     p.x = x;
     p.y = y;
     p.z = z;
@@ -153,11 +163,11 @@ export class Projectiles {
     this.dir.y = (e.y - s.y) / (length || 1);
     this.dir.z = (e.z - s.z) / (length || 1);
     if (length > 0 && rayVsTargets(s, this.dir, reach, this.targets, this.targetCount, p.owner, this.hit)) {
-      this.explode(server, this.hit.point.x, this.hit.point.y, this.hit.point.z);
+      this.explode(server, p, this.hit.point.x, this.hit.point.y, this.hit.point.z);
       return true;
     }
     if (this.trace.fraction < 1) {
-      this.explode(server, this.trace.endPos.x, this.trace.endPos.y, this.trace.endPos.z);
+      this.explode(server, p, this.trace.endPos.x, this.trace.endPos.y, this.trace.endPos.z);
       return true;
     }
     p.x = e.x;
@@ -183,8 +193,11 @@ export class Projectiles {
     server.entities.setField(p.entity, Z, p.z);
   }
 
-  private explode(server: Server, x: number, y: number, z: number): void {
+  private explode(server: Server, p: Projectile, x: number, y: number, z: number): void {
     this.exploded++;
+    // The shooter, if it is still the player in the slot that fired.
+    const shooter = server.clients[p.ownerSlot] ?? null;
+    const killer = shooter !== null && shooter.entity === p.owner ? shooter : null;
     const { blastRadius, blastDamage } = this.config;
     for (const c of server.clients) {
       if (c === null || c.state.health <= 0) continue;
@@ -197,7 +210,7 @@ export class Projectiles {
       this.blastHits++;
       if (damageArenaPlayer(c.state, blastDamage * (1 - d / blastRadius))) {
         this.kills++;
-        this.onDeath(server, c);
+        this.onDeath(server, c, killer);
         // The dead are no longer targets for the projectiles still flying this tick.
         this.gatherTargets(server);
       }

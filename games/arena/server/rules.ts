@@ -2,7 +2,7 @@
 // that counts (lag compensated), the launcher's projectiles, deaths, and respawning after a delay.
 
 import type { EventCapture, GameServer, ServerClient, ServerHooks } from 'backstep/server';
-import { EVENT_HIT, EVENT_WEAPON_FIRE } from '../shared/constants.ts';
+import { EVENT_HIT, EVENT_WEAPON_FIRE, WEAPON_LAUNCHER } from '../shared/constants.ts';
 import { HIT_EVENT, WEAPON_FIRE_EVENT } from '../shared/events.ts';
 import type { ArenaPlayerState, ArenaWorld } from '../shared/game.ts';
 import { damageArenaPlayer } from '../shared/player.ts';
@@ -14,8 +14,10 @@ export interface ArenaRulesConfig {
   respawnMs: number;
   projectiles: Partial<ProjectileConfig>;
   /**
-   * A player died: `killer` shot them (null: a projectile's blast), `weapon` is the killer's
-   * (-1 for a blast). For a demo recorder's kills and killcams.
+   * A player died: `killer` shot them or fired the projectile whose blast killed them (the victim
+   * itself for its own blast; null when the shooter of a projectile has left), `weapon` is the
+   * killer's (WEAPON_LAUNCHER for a blast). For a demo recorder's kills and killcams, and the
+   * kill feed.
    */
   onKill?: (server: Server, killer: Client | null, victim: Client, weapon: number) => void;
 }
@@ -40,9 +42,9 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
     if (!(diedAtMs[victim.slot] >= 0)) dead++;
     diedAtMs[victim.slot] = server.timeMs;
   };
-  const projectiles = new Projectiles(config.projectiles ?? {}, (server, victim) => {
+  const projectiles = new Projectiles(config.projectiles ?? {}, (server, victim, killer) => {
     died(server, victim);
-    config.onKill?.(server, null, victim, -1);
+    config.onKill?.(server, killer, victim, WEAPON_LAUNCHER);
   });
   const byEntity = (server: Server, entity: number): Client | null => {
     for (const c of server.clients) if (c !== null && c.entity === entity) return c;

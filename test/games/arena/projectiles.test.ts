@@ -77,7 +77,13 @@ function watch(
 }
 
 function launcherFight(seed: number, latencyAdvance: number) {
-  const rules = arenaRules({ respawnMs: 1000, projectiles: { latencyAdvance } });
+  const kills: { killer: number; victim: number; weapon: number }[] = [];
+  const rules = arenaRules({
+    respawnMs: 1000,
+    projectiles: { latencyAdvance },
+    onKill: (_server, killer, victim, weapon) =>
+      kills.push({ killer: killer?.slot ?? -1, victim: victim.slot, weapon }),
+  });
   const launches: Launch[] = [];
   const lives = { deaths: 0, respawns: 0 };
   const match = new Match(arenaGame, seed, {}, combineHooks(rules, watch(launches, lives)));
@@ -106,19 +112,26 @@ function launcherFight(seed: number, latencyAdvance: number) {
     clients.push(client);
   }
   match.run(30_000);
-  return { match, rules, launches, lives, seenProjectiles: () => seenProjectiles };
+  return { match, rules, launches, lives, kills, seenProjectiles: () => seenProjectiles };
 }
 
 describe('launcher projectiles', () => {
   it('fly as entities, explode and damage, and players respawn', () => {
     const seed = 41;
     const msg = `seed ${seed}`;
-    const { match, rules, lives, seenProjectiles } = launcherFight(seed, 0);
+    const { match, rules, lives, kills, seenProjectiles } = launcherFight(seed, 0);
     const p = rules.projectiles;
     expect(p.fired, msg).toBeGreaterThan(40);
     expect(p.exploded, msg).toBeGreaterThan(p.fired * 0.8);
     expect(p.blastHits, msg).toBeGreaterThan(5);
     expect(p.kills, msg).toBeGreaterThan(0);
+    // Every blast's kill names the launcher and its shooter (nobody left): another player or, for
+    // one's own blast, the victim.
+    expect(kills.length, msg).toBe(p.kills + rules.kills);
+    const blasts = kills.filter((k) => k.weapon === WEAPON_LAUNCHER);
+    expect(blasts.length, msg).toBe(p.kills);
+    for (const k of blasts) expect(k.killer, `${msg} ${JSON.stringify(k)}`).toBeGreaterThanOrEqual(0);
+    expect(blasts.filter((k) => k.killer !== k.victim).length, msg).toBeGreaterThan(0);
     expect(seenProjectiles(), msg).toBeGreaterThan(100);
     // Nothing lingers: live projectiles are at most those of the last few seconds.
     let live = 0;
