@@ -9,7 +9,9 @@
 //
 // A stream's frames are delta-encoded against the newest frame every one of its spectators
 // acknowledged (so each can decode the one encoding); a spectator joining, or asking for a full
-// update, sends the next frame against nothing for all.
+// update, sends the next frame against nothing for all. A spectator that has acknowledged no
+// frame for staleAckMs no longer holds that baseline back: the frames go on against what the
+// others acknowledged (it asks for a full update once it hears again and cannot decode).
 
 import { SnapshotReader } from '../client/snapshot-reader.ts';
 import type { ServerConnection } from '../net/server-connections.ts';
@@ -39,6 +41,12 @@ export interface SpectatorConfig {
   updateRate: number;
   /** Room a spectator frame may take in a packet, bytes. */
   frameBytes: number;
+  /**
+   * A spectator whose newest acknowledged frame is this much older than the frame being sent
+   * no longer holds its stream's baseline back (until it acknowledges again), so one that stops
+   * acknowledging cannot make every frame bigger for the rest until it times out.
+   */
+  staleAckMs: number;
 }
 
 export const DEFAULT_SPECTATOR_CONFIG: SpectatorConfig = {
@@ -46,6 +54,7 @@ export const DEFAULT_SPECTATOR_CONFIG: SpectatorConfig = {
   delaysMs: [3000],
   updateRate: 32,
   frameBytes: 1100,
+  staleAckMs: 1000,
 };
 
 export interface SpectatorStreamStats {
@@ -60,6 +69,10 @@ export interface SpectatorStreamStats {
   packetsSent: number;
   /** Events past a frame's 63. */
   eventsDropped: number;
+  /** Spectators the newest frame left out of the baseline (acknowledging nothing for staleAckMs). */
+  stale: number;
+  /** Frames sent to a stale spectator, in all. */
+  staleFrames: number;
 }
 
 const FLAGS = { resetBaseline: false };
@@ -76,8 +89,15 @@ class SourceTick {
 class Spectator {
   readonly connection: ServerConnection;
   readonly stream: SpectatorStream;
-  /** The frame tick each packet carried, by packet sequence. */
-  readonly frameTicks = new SequenceBuffer<{ tick: number }>(1024, () => ({ tick: -1 }));
+  /** The frame tick each packet carried, by packet sequence, and whether its acknowledgement counts toward the baseline. */
+  readonly frameTicks = new SequenceBuffer<{ tick: number; counted: boolean }>(1024, () => ({
+    tick: -1,
+    counted: false,
+  }));
+  /** The newest frame tick it acknowledged (at joining: its first frame's, a grace; -1 before). */
+  ackedTick = -1;
+  /** The frame being sent counts its acknowledgement (it is not stale). */
+  counted = true;
   constructor(connection: ServerConnection, stream: SpectatorStream) {
     this.connection = connection;
     this.stream = stream;
@@ -88,6 +108,8 @@ class Spectator {
 class SpectatorStream {
   readonly stats: SpectatorStreamStats;
   readonly delayTicks: number;
+  /** staleAckMs in ticks. */
+  readonly staleTicks: number;
   readonly store: EntityStore;
   readonly reader: SnapshotReader;
   readonly writer: SnapshotWriter;
@@ -115,8 +137,10 @@ class SpectatorStream {
     delayMs: number,
     tickIntervalMs: number,
     frameBytes: number,
+    staleAckMs: number,
   ) {
     this.delayTicks = Math.max(0, Math.round(delayMs / tickIntervalMs));
+    this.staleTicks = Math.max(1, Math.round(staleAckMs / tickIntervalMs));
     this.stats = {
       delayMs,
       spectators: 0,
@@ -125,6 +149,8 @@ class SpectatorStream {
       keyframes: 0,
       packetsSent: 0,
       eventsDropped: 0,
+      stale: 0,
+      staleFrames: 0,
     };
     const schema = game.entities;
     this.store = new EntityStore(schema, { historyTicks: nextPow2(schema.frameHistory * 2) });
@@ -158,7 +184,7 @@ class SpectatorStream {
     if (this.frameTick[i] === tick) this.frameAcked[i]++;
   }
 
-  /** The newest frame every spectator it was sent to acknowledged, and none joined since. */
+  /** The newest frame every spectator it counted acknowledged, and none joined since. */
   commonBaseline(): number {
     let best = -1;
     for (let i = 0; i <= this.frameMask; i++) {
@@ -221,6 +247,7 @@ export class SpectatorHub<P, W> {
             d,
             tickIntervalMs,
             this.config.frameBytes,
+            this.config.staleAckMs,
           ),
       );
     const schema = game.entities;
@@ -247,7 +274,10 @@ export class SpectatorHub<P, W> {
     const spectator = new Spectator(connection, stream);
     connection.channel.onAck = (sequence) => {
       const f = spectator.frameTicks.get(sequence);
-      if (f !== undefined) stream.acknowledged(f.tick);
+      if (f === undefined) return;
+      if (f.tick > spectator.ackedTick) spectator.ackedTick = f.tick;
+      // Only the spectators a frame was counted for make it a common baseline.
+      if (f.counted) stream.acknowledged(f.tick);
     };
     stream.members.push(spectator);
     stream.stats.spectators++;
@@ -398,12 +428,23 @@ export class SpectatorHub<P, W> {
     st.bytesEncoded += s.bytesProcessed;
     if (writer.stats.lastBaselineTick < 0) st.keyframes++;
     const i = tick & stream.frameMask;
+    // Those who acknowledged nothing for staleAckMs do not hold the next baselines back.
+    let counted = 0;
+    for (const m of stream.members) {
+      if (m.ackedTick < 0) m.ackedTick = tick;
+      m.counted = tick - m.ackedTick <= stream.staleTicks;
+      if (m.counted) counted++;
+    }
+    st.stale = stream.members.length - counted;
+    st.staleFrames += st.stale;
     stream.frameTick[i] = tick;
-    stream.frameSent[i] = stream.members.length;
+    stream.frameSent[i] = counted;
     stream.frameAcked[i] = 0;
     for (const m of stream.members) {
       const sequence = m.connection.channel.send(nowMs, stream.writeShared);
-      m.frameTicks.insert(sequence).tick = tick;
+      const entry = m.frameTicks.insert(sequence);
+      entry.tick = tick;
+      entry.counted = m.counted;
       st.packetsSent++;
     }
   }
@@ -433,5 +474,8 @@ function validate(c: SpectatorConfig): void {
   }
   if (!Number.isInteger(c.frameBytes) || c.frameBytes < 64 || c.frameBytes > 1200) {
     throw new RangeError(`spectators.frameBytes must be an integer in 64..1200, got ${c.frameBytes}`);
+  }
+  if (!(c.staleAckMs >= 100 && c.staleAckMs <= 60_000)) {
+    throw new RangeError(`spectators.staleAckMs must be in 100..60000 ms, got ${c.staleAckMs}`);
   }
 }

@@ -124,6 +124,111 @@ describe('spectators', () => {
     match.close();
   }, 60_000);
 
+  it('a spectator that stops acknowledging does not make the frames bigger for the rest of its stream', () => {
+    const seed = 37;
+    /** Bytes per frame while both watch (2-5 s) and while one is silent (7-10 s); the other's frames. */
+    const run = (staleAckMs: number) => {
+      const worlds = new Map<number, Map<number, number[]>>();
+      const match = new Match(
+        arenaGame,
+        seed,
+        { spectators: { maxSpectators: 2, delaysMs: [1000], staleAckMs } },
+        combineHooks(arenaRules({ respawnMs: 1000 }), worldTap(worlds)),
+      );
+      const profile = parseProfile({ name: 'lossy', latencyMs: 40, jitterMs: 8, loss: 0.05, duplicate: 0 });
+      for (let i = 0; i < 6; i++)
+        match.addClient({ profile, drive: aimBot(seed * 5 + i, { aimErrorUnits: 15 }) });
+      let mismatches = 0;
+      let framesWhileSilent = 0;
+      let framesAfterResuming = 0;
+      let silent = false;
+      let resumed = false;
+      const watchers = [0, 1].map((i) => {
+        const sp: SpectatorClient = new SpectatorClient(
+          arenaGame,
+          match.network.createEndpoint(`spectator${i}`, profile),
+          'server',
+          { delayMs: 1000, seed: seed + i },
+          {
+            onFrame(tick) {
+              if (i === 0 && silent) framesWhileSilent++;
+              if (i === 1 && resumed) framesAfterResuming++;
+              const want = worlds.get(tick);
+              const r = sp.snapshots;
+              let same = want !== undefined && want.size === r.viewCount;
+              for (let k = 0; same && k < r.viewCount; k++) {
+                const e = r.view[k];
+                const n = arenaGame.entities.types[r.typeOf(e)].fieldCount;
+                const w = want?.get(e);
+                same = w !== undefined && w[0] === r.typeOf(e) && w[1] === r.parityOf(e);
+                for (let f = 0; same && f < n; f++) same = w?.[2 + f] === r.values(e)[f];
+              }
+              if (!same) mismatches++;
+            },
+          },
+        );
+        return sp;
+      });
+      const stream = () => {
+        const st = match.server.spectators?.streams[0].stats;
+        if (st === undefined) throw new Error('no spectator stream');
+        return { bytes: st.bytesEncoded, frames: st.framesEncoded };
+      };
+      const perFrame = (a: { bytes: number; frames: number }, b: { bytes: number; frames: number }) =>
+        (b.bytes - a.bytes) / Math.max(1, b.frames - a.frames);
+      let healthyFrom = stream();
+      let healthy = 0;
+      let silentFrom = stream();
+      let stale = 0;
+      let silentBytes = 0;
+      for (let t = 0; t < 13_000; t += 10) {
+        if (t === 2000) healthyFrom = stream();
+        if (t === 5000) {
+          healthy = perFrame(healthyFrom, stream());
+          silent = true; // the second spectator stops: no packets, no acknowledgements
+        }
+        if (t === 7000) silentFrom = stream();
+        if (t === 10_000) {
+          silentBytes = perFrame(silentFrom, stream());
+          stale = match.server.spectators?.streams[0].stats.stale ?? -1;
+          silent = false; // and comes back before it times out
+          resumed = true;
+        }
+        match.run(10);
+        watchers[0].update(match.nowMs);
+        if (!silent) watchers[1].update(match.nowMs);
+      }
+      const states = watchers.map((w) => w.state);
+      match.close();
+      const staleAfter = match.server.spectators?.streams[0].stats.stale ?? -1;
+      return {
+        healthy,
+        silentBytes,
+        stale,
+        staleAfter,
+        mismatches,
+        framesWhileSilent,
+        framesAfterResuming,
+        states,
+      };
+    };
+    const bounded = run(1000);
+    const unbounded = run(60_000);
+    const msg = `seed ${seed}; bounded ${JSON.stringify(bounded)}; unbounded ${JSON.stringify(unbounded)}`;
+    expect(bounded.states, msg).toEqual(['connected', 'connected']);
+    expect(bounded.stale, msg).toBe(1);
+    expect(unbounded.stale, msg).toBe(0);
+    // The one still watching sees every frame's world exactly, and keeps getting frames; the
+    // other, back, catches up (a full update) and counts again.
+    expect(bounded.mismatches, msg).toBe(0);
+    expect(bounded.framesWhileSilent, msg).toBeGreaterThan(150);
+    expect(bounded.framesAfterResuming, msg).toBeGreaterThan(50);
+    expect(bounded.staleAfter, msg).toBe(0);
+    // Frames stay the size they had while both watched; without the bound they grow.
+    expect(bounded.silentBytes, msg).toBeLessThan(1.5 * bounded.healthy);
+    expect(unbounded.silentBytes, msg).toBeGreaterThan(1.4 * bounded.silentBytes);
+  }, 60_000);
+
   it('a server that takes no spectators refuses one as full; players play on', () => {
     const seed = 31;
     const match = new Match(arenaGame, seed);
