@@ -21,6 +21,7 @@ import { closeWebRtc } from '../../src/node.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
 import { KillcamRecorder } from '../../src/server/killcam.ts';
 import { DemoRecorder, type DemoRecorderStats } from '../../src/server/recorder.ts';
+import { BotSwarm } from '../../tools/play/bots.ts';
 import { buildClient } from '../../tools/play/build.ts';
 import { launchChromium } from '../../tools/play/chromium.ts';
 
@@ -77,7 +78,12 @@ beforeAll(async () => {
   corrupt[Math.floor(demo.length / 2)] ^= 0x40;
   await writeFile(join(staticDir, 'corrupt.demo'), corrupt);
   await writeFile(join(OUT, 'truncated.demo'), demo.subarray(0, Math.floor(demo.length * 0.7)));
-  host = await ArenaHost.start({ port: 0, staticDir, cookieSecret: new Uint8Array(32).fill(5) });
+  host = await ArenaHost.start({
+    port: 0,
+    staticDir,
+    cookieSecret: new Uint8Array(32).fill(5),
+    respawnMs: 4000,
+  });
 }, 90_000);
 
 afterAll(async () => {
@@ -256,5 +262,35 @@ describe('demo playback in Chromium', () => {
     expect(await page.isVisible('#status')).toBe(false);
     // The refusals were shown, never thrown.
     expect(errors).toEqual([]);
+  });
+
+  it("after a death in the live game, shows the killer's killcam the server sent", async () => {
+    // One sharp-shooting bot in the match with the page's player.
+    const bot = await BotSwarm.start(host.port, { count: 1, kind: 'aim', aimErrorUnits: 0, seed: 3 });
+    cleanups.push(() => bot.close());
+    const { page, errors } = await open('transport=websocket');
+    const msg = () => `page errors ${JSON.stringify(errors)}; killcams sent ${host.killcamsSent}`;
+    // Its first commands may come before the page's player was in the killer's view (a quick
+    // kill after joining); the last ones drew the victim it shot.
+    const shown = await waitFor(
+      page,
+      'a killcam drawing the victim',
+      (r) => (r.killcam?.drawn ?? 0) > 0,
+      40_000,
+    );
+    expect(shown.killcamsReceived, msg()).toBeGreaterThan(0);
+    expect(host.killcamsSent, msg()).toBeGreaterThan(0);
+    expect(shown.health, msg()).toBe(0);
+    expect(shown.killcam?.victim, msg()).toBe(shown.slot);
+    expect(shown.killcam?.killer, msg()).not.toBe(shown.slot);
+    expect(shown.killcam?.drawn, msg()).toBeGreaterThan(0);
+    expect(await page.isVisible('#killcam-banner'), msg()).toBe(true);
+    await page.screenshot({ path: join(OUT, 'live-killcam.png') });
+    // Back in the game after the respawn: the killcam is over.
+    const back = await waitFor(page, 'the respawn', (r) => r.health > 0, 10_000);
+    expect(back.killcam, msg()).toBeNull();
+    expect(await page.isVisible('#killcam-banner'), msg()).toBe(false);
+    expect(errors, msg()).toEqual([]);
+    await bot.close();
   });
 });

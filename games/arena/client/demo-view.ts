@@ -6,14 +6,8 @@
 // the server tested them, and the verdict); and each recorded killcam played from the killer's
 // eyes, drawn from what the killer's commands named.
 
-import { type DemoKillcam, DemoPlayer, drawKillcamFrame } from 'backstep/client';
-import {
-  DEMO_LAG_MODES,
-  type DemoPose,
-  type DemoShot,
-  decodeNumber,
-  type WireEvent,
-} from 'backstep/protocol';
+import { type DemoKillcam, DemoPlayer } from 'backstep/client';
+import { DEMO_LAG_MODES, type DemoPose, type DemoShot, type WireEvent } from 'backstep/protocol';
 import { EVENT_HIT } from '../shared/constants.ts';
 import { PLAYER_ENTITY, PLAYER_ENTITY_TYPE } from '../shared/entities.ts';
 import { arenaGame } from '../shared/game.ts';
@@ -21,8 +15,9 @@ import { viewHeight } from '../shared/hitboxes.ts';
 import type { ShotReport } from '../shared/messages.ts';
 import type { ArenaEffects } from './effects.ts';
 import type { Hud } from './hud.ts';
+import { KillcamView } from './killcam-view.ts';
 import type { DrawnShot, LagCompensationOverlay } from './overlay.ts';
-import type { ArenaScene, DrawnEntities, ViewPoint } from './scene.ts';
+import type { ArenaScene, ViewPoint } from './scene.ts';
 
 /** What the page reports about the demo it plays (tests read it). */
 export interface DemoReport {
@@ -144,10 +139,8 @@ export class DemoView {
     values: Float64Array;
     stride: number;
   };
-  private killcam: { cam: DemoKillcam; atMs: number; frame: number } | null = null;
-  private readonly killcamValues: Float64Array;
-  private readonly killcamTypes: Uint8Array;
-  private readonly killcamList: Uint16Array;
+  private killcam: { cam: DemoKillcam } | null = null;
+  private readonly killcamView: KillcamView;
   private readonly feet = { x: 0, y: 0, z: 0 };
 
   constructor(
@@ -169,9 +162,7 @@ export class DemoView {
       values: new Float64Array(0),
       stride: schema.stride,
     };
-    this.killcamValues = new Float64Array(schema.maxEntities * schema.stride);
-    this.killcamTypes = new Uint8Array(schema.maxEntities);
-    this.killcamList = new Uint16Array(schema.maxEntities);
+    this.killcamView = new KillcamView(scene);
     for (const s of SPEEDS) ui.speed.add(new Option(`${s}x`, String(s), s === 1, s === 1));
     ui.play.addEventListener('click', () => this.setPlaying(!this.report.playing));
     ui.timeline.addEventListener('input', () => this.seekMs(Number(ui.timeline.value)));
@@ -308,8 +299,8 @@ export class DemoView {
     let cam: DemoKillcam | null = null;
     for (const k of p.killcams)
       if (k.afterTick <= this.report.renderTick && k.killcam.frames.length > 0) cam = k;
-    if (cam === null) return false;
-    this.killcam = { cam, atMs: 0, frame: 0 };
+    if (cam === null || !this.killcamView.start(cam.killcam)) return false;
+    this.killcam = { cam };
     this.report.camera = 'killcam';
     this.ui.camera.disabled = true;
     this.overlay.clear();
@@ -577,6 +568,7 @@ export class DemoView {
   private stopKillcam(): void {
     if (this.killcam === null) return;
     this.killcam = null;
+    this.killcamView.stop();
     this.report.killcam = null;
     this.ui.camera.disabled = false;
     if (this.report.camera === 'killcam')
@@ -589,45 +581,13 @@ export class DemoView {
     const k = this.killcam;
     if (k === null) return;
     const cam = k.cam.killcam;
-    k.atMs += dt * this.report.speed;
-    while (k.frame < cam.frames.length - 1 && k.atMs >= cam.frames[k.frame].command.msec) {
-      k.atMs -= cam.frames[k.frame].command.msec;
-      k.frame++;
+    const going = this.killcamView.draw(nowMs, dt, this.report.speed);
+    this.report.killcam = this.killcamView.report;
+    const r = this.killcamView.report;
+    if (r !== null) {
+      this.ui.time.textContent = `KILLCAM ${slotName(cam.killerSlot)} killed ${slotName(cam.victimSlot)}: command ${r.frame + 1} / ${r.frames} from the killer's eyes (K: back)`;
     }
-    const frame = cam.frames[k.frame];
-    const schema = arenaGame.entities;
-    const count = drawKillcamFrame(schema, frame, this.killcamValues, this.killcamTypes, this.killcamList);
-    // The killer's eye: its own player entity after the command.
-    const type = schema.types[cam.playerType];
-    const at = (f: number) => decodeNumber(type, f, frame.player[f]);
-    const view = this.view;
-    view.eyeX = at(P.x);
-    view.eyeY = at(P.y);
-    view.eyeZ = at(P.z) + viewHeight(at(P.ducked) !== 0);
-    view.yaw = at(P.yaw);
-    view.pitch = at(P.pitch);
-    view.weapon = at(P.weapon);
-    view.alive = true;
-    let n = 0;
-    for (let i = 0; i < count; i++) {
-      if (this.killcamList[i] !== cam.killerEntity) this.killcamList[n++] = this.killcamList[i];
-    }
-    this.scene.render(nowMs, view, {
-      count: n,
-      list: this.killcamList,
-      types: this.killcamTypes,
-      values: this.killcamValues,
-      stride: schema.stride,
-    } satisfies DrawnEntities);
-    this.report.killcam = {
-      frame: k.frame,
-      frames: cam.frames.length,
-      killer: cam.killerSlot,
-      victim: cam.victimSlot,
-      drawn: n,
-    };
-    this.ui.time.textContent = `KILLCAM ${slotName(cam.killerSlot)} killed ${slotName(cam.victimSlot)}: command ${k.frame + 1} / ${cam.frames.length} from the killer's eyes (K: back)`;
-    if (k.frame >= cam.frames.length - 1 && k.atMs >= frame.command.msec + 1000) this.stopKillcam();
+    if (!going) this.stopKillcam();
   }
 }
 

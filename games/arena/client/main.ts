@@ -8,7 +8,7 @@
 
 import { FrameLoop, InputSampler } from 'backstep/browser';
 import { createInputSample, type NetGraphFigures } from 'backstep/client';
-import type { WireEvent } from 'backstep/protocol';
+import type { Killcam, WireEvent } from 'backstep/protocol';
 import { vec3 } from 'backstep/sim';
 import {
   BUTTON_ATTACK,
@@ -30,6 +30,7 @@ import { eyeHeight } from '../shared/player.ts';
 import { type DemoReport, DemoView } from './demo-view.ts';
 import { ArenaEffects } from './effects.ts';
 import { Hud } from './hud.ts';
+import { type KillcamReport, KillcamView } from './killcam-view.ts';
 import { NetGraphView } from './net-graph-view.ts';
 import { LagCompensationOverlay, type OverlayStats } from './overlay.ts';
 import { Panel, type PanelValues } from './panel.ts';
@@ -64,6 +65,9 @@ export interface ArenaReport {
   killFeed: string[];
   /** The demo played (phase 'none' while the page plays live). */
   demo: DemoReport;
+  /** Killcams the server sent after this player's deaths, and the one playing (null: none). */
+  killcamsReceived: number;
+  killcam: KillcamReport | null;
   /** Frame time over the frames since the last reset: mean and 99th percentile, ms. */
   frameTimes(reset: boolean): {
     frames: number;
@@ -160,6 +164,8 @@ const report: ArenaReport = {
   predictedHits: 0,
   killFeed: [],
   demo: undefined as unknown as DemoReport,
+  killcamsReceived: 0,
+  killcam: null,
   frameTimes: (reset) => {
     const w = loop.workTimes;
     const i = loop.intervals;
@@ -209,6 +215,19 @@ const demo = new DemoView(
   },
 );
 report.demo = demo.report;
+/** The killcam after this player's death (live): it plays at once unless ?killcam=0; K skips or replays. */
+const liveKillcam = new KillcamView(scene);
+const killcamAuto = params.get('killcam') !== '0';
+let lastKillcam: Killcam | null = null;
+let lastLiveFrameMs = -1;
+const killcamBanner = $('killcam-banner');
+
+function onKillcam(cam: Killcam): void {
+  lastKillcam = cam;
+  report.killcamsReceived++;
+  const dead = (session?.client?.predictor.current.health ?? 0) <= 0;
+  if (killcamAuto && dead) liveKillcam.start(cam);
+}
 
 function playerName(slot: number): string {
   if (slot < 0) return 'a rocket';
@@ -293,7 +312,7 @@ function showStatus(text: string, retry: boolean): void {
 function startSession(): void {
   viewSet = false;
   showStatus(`Connecting to ${options.host}…`, false);
-  const s = new ArenaSession(options, { onEvent }, { onKill, onShotReport });
+  const s = new ArenaSession(options, { onEvent }, { onKill, onShotReport, onKillcam });
   session = s;
   void s
     .start(() => performance.now())
@@ -398,6 +417,10 @@ window.addEventListener('keydown', (e) => {
     if (!overlay.visible) overlay.clear();
     session.settings.overlay = overlay.visible;
     session.sendSettings();
+  } else if (e.code === 'KeyK') {
+    if (liveKillcam.playing) liveKillcam.stop();
+    else if (lastKillcam !== null && (session.client?.predictor.current.health ?? 0) <= 0)
+      liveKillcam.start(lastKillcam);
   } else if (e.code === 'KeyP') {
     panel.visible = !panel.visible;
     if (panel.visible && document.pointerLockElement !== null) document.exitPointerLock();
@@ -476,7 +499,17 @@ function frame(nowMs: number): void {
   viewPoint.weapon = state.activeWeapon;
   viewPoint.alive = state.health > 0;
   overlay.update(nowMs);
-  scene.render(nowMs, viewPoint, client.view);
+  const dtMs = lastLiveFrameMs < 0 ? 0 : Math.min(250, nowMs - lastLiveFrameMs);
+  lastLiveFrameMs = nowMs;
+  // Back in the game (respawned): the killcam ends.
+  if (liveKillcam.playing && predictor.current.health > 0) liveKillcam.stop();
+  if (!(liveKillcam.playing && liveKillcam.draw(nowMs, dtMs))) scene.render(nowMs, viewPoint, client.view);
+  report.killcam = liveKillcam.report;
+  const cam = liveKillcam.report;
+  killcamBanner.hidden = cam === null;
+  if (cam !== null) {
+    killcamBanner.textContent = `KILLCAM: ${playerName(cam.killer)} killed you, seen from ${playerName(cam.killer)}'s eyes (K: skip)`;
+  }
 
   report.state = client.state;
   report.slot = client.slot;

@@ -4,9 +4,9 @@
 // words a player understands.
 
 import { type BrowserTransportChoice, connectBrowserAuto } from 'backstep/browser';
-import { type ClientHooks, GameClient, NetGraph } from 'backstep/client';
+import { type ClientHooks, decodeKillcam, GameClient, NetGraph } from 'backstep/client';
 import { DEFAULT_PROTOCOL_VERSION, type LinkShape, reasonName, ShapedEndpoint } from 'backstep/net';
-import { BitStream } from 'backstep/protocol';
+import { BitStream, KILLCAM_MESSAGE_TAG, type Killcam, KillcamAssembler } from 'backstep/protocol';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../shared/game.ts';
 import {
   type ClientSettings,
@@ -48,6 +48,8 @@ export const DEFAULT_SESSION_OPTIONS: Omit<SessionOptions, 'host'> = {
 export interface SessionEvents {
   onKill(kill: KillMessage): void;
   onShotReport(report: ShotReport): void;
+  /** The server's killcam after this player's death: its killer's last commands, as drawn. */
+  onKillcam?(killcam: Killcam): void;
 }
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
@@ -67,11 +69,13 @@ export class ArenaSession {
   serverStats: ServerStatsMessage | null = null;
   /** Messages from the server that failed to decode. */
   badMessages = 0;
+  private killcamRefused = 0;
   private endpoint: ShapedEndpoint | null = null;
   private readonly stream = new BitStream(1200);
   private readonly statsMessage = createServerStatsMessage();
   private readonly kill: KillMessage = { killer: -1, victim: 0, weapon: -1 };
   private readonly report = createShotReport();
+  private readonly killcamParts = new KillcamAssembler();
   private upShape: LinkShape = { latencyMs: 0, jitterMs: 0, loss: 0, duplicate: 0 };
   private closed = false;
   private settingsSent = false;
@@ -188,6 +192,19 @@ export class ArenaSession {
 
   /** One game message from the server (the GameClient's onMessage hook). */
   private readMessage(data: Uint8Array): void {
+    // A killcam's part (its tag reads as the unused message type 11).
+    if (data[0] === KILLCAM_MESSAGE_TAG) {
+      const whole = this.killcamParts.receive(data);
+      if (whole === null) {
+        if (this.killcamParts.refused > this.killcamRefused) this.badMessages++;
+        this.killcamRefused = this.killcamParts.refused;
+        return;
+      }
+      const cam = decodeKillcam(whole, arenaGame.entities);
+      if (cam === null) this.badMessages++;
+      else this.events.onKillcam?.(cam);
+      return;
+    }
     const s = this.stream.beginRead(data);
     const type = serializeMessageType(s, 0);
     if (type === MESSAGE_SERVER_STATS && serializeServerStats(s, this.statsMessage)) {

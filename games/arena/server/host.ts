@@ -13,7 +13,13 @@ import { performance } from 'node:perf_hooks';
 import { checkLinkShape, ShapedEndpoint } from 'backstep/net';
 import { listen, type MultiTransportServer } from 'backstep/node';
 import { BitStream } from 'backstep/protocol';
-import { combineHooks, GameServer, type ServerClient, type ServerHooks } from 'backstep/server';
+import {
+  combineHooks,
+  GameServer,
+  KillcamRecorder,
+  type ServerClient,
+  type ServerHooks,
+} from 'backstep/server';
 import { EVENT_HIT, EVENT_WEAPON_FIRE, WEAPON_LAUNCHER } from '../shared/constants.ts';
 import { PLAYER_ENTITY } from '../shared/entities.ts';
 import { HIT_EVENT, WEAPON_FIRE_EVENT } from '../shared/events.ts';
@@ -52,6 +58,11 @@ export interface ArenaHostOptions {
   placeInFront: (address: string) => boolean;
   /** Respawn delay, ms. */
   respawnMs: number;
+  /**
+   * After a death the victim's page gets the killer's last this many ms of commands with the
+   * views they named (a killcam, as reliable messages); 0: none, and no commands are recorded.
+   */
+  killcamMs: number;
   cookieSecret?: Uint8Array;
 }
 
@@ -62,6 +73,7 @@ export const DEFAULT_ARENA_HOST_OPTIONS: ArenaHostOptions = {
   staticDir: null,
   placeInFront: () => false,
   respawnMs: 2000,
+  killcamMs: 1500,
 };
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -153,11 +165,16 @@ export class ArenaHost {
   private readonly serverStats = createServerStatsMessage();
   private lastStatsMs = 0;
   private closing: Promise<void> | null = null;
+  /** Every player's recent commands and the views they named (null: killcams off). */
+  private readonly killcams: KillcamRecorder<ArenaPlayerState, ArenaWorld> | null;
+  /** Killcams sent to victims. */
+  killcamsSent = 0;
 
   private constructor(transport: MultiTransportServer, options: ArenaHostOptions) {
     this.options = options;
     this.transport = transport;
     this.shaped = new ShapedEndpoint(transport, 7);
+    this.killcams = options.killcamMs > 0 ? new KillcamRecorder(arenaGame) : null;
     this.seats = new Array(options.maxClients).fill(null);
     this.server = new GameServer(
       arenaGame,
@@ -178,6 +195,7 @@ export class ArenaHost {
             this.killed(server, killer?.slot ?? -1, victim, weapon);
           },
         }),
+        ...(this.killcams === null ? [] : [this.killcams.hooks]),
         this.hooks(),
       ),
     );
@@ -187,6 +205,9 @@ export class ArenaHost {
   /** Starts listening; rejects with the listen error (a port in use, say). */
   static async start(options: Partial<ArenaHostOptions> = {}): Promise<ArenaHost> {
     const o = { ...DEFAULT_ARENA_HOST_OPTIONS, ...options };
+    if (!(o.killcamMs >= 0 && o.killcamMs <= 10_000)) {
+      throw new RangeError(`ArenaHost: killcamMs must be in 0..10000 ms, got ${o.killcamMs}`);
+    }
     const transport = await listen({
       port: o.port,
       host: o.host,
@@ -334,6 +355,12 @@ export class ArenaHost {
     serializeMessageType(s, MESSAGE_KILL);
     serializeKill(s, kill);
     this.broadcast(server, s.bytes);
+    // The killer's last commands from its eyes, to a victim that is a page (bots do not watch).
+    const killer = killerSlot >= 0 ? server.clients[killerSlot] : null;
+    if (this.killcams !== null && killer !== null && killer !== victim && victimSeat?.subscribed === true) {
+      const cam = this.killcams.capture(killer, victim, this.options.killcamMs);
+      if (cam !== null && this.killcams.send(server, victim, cam)) this.killcamsSent++;
+    }
   }
 
   private broadcast(server: Server, bytes: Uint8Array): void {

@@ -23,6 +23,8 @@ export const MESSAGE_SETTINGS = 1;
 export const MESSAGE_SERVER_STATS = 2;
 export const MESSAGE_KILL = 3;
 export const MESSAGE_SHOT_REPORT = 4;
+/** A killcam's part (backstep's KILLCAM_MESSAGE_TAG, 0x4B, reads as type 11): never an arena message. */
+export const MESSAGE_KILLCAM_PART = 11;
 
 /** Targets one shot report carries (the first the broad phase kept; 96 fit a reliable message). */
 export const SHOT_REPORT_MAX_TARGETS = 96;
