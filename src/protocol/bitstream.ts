@@ -178,6 +178,20 @@ export class BitStream {
       this.bitPos = this.bitLimit;
       return;
     }
+    const pos = this.bitPos;
+    const byte = pos >>> 3;
+    const buf = this.buf;
+    // Up to 24 bits land in at most 4 bytes: OR them in at once (the bytes past the position
+    // are zero while writing: beginWrite and rewind clear them).
+    if (bits <= 24 && byte + 3 < buf.length) {
+      const w = ((value & ((1 << bits) - 1)) << (pos & 7)) >>> 0;
+      buf[byte] |= w;
+      buf[byte + 1] |= w >>> 8;
+      buf[byte + 2] |= w >>> 16;
+      buf[byte + 3] |= w >>> 24;
+      this.bitPos = pos + bits;
+      return;
+    }
     let done = 0;
     while (done < bits) {
       const pos = this.bitPos;
@@ -209,12 +223,16 @@ export class BitStream {
     }
     let at = startBit;
     let left = count;
+    const end = source.length;
     while (left > 0 && this.ok) {
-      const take = Math.min(left, 8);
+      const take = Math.min(left, 24);
       const byte = at >>> 3;
-      const next = byte + 1 < source.length ? source[byte + 1] : 0;
-      const value = ((source[byte] | (next << 8)) >>> (at & 7)) & ((1 << take) - 1);
-      this.writeBits(value, take);
+      const w =
+        source[byte] |
+        (byte + 1 < end ? source[byte + 1] << 8 : 0) |
+        (byte + 2 < end ? source[byte + 2] << 16 : 0) |
+        (byte + 3 < end ? source[byte + 3] << 24 : 0);
+      this.writeBits((w >>> (at & 7)) & ((1 << take) - 1), take);
       at += take;
       left -= take;
     }
@@ -225,6 +243,14 @@ export class BitStream {
     if (this.bitPos + bits > this.bitLimit) {
       this.fail('read past end');
       return 0;
+    }
+    const pos = this.bitPos;
+    const byte = pos >>> 3;
+    const buf = this.buf;
+    if (bits <= 24 && byte + 3 < buf.length) {
+      const w = buf[byte] | (buf[byte + 1] << 8) | (buf[byte + 2] << 16) | (buf[byte + 3] << 24);
+      this.bitPos = pos + bits;
+      return (w >>> (pos & 7)) & ((1 << bits) - 1);
     }
     let value = 0;
     let done = 0;
@@ -238,6 +264,32 @@ export class BitStream {
       done += take;
     }
     return value >>> 0;
+  }
+
+  /**
+   * Reading: the next `bits` bits (1..24) without moving, zeros past the end of the data; how many
+   * of them the data holds is `bitsRemaining`. For table-driven decoders; `skip` then consumes.
+   */
+  peek(bits: number): number {
+    const pos = this.bitPos;
+    const byte = pos >>> 3;
+    const buf = this.buf;
+    const end = this.bitLimit >>> 3;
+    const w =
+      (byte < end ? buf[byte] : 0) |
+      (byte + 1 < end ? buf[byte + 1] << 8 : 0) |
+      (byte + 2 < end ? buf[byte + 2] << 16 : 0) |
+      (byte + 3 < end ? buf[byte + 3] << 24 : 0);
+    return (w >>> (pos & 7)) & ((1 << bits) - 1);
+  }
+
+  /** Reading: moves past `bits` bits a `peek` showed; fails with 'read past end' beyond the data. */
+  skip(bits: number): void {
+    if (this.bitPos + bits > this.bitLimit) {
+      this.fail('read past end');
+      return;
+    }
+    this.bitPos += bits;
   }
 
   /** Unsigned integer of `bits` bits (0..32). */

@@ -4,12 +4,16 @@
 // travels: changing the counts changes the game schema's hash.
 //
 // A code's bits travel most significant first (the canonical order) inside the LSB-first stream:
-// a code is written as one bit-reversed field and read one bit at a time.
+// a code is written as one bit-reversed field. A read looks the next TABLE_BITS bits up in a table
+// (every code that short decodes in one step) and reads longer codes one bit at a time.
 
 import type { BitStream } from './bitstream.ts';
 
 /** Longest code any symbol gets: counts are flattened until the tree is no deeper. */
 export const MAX_CODE_LENGTH = 20;
+
+/** Bits a read looks up at once: codes up to this long decode in one step. */
+const TABLE_BITS = 9;
 
 export class PrefixCode {
   /** Number of symbols: 0 .. size - 1. */
@@ -24,6 +28,12 @@ export class PrefixCode {
   private readonly offset: Int32Array;
   private readonly sorted: Uint8Array;
   private readonly maxLength: number;
+  /**
+   * By the next min(TABLE_BITS, maxLength) bits of the stream (LSB first): symbol + 256 * length
+   * of the code they start with, or 0 when that code is longer.
+   */
+  private readonly table: Uint16Array;
+  private readonly tableBits: number;
 
   /**
    * Builds the code from `counts` (one per symbol, >= 0, 1 to 256 symbols); every symbol gets a
@@ -71,6 +81,16 @@ export class PrefixCode {
       code++;
       prev = len;
     }
+    this.tableBits = Math.min(TABLE_BITS, maxLength);
+    this.table = new Uint16Array(1 << this.tableBits);
+    for (let sym = 0; sym < n; sym++) {
+      const len = this.lengths[sym];
+      if (len === 0 || len > this.tableBits) continue;
+      // Every window whose low `len` bits are this code (the rest is the next code's start).
+      for (let rest = 0; rest < 1 << (this.tableBits - len); rest++) {
+        this.table[this.reversed[sym] | (rest << len)] = sym + 256 * len;
+      }
+    }
   }
 
   /**
@@ -85,6 +105,13 @@ export class PrefixCode {
       return symbol;
     }
     if (this.maxLength === 0) return 0;
+    if (!s.ok) return 0;
+    const hit = this.table[s.peek(this.tableBits)];
+    if (hit !== 0) {
+      // Past the end of the data the window reads zeros: a code that needs them fails.
+      s.skip(hit >>> 8);
+      return s.ok ? hit & 0xff : 0;
+    }
     let code = 0;
     for (let len = 1; len <= this.maxLength; len++) {
       code = code * 2 + s.uint(0, 1);

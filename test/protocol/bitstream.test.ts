@@ -436,6 +436,26 @@ describe('BitStream reads of hostile data', () => {
     );
   });
 
+  it('peek shows the next bits without moving, zeros past the data; skip consumes and fails past the end', () => {
+    const w = new BitStream(16).beginWrite();
+    w.uint(0b101, 3);
+    w.uint(0x3ff, 10);
+    const r = new BitStream().beginRead(w.bytes, 2);
+    expect(r.peek(3)).toBe(0b101);
+    expect(r.peek(24)).toBe(0b101 | (0x3ff << 3));
+    expect(r.bitsProcessed).toBe(0);
+    r.skip(3);
+    expect(r.uint(0, 10)).toBe(0x3ff);
+    // Three bits of data left, zeros after them.
+    expect(r.peek(8)).toBe(0);
+    r.skip(3);
+    expect(r.ok).toBe(true);
+    r.skip(1);
+    expect(r.ok).toBe(false);
+    expect(r.error).toBe('read past end');
+    expect(r.bitsProcessed).toBe(16);
+  });
+
   it('each primitive returns its minimum on an empty buffer', () => {
     const empty = new Uint8Array(0);
     const s = new BitStream();

@@ -70,4 +70,42 @@ describe('static prefix codes', () => {
     }
     expect(failed, `seed ${SEED}`).toBeGreaterThan(0);
   });
+
+  it('a code cut short fails with read past end, whole it reads back; long codes (past the lookup table) included', () => {
+    const rng = new Random(SEED);
+    const w = new BitStream(64);
+    const r = new BitStream(0);
+    let long = 0;
+    let cuts = 0;
+    for (let k = 0; k < 100; k++) {
+      const code = new PrefixCode(randomCounts(rng));
+      for (let sym = 0; sym < code.size; sym++) {
+        const len = code.lengths[sym];
+        if (len > 9) long++;
+        // The code after `at` bits; the data ends after `at + cut` bits (whole bytes only: cuts
+        // that fall on a byte boundary, and the whole code).
+        const at = rng.int(0, 7);
+        w.beginWrite();
+        w.uint(0, at);
+        code.serialize(w, sym);
+        const bytes = w.bytes.slice();
+        for (let cut = 0; cut <= len; cut++) {
+          const whole = cut === len;
+          if (!whole && ((at + cut) & 7) !== 0) continue;
+          r.beginRead(bytes, whole ? (at + len + 7) >>> 3 : (at + cut) >>> 3);
+          r.uint(0, at);
+          const got = code.serialize(r, 0);
+          if (whole) expect(r.ok && got === sym, `seed ${SEED}`).toBe(true);
+          else {
+            // No proper prefix of a code is a code: the read runs out of data.
+            expect(r.ok, `seed ${SEED}`).toBe(false);
+            expect(r.error, `seed ${SEED}`).toBe('read past end');
+            cuts++;
+          }
+        }
+      }
+    }
+    expect(long, `seed ${SEED}`).toBeGreaterThan(0);
+    expect(cuts, `seed ${SEED}`).toBeGreaterThan(100);
+  });
 });
