@@ -15,7 +15,7 @@ import {
 } from '../protocol/frames.ts';
 import type { PlayerStateHistory } from '../protocol/player-state.ts';
 import type { GameDefinition } from '../sim/game.ts';
-import { EVENT_LOG_SIZE, type EventLog } from './events.ts';
+import type { EventLog } from './events.ts';
 import type { SnapshotWriter } from './snapshot-writer.ts';
 
 /** A frame is never cut below this many bytes to fit the rate: slower links get fewer frames. */
@@ -133,6 +133,8 @@ export interface FrameClient<P> {
   eventCursor: number;
   /** Effect events within hearing that did not fit the frame's event budget (not resent). */
   eventsDropped: number;
+  /** Events the log overwrote before this client's next frame could look at them. */
+  eventsMissed: number;
   /** Bits of its frames by part. */
   readonly frameBits: FrameBits;
 }
@@ -159,8 +161,8 @@ export class FrameWriter<P, W> {
   /** Where in the packet (bits) the frame being written must end. */
   private endBits = 0;
   /** Each logged event's size on the wire, measured once for every client (by log position). */
-  private readonly eventBits = new Int32Array(EVENT_LOG_SIZE);
-  private readonly eventBitsOf = new Float64Array(EVENT_LOG_SIZE).fill(-1);
+  private readonly eventBits: Int32Array;
+  private readonly eventBitsOf: Float64Array;
 
   constructor(
     game: GameDefinition<P, W>,
@@ -171,6 +173,8 @@ export class FrameWriter<P, W> {
   ) {
     this.game = game;
     this.log = log;
+    this.eventBits = new Int32Array(log.capacity);
+    this.eventBitsOf = new Float64Array(log.capacity).fill(-1);
     this.clients = clients;
     this.config = config;
     this.measure = measure;
@@ -234,7 +238,10 @@ export class FrameWriter<P, W> {
   private pickEvents(client: FrameClient<P>, budgetBits: number): void {
     const log = this.log;
     const f = this.frame;
-    if (client.eventCursor < log.tail) client.eventCursor = log.tail;
+    if (client.eventCursor < log.tail) {
+      client.eventsMissed += log.tail - client.eventCursor;
+      client.eventCursor = log.tail;
+    }
     const table = this.game.events ?? null;
     const m = this.measure;
     const here = this.game.player.origin(client.state, this.viewer);
@@ -244,7 +251,7 @@ export class FrameWriter<P, W> {
     for (let p = client.eventCursor; p < log.head; p++) {
       if (!this.hears(client, p, here.x, here.y, here.z, r2)) continue;
       const e = log.at(p);
-      const slot = p & (EVENT_LOG_SIZE - 1);
+      const slot = p & (log.capacity - 1);
       if (this.eventBitsOf[slot] !== p) {
         m.beginMeasure();
         serializeWireEvent(m, e, table);

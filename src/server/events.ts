@@ -4,12 +4,24 @@
 import { createWireEvent, type WireEvent } from '../protocol/frames.ts';
 import type { GameEventSink } from '../sim/game.ts';
 
-/** Events the log holds (a power of two). */
+/** Events a log holds by default, and at least (a power of two). */
 export const EVENT_LOG_SIZE = 1024;
-const LOG_SIZE = EVENT_LOG_SIZE;
-const LOG_MASK = LOG_SIZE - 1;
+/** Log room per player slot: a client sent a frame every few ticks sees every event since its last. */
+const EVENTS_PER_PLAYER = 16;
+
+/**
+ * The log size for a server of `maxClients` players: EVENT_LOG_SIZE, doubled until it holds
+ * EVENTS_PER_PLAYER per player (8,192 at 512 players, whose shots emit a few hundred events a tick).
+ */
+export function eventLogSize(maxClients: number): number {
+  let n = EVENT_LOG_SIZE;
+  while (n < maxClients * EVENTS_PER_PLAYER && n < 1 << 20) n *= 2;
+  return n;
+}
 
 export class EventLog implements GameEventSink {
+  /** Events the log holds: the newest `capacity` are kept. */
+  readonly capacity: number;
   /** The slot (or entity) credited with events emitted from now on. */
   source = 0;
   /** Whether events emitted from now on were predicted by their source's client. */
@@ -17,14 +29,27 @@ export class EventLog implements GameEventSink {
   /** Total events ever emitted: the position one past the newest. */
   head = 0;
   private readonly events: WireEvent[] = [];
-  private readonly predicted = new Uint8Array(LOG_SIZE);
+  private readonly predicted: Uint8Array;
+  private readonly mask: number;
 
-  constructor() {
-    for (let i = 0; i < LOG_SIZE; i++) this.events.push(createWireEvent());
+  /** `capacity`: a power of two (default EVENT_LOG_SIZE). */
+  constructor(capacity = EVENT_LOG_SIZE) {
+    if (
+      !Number.isInteger(capacity) ||
+      capacity < 1 ||
+      capacity > 1 << 20 ||
+      (capacity & (capacity - 1)) !== 0
+    ) {
+      throw new RangeError(`EventLog: capacity must be a power of two in 1..2^20, got ${capacity}`);
+    }
+    this.capacity = capacity;
+    this.mask = capacity - 1;
+    this.predicted = new Uint8Array(capacity);
+    for (let i = 0; i < capacity; i++) this.events.push(createWireEvent());
   }
 
   emit(type: number, p0: number, p1: number, p2: number, p3: number): void {
-    const i = this.head & LOG_MASK;
+    const i = this.head & this.mask;
     const e = this.events[i];
     e.type = type;
     e.source = this.source;
@@ -38,17 +63,17 @@ export class EventLog implements GameEventSink {
 
   /** The oldest position still held. */
   get tail(): number {
-    return this.head > LOG_SIZE ? this.head - LOG_SIZE : 0;
+    return this.head > this.capacity ? this.head - this.capacity : 0;
   }
 
   /** The event at log position `position` (between tail and head). */
   at(position: number): WireEvent {
-    return this.events[position & LOG_MASK];
+    return this.events[position & this.mask];
   }
 
   /** True when the event at `position` should not go to `slot`: it predicted it itself. */
   isOwnPrediction(position: number, slot: number): boolean {
-    const i = position & LOG_MASK;
+    const i = position & this.mask;
     return this.predicted[i] === 1 && this.events[i].source === slot;
   }
 }

@@ -31,7 +31,7 @@ import { SequenceBuffer } from '../sim/ring.ts';
 import { createFrameBits, FramePacing, FrameWriter } from './client-frames.ts';
 import { CommandQueue, type CommandStats } from './commands.ts';
 import { DEFAULT_ENTITY_STORE_CONFIG, EntityStore } from './entities.ts';
-import { EventCapture, EventLog } from './events.ts';
+import { EventCapture, EventLog, eventLogSize } from './events.ts';
 import type { ServerHooks } from './hooks.ts';
 import { type LagCompensationConfig, type LagCompensationMode, LagCompensator } from './lag-compensation.ts';
 import { SnapshotEncodeCache } from './snapshot-cache.ts';
@@ -173,6 +173,8 @@ export class ServerClient<P> {
   eventCursor: number;
   /** Effect events within hearing that did not fit the frame's event budget (effects only: not resent). */
   eventsDropped = 0;
+  /** Events the server's log overwrote before this client's next frame could look at them. */
+  eventsMissed = 0;
   /** Bits of its frames by part (header, player part, events; the snapshot's are its writer's). */
   readonly frameBits = createFrameBits();
   /**
@@ -336,7 +338,7 @@ export class GameServer<P, W> {
   readonly game: GameDefinition<P, W>;
   readonly world: W;
   readonly hooks: ServerHooks<P, W>;
-  readonly events = new EventLog();
+  readonly events: EventLog;
   /** Every replicated entity, players included, with its history. */
   readonly entities: EntityStore;
   /** Lag compensation for hit-scan shots (null when the game has none). */
@@ -386,6 +388,7 @@ export class GameServer<P, W> {
     this.world = game.createWorld();
     this.tickIntervalMs = 1000 / c.tickRate;
     const maxSpectators = c.spectators.maxSpectators ?? 0;
+    this.events = new EventLog(eventLogSize(c.maxClients));
     this.clients = new Array(c.maxClients + maxSpectators).fill(null);
     this.entities = new EntityStore(game.entities, { historyTicks: c.entityHistoryTicks });
     this.spectators =

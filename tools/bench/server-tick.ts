@@ -156,6 +156,8 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   let entries = 0;
   let deferred = 0;
   const ticksBefore = server.stats.ticks;
+  const loggedBefore = server.events.head;
+  const missedBefore = clients.reduce((n, c) => n + c.eventsMissed, 0);
   const shotsBefore = server.lagCompensation?.stats.rewinds ?? 0;
   const cache = server.snapshotCache.stats;
   const encodedBefore = cache.encoded;
@@ -182,6 +184,8 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   match.run(measureMs);
   server.update = update;
   const ticks = server.stats.ticks - ticksBefore;
+  const logged = server.events.head - loggedBefore;
+  const missed = clients.reduce((n, c) => n + c.eventsMissed, 0) - missedBefore;
   const shots = (server.lagCompensation?.stats.rewinds ?? 0) - shotsBefore;
   const encoded = cache.encoded - encodedBefore;
   const reused = cache.reused - reusedBefore;
@@ -217,6 +221,8 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
       'frames (/tick)': round(ticks > 0 ? frames / ticks : 0, 1),
       'packet (B)': round(packets > 0 ? bytes / packets : 0, 0),
       'events (/frame)': round(received > 0 ? events / received : 0, 1),
+      'events logged (/tick)': round(ticks > 0 ? logged / ticks : 0, 1),
+      'events missed': missed,
       'entries (/frame)': perFrame(entries),
       'deferred (/frame)': perFrame(deferred),
       'entries shared (%)': round(encoded + reused > 0 ? (reused / (encoded + reused)) * 100 : 0, 1),
@@ -253,7 +259,8 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
         '  way); only the server update is timed, but garbage collection caused by the bots can land in it (p99),',
         '  and other work on the machine shows as noise (8 engineers share 2 cores: compare ratios within a run).',
         "  in view: entities in a client's view after its frame, mean over frames; packet: mean bytes of a server",
-        '  packet; events: effect events per frame; entries, deferred: entities written in a frame and those the',
+        '  packet; events: effect events per frame, events the server logged per tick, and events its log overwrote',
+        "  before a client's next frame looked at them (missed); entries, deferred: entities written in a frame and those the",
         '  1200-byte packet could not hold (sent later, by priority); entries shared: entries copied from the',
         "  encode cache that another client's frame had already encoded this tick.",
         `  before: the same arena scene before the encode cache and fire-only rewinds (README; 512: measured then).`,
