@@ -2,16 +2,20 @@
 // with every unacknowledged one, read the server's packets, predict the local player, render.
 // Driven by time passed in: `update(nowMs, input)` once per frame.
 
-import { DEFAULT_PROTOCOL_ID, DEFAULT_PROTOCOL_VERSION } from '../net/channel.ts';
+import { DEFAULT_PROTOCOL_ID, DEFAULT_PROTOCOL_VERSION, PACKET_HEADER_BYTES } from '../net/channel.ts';
 import { ClientConnection, type ConnectionState } from '../net/client-connection.ts';
 import { type ConnectToken, MAX_CONNECT_TOKEN_BYTES, TOKEN_CLIENT_KEY_BYTES } from '../net/connect-token.ts';
+import { PACKET_TAG_BYTES } from '../net/packet-crypto.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
 import type { BitStream } from '../protocol/bitstream.ts';
 import {
   type ClientFlags,
+  type CommandRun,
   checkEventTable,
   createServerFrame,
   createWireEvent,
+  MAX_COMMAND_BASE_GAP,
+  MAX_COMMAND_SKIP,
   MAX_COMMANDS_PER_PACKET,
   type ServerFrame,
   type ServerFrameCodec,
@@ -53,8 +57,26 @@ export interface ClientConfig {
   updateRate: number;
   /** Bytes per second the server may send this client. */
   rateBytesPerSecond: number;
-  /** Most command packets sent per second (a frame faster than this folds into the next). */
+  /**
+   * Most command packets sent per second: frames faster than this fold their commands into the
+   * next packet (at 60 frames per second and the default 30, two commands a packet). Each packet
+   * costs its header and authentication tag, so this, more than the commands, sets the up-link.
+   */
   commandRate: number;
+  /**
+   * Most bytes per second of command packets, headers included (the up-link budget). A packet
+   * goes only when the budget allows, so where loss asks for more copies of each command the
+   * packets go further apart and carry more commands each, and the up-link stays within this.
+   */
+  upRateBytesPerSecond: number;
+  /**
+   * How often a command is repeated. 'acknowledged': in every packet until a packet carrying it
+   * is acknowledged (the up-link grows with the round trip). 'bounded': in as many packets as the
+   * measured up-link loss needs plus one (`commandCopies`), within the up-link budget, and sent
+   * again once when every copy was lost (the up-link does not grow with the round trip; on a lossy
+   * link the budget may leave fewer copies than the loss needs, and some commands are lost).
+   */
+  commandRedundancy: 'acknowledged' | 'bounded';
   /** Connection attempts are resent this often until answered. */
   connectRetryMs: number;
   /** Give up connecting after this long. */
@@ -91,7 +113,9 @@ export const DEFAULT_CLIENT_CONFIG: ClientConfig = {
   protocolVersion: DEFAULT_PROTOCOL_VERSION,
   updateRate: 32,
   rateBytesPerSecond: 80_000,
-  commandRate: 64,
+  commandRate: 30,
+  upRateBytesPerSecond: 16_000,
+  commandRedundancy: 'acknowledged',
   connectRetryMs: 100,
   connectTimeoutMs: 10_000,
   timeoutMs: 10_000,
@@ -102,6 +126,40 @@ export const DEFAULT_CLIENT_CONFIG: ClientConfig = {
   view: {},
   viewAcceptance: {},
 };
+
+/** Command packets remembered for redundancy (more than the largest COPY_OFFSETS entry). */
+const COPY_RING = 32;
+/**
+ * Which packets carry a command's copies, counted from the packet that first carried it: the
+ * first `copies` of these. Spread out, so a burst of losses a few packets long does not take
+ * every copy, as it would of copies in consecutive packets.
+ */
+const COPY_OFFSETS = [0, 1, 2, 3, 4, 5, 6, 7];
+/** Commands whose receipt is remembered (a packet carrying them was acknowledged). */
+const RECEIVED_RING = 1024;
+/** Ranges of consecutive commands remembered per packet (for acknowledgement); more go unrecorded. */
+const MAX_RANGES = 16;
+/** A command is lost (every copy of it) at most this often, were packet losses independent. */
+const COMMAND_LOSS_TARGET = 0.001;
+/** Bytes of a command packet besides its commands: header, tag, reliable count, flags, run head. */
+const COMMAND_PACKET_FIXED_BYTES = PACKET_HEADER_BYTES + PACKET_TAG_BYTES + 7;
+/**
+ * Command packets per second kept within the up-link budget before copies are cut: the up-link
+ * budget pays this many packets' fixed bytes first, and copies share what is left.
+ */
+const MIN_COMMAND_PACKET_RATE = 10;
+
+/**
+ * How many consecutive command packets carry each command when the measured packet loss is
+ * `loss`: enough that every copy is lost at most COMMAND_LOSS_TARGET of the time (taking loss as
+ * at least 2 %), plus one for bursts. 3 on a clean link, 6 at 25 % loss, never more than 8: the
+ * up-link does not grow with the round trip, only with loss.
+ */
+export function commandCopies(loss: number): number {
+  const p = loss > 0.02 ? Math.min(loss, 0.6) : 0.02;
+  const needed = Math.ceil(Math.log(COMMAND_LOSS_TARGET) / Math.log(p));
+  return Math.min(8, Math.max(1, needed) + 1);
+}
 
 /** No frame for this many snapshot intervals (plus STALL_MARGIN_MS): the link is stalled. */
 const STALL_INTERVALS = 4;
@@ -171,6 +229,16 @@ export interface ClientStats {
   viewsUncompensated: number;
 }
 
+/** What one command packet carried: its newest command and its ranges of commands. */
+interface SentCommands {
+  newest: number;
+  sentMs: number;
+  entry: number;
+  ranges: number;
+  lo: Float64Array;
+  hi: Float64Array;
+}
+
 /**
  * Everything one connection to a server knows: the connection, the clock, prediction, the
  * snapshots and the remote view. Connecting again makes a new one, so nothing carries over.
@@ -185,16 +253,24 @@ class Session<P, W> {
   readonly view: RemoteView;
   adaptiveDelay: AdaptiveDelay | null;
   /** Newest command carried by each sent packet, when it went and its packet history entry, by packet sequence. */
-  readonly packetCommands = new SequenceBuffer<{ newest: number; sentMs: number; entry: number }>(
-    1024,
-    () => ({
-      newest: 0,
-      sentMs: 0,
-      entry: -1,
-    }),
-  );
+  readonly packetCommands = new SequenceBuffer<SentCommands>(1024, () => ({
+    newest: 0,
+    sentMs: 0,
+    entry: -1,
+    ranges: 0,
+    lo: new Float64Array(MAX_RANGES),
+    hi: new Float64Array(MAX_RANGES),
+  }));
+  /** Commands known received by the server (a packet carrying them was acknowledged), by number. */
+  readonly received = new Float64Array(RECEIVED_RING).fill(-1);
+  /** When each command last went out (sentSeq tags the slot), local ms. */
+  readonly sentSeq = new Float64Array(RECEIVED_RING).fill(-1);
+  readonly sentAtMs = new Float64Array(RECEIVED_RING);
   /** Newest command the server is known to have received (its packet was acknowledged). */
   serverHasCommand = 0;
+  /** Newest command of each of the last COPY_RING command packets, by command packet count. */
+  readonly sentNewest = new Float64Array(COPY_RING);
+  commandPackets = 0;
   /** Newest server tick received. */
   serverTick = 0;
   spawned = false;
@@ -205,6 +281,11 @@ class Session<P, W> {
   /** Local time the newest frame arrived, ms. */
   newestFrameAtMs = 0;
   nextCommandSendMs = 0;
+  /** The up-link budget allows the next command packet from this time on. */
+  upFreeMs = 0;
+  /** Filtered bytes each command costs in a packet, and filtered msec per command. */
+  bytesPerCommand = 6;
+  msecPerCommand = 16;
 
   constructor(client: GameClient<P, W>, connection: ClientConnection) {
     const { game, config } = client;
@@ -256,7 +337,14 @@ export class GameClient<P, W> {
   private session: Session<P, W>;
   private readonly cmd: UserCommand = createUserCommand();
   private readonly sendCmds: UserCommand[] = [];
-  private readonly run = { count: 0 };
+  private readonly run: CommandRun = { count: 0, baseGap: 0 };
+  private readonly lookupCommand = (sequence: number) => this.session.predictor.command(sequence);
+  /** The ranges of commands the packet being written carries, and its newest command so far. */
+  private ranges = 0;
+  private rangeOpen = false;
+  private lastWritten = 0;
+  private readonly rangeLo = new Float64Array(MAX_RANGES);
+  private readonly rangeHi = new Float64Array(MAX_RANGES);
   private readonly flags: ClientFlags = { resetBaseline: false };
   /** Entities the next command's shots are tested against (the remote players drawn). */
   private readonly targets: Int32Array;
@@ -456,7 +544,11 @@ export class GameClient<P, W> {
     if (connection.state === 'connecting' || connection.state === 'challenged') connection.update(nowMs);
     if (connection.state === 'connected' && session.spawned && input !== null) {
       this.makeCommand(frameMs, input);
-      if (nowMs >= session.nextCommandSendMs && session.predictor.newestSequence > session.serverHasCommand) {
+      if (
+        nowMs >= session.nextCommandSendMs &&
+        nowMs >= session.upFreeMs &&
+        session.predictor.newestSequence > session.serverHasCommand
+      ) {
         this.sendCommands(nowMs);
       }
     }
@@ -529,6 +621,9 @@ export class GameClient<P, W> {
       const sent = session.packetCommands.get(sequence);
       if (sent === undefined) return;
       if (sent.newest > session.serverHasCommand) session.serverHasCommand = sent.newest;
+      for (let r = 0; r < sent.ranges; r++) {
+        for (let seq = sent.lo[r]; seq <= sent.hi[r]; seq++) session.received[seq % RECEIVED_RING] = seq;
+      }
       this.packets.acknowledged(sent.entry, this.nowMs - sent.sentMs);
     };
   }
@@ -542,6 +637,7 @@ export class GameClient<P, W> {
     if (msec < 1) return;
     if (msec > CMD_MSEC_MAX) msec = CMD_MSEC_MAX;
     session.msecRemainder -= Math.floor(session.msecRemainder);
+    session.msecPerCommand += (msec - session.msecPerCommand) / 16;
     const predictor = session.predictor;
     const view = session.view;
     const c = this.cmd;
@@ -613,30 +709,167 @@ export class GameClient<P, W> {
     const sent = session.packetCommands.insert(sequence);
     sent.newest = session.predictor.newestSequence;
     sent.sentMs = nowMs;
-    sent.entry = this.packets.record(nowMs, PACKET_OUT, channel.stats.bytesSent - before);
+    sent.ranges = this.ranges;
+    for (let r = 0; r < this.ranges; r++) {
+      sent.lo[r] = this.rangeLo[r];
+      sent.hi[r] = this.rangeHi[r];
+    }
+    const bytes = channel.stats.bytesSent - before;
+    if (this.run.count > 0) {
+      const perCommand = Math.max(1, (bytes - COMMAND_PACKET_FIXED_BYTES) / this.run.count);
+      session.bytesPerCommand += (perCommand - session.bytesPerCommand) / 16;
+    }
+    sent.entry = this.packets.record(nowMs, PACKET_OUT, bytes);
+    // The budget is a bucket holding at most one interval's worth: a packet spends its bytes.
+    const budgetMs = (bytes * 1000) / this.config.upRateBytesPerSecond;
+    session.upFreeMs = Math.max(session.upFreeMs, nowMs - 1000 / this.config.commandRate) + budgetMs;
+    session.sentNewest[session.commandPackets % COPY_RING] = sent.newest;
+    session.commandPackets++;
     this.stats.commandPackets++;
     const interval = 1000 / this.config.commandRate;
     session.nextCommandSendMs = Math.max(session.nextCommandSendMs + interval, nowMs - interval);
   }
 
-  /** Every command the server has not acknowledged, newest last, at most a packet's worth. */
+  /**
+   * How many packets carry each command: as many as the measured up-link loss needs
+   * (`commandCopies`), but no more than the up-link budget affords while still sending
+   * MIN_COMMAND_PACKET_RATE packets a second (past that, more copies would only space the packets
+   * out and delay every command).
+   */
+  private copiesNow(): number {
+    const session = this.session;
+    const wanted = commandCopies(session.connection.channel?.stats.outgoingLoss ?? 0);
+    const commandsPerSecond = 1000 / Math.max(1, session.msecPerCommand);
+    const spare = this.config.upRateBytesPerSecond - MIN_COMMAND_PACKET_RATE * COMMAND_PACKET_FIXED_BYTES;
+    const affordable = Math.floor(spare / (commandsPerSecond * session.bytesPerCommand));
+    return Math.max(1, Math.min(wanted, affordable, COPY_OFFSETS.length));
+  }
+
+  /**
+   * The commands of this packet, oldest first: any the server is not known to have whose last
+   * copy went longer ago than a round trip and its deviation plus two packet intervals (every
+   * copy was lost: sent again, once per such wait), then the new ones with copies of the ones
+   * first sent COPY_OFFSETS[1..copies) packets ago the server is not known to have (no packet
+   * carrying them acknowledged, not yet run). At most a packet's worth: the newest are kept. The
+   * server waits a reorder window for a missing command before skipping it.
+   */
   private writeCommandRun(s: BitStream): void {
     const session = this.session;
     const predictor = session.predictor;
     const newest = predictor.newestSequence;
-    let first = Math.max(session.serverHasCommand + 1, predictor.ackedSequence + 1);
-    if (newest - first + 1 > MAX_COMMANDS_PER_PACKET) first = newest - MAX_COMMANDS_PER_PACKET + 1;
-    let count = 0;
-    for (let seq = first; seq <= newest; seq++) {
-      const c = predictor.command(seq);
-      if (c === undefined) break;
-      copyUserCommand(this.sendCmds[count++], c);
+    const done = predictor.ackedSequence;
+    const k = session.commandPackets;
+    const bounded = this.config.commandRedundancy === 'bounded';
+    const copies = bounded ? this.copiesNow() : 1;
+    this.run.count = 0;
+    this.lastWritten = done;
+    this.ranges = 0;
+    this.rangeOpen = false;
+    // Where the copies begin: after the newest command of the packet before the oldest copied.
+    const oldestBack = Math.min(COPY_OFFSETS[copies - 1], k);
+    const copiesFrom =
+      !bounded || oldestBack === k ? done + 1 : session.sentNewest[(k - oldestBack - 1) % COPY_RING] + 1;
+    const stats = session.connection.channel?.stats;
+    const overdueMs = (stats?.rttMs ?? 0) + 4 * (stats?.rttVarianceMs ?? 0) + 2000 / this.config.commandRate;
+    const lowest = Math.max(done + 1, copiesFrom - MAX_COMMAND_SKIP);
+    for (let seq = lowest; seq < copiesFrom; seq++) {
+      const i = seq % RECEIVED_RING;
+      if (session.received[i] === seq) continue;
+      if (session.sentSeq[i] === seq && this.nowMs - session.sentAtMs[i] >= overdueMs) this.addToRun(seq);
+      else this.closeRange();
     }
-    this.run.count = count;
+    for (let j = copies - 1; j >= 0; j--) {
+      const back = COPY_OFFSETS[j];
+      if (back > k) continue;
+      // The commands packet k - back carried first: after the newest of the packet before it
+      // (every command not known received, when not bounded).
+      const lo = !bounded
+        ? Math.max(done + 1, newest - MAX_COMMANDS_PER_PACKET + 1)
+        : back === k
+          ? done + 1
+          : session.sentNewest[(k - back - 1) % COPY_RING] + 1;
+      const hi = back === 0 ? newest : session.sentNewest[(k - back) % COPY_RING];
+      for (let seq = Math.max(lo, this.lastWritten + 1); seq <= hi; seq++) {
+        if (session.received[seq % RECEIVED_RING] === seq) this.closeRange();
+        else this.addToRun(seq);
+      }
+    }
+    const count = this.run.count;
+    for (let i = 0; i < count; i++) {
+      const seq = this.sendCmds[i].sequence;
+      session.sentSeq[seq % RECEIVED_RING] = seq;
+      session.sentAtMs[seq % RECEIVED_RING] = this.nowMs;
+    }
+    // The first command is encoded against the newest one before it the server is known to
+    // have received, when the client still holds it.
+    this.run.baseGap = 0;
+    if (count > 0) {
+      const first = this.sendCmds[0].sequence;
+      const stop = Math.max(1, first - MAX_COMMAND_BASE_GAP);
+      for (let b = first - 1; b >= stop; b--) {
+        if (session.received[b % RECEIVED_RING] === b && predictor.command(b) !== undefined) {
+          this.run.baseGap = first - b;
+          break;
+        }
+      }
+    }
     this.flags.resetBaseline = session.snapshots.needsFullUpdate || session.players.needsFullUpdate;
     serializeClientFlags(s, this.flags);
-    serializeCommandRun(s, this.sendCmds, this.run);
+    serializeCommandRun(s, this.sendCmds, this.run, this.lookupCommand);
     this.stats.commandsSent += count;
+  }
+
+  /** Ends the current range of the packet being written (the next command starts a new one). */
+  private closeRange(): void {
+    this.rangeOpen = false;
+  }
+
+  /** Appends command `seq` to the packet being written, dropping the oldest when it is full. */
+  private addToRun(seq: number): void {
+    const c = this.session.predictor.command(seq);
+    if (c === undefined) {
+      this.rangeOpen = false;
+      return;
+    }
+    const count = this.run.count;
+    if (count === MAX_COMMANDS_PER_PACKET) {
+      this.dropOldest(1);
+      this.run.count--;
+    } else if (count > 0 && seq - this.lastWritten - 1 > MAX_COMMAND_SKIP) {
+      this.dropOldest(count);
+      this.run.count = 0;
+    }
+    copyUserCommand(this.sendCmds[this.run.count++], c);
+    this.lastWritten = seq;
+    if (this.rangeOpen) {
+      this.rangeHi[this.ranges - 1] = seq;
+    } else if (this.ranges < MAX_RANGES) {
+      this.rangeLo[this.ranges] = seq;
+      this.rangeHi[this.ranges++] = seq;
+      this.rangeOpen = true;
+    }
+  }
+
+  /** Drops the `n` oldest commands from the packet being written (and from its ranges). */
+  private dropOldest(n: number): void {
+    const cmds = this.sendCmds;
+    const count = cmds.length;
+    for (let i = 0; i + n < count; i++) copyUserCommand(cmds[i], cmds[i + n]);
+    let dropped = 0;
+    while (dropped < n && this.ranges > 0) {
+      const size = this.rangeHi[0] - this.rangeLo[0] + 1;
+      if (size > n - dropped) {
+        this.rangeLo[0] += n - dropped;
+        dropped = n;
+      } else {
+        dropped += size;
+        for (let r = 1; r < this.ranges; r++) {
+          this.rangeLo[r - 1] = this.rangeLo[r];
+          this.rangeHi[r - 1] = this.rangeHi[r];
+        }
+        this.ranges--;
+      }
+    }
   }
 
   /** One server frame: the player state acknowledges prediction, events play, the snapshot decodes. */
@@ -693,6 +926,7 @@ function validateClientConfig(c: ClientConfig): void {
     'updateRate',
     'rateBytesPerSecond',
     'commandRate',
+    'upRateBytesPerSecond',
     'connectRetryMs',
     'connectTimeoutMs',
     'timeoutMs',
@@ -704,6 +938,11 @@ function validateClientConfig(c: ClientConfig): void {
   }
   if (!Number.isInteger(c.updateRate) || c.updateRate > 255) {
     throw new RangeError(`client config: updateRate must be an integer in 1..255, got ${c.updateRate}`);
+  }
+  if (c.commandRedundancy !== 'acknowledged' && c.commandRedundancy !== 'bounded') {
+    throw new RangeError(
+      `client config: commandRedundancy must be 'acknowledged' or 'bounded', got ${String(c.commandRedundancy)}`,
+    );
   }
   const d = c.interpolationDelayMs;
   if (d !== 'adaptive' && !(typeof d === 'number' && d >= 0 && d <= 1000)) {

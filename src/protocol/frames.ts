@@ -51,18 +51,61 @@ export function serializeClientFlags(s: BitStream, f: ClientFlags): boolean {
   return s.ok;
 }
 
-/** Reads or writes a run of consecutive commands. `cmds[0..count)` hold them, oldest first. */
-export function serializeCommandRun(s: BitStream, cmds: UserCommand[], run: { count: number }): boolean {
+/** The commands of a client packet: how many, and the command the first is encoded against. */
+export interface CommandRun {
+  count: number;
+  /** The first command's number minus its base's (1..255), or 0: encoded against a zero command. */
+  baseGap: number;
+}
+
+/**
+ * The commands a reader or writer holds by number (the client: the ones it made; the server: the
+ * ones it received), for a run's base; undefined when not held.
+ */
+export type CommandLookup = (sequence: number) => UserCommand | undefined;
+
+/** Largest gap between a run's first command and its base. */
+export const MAX_COMMAND_BASE_GAP = 255;
+/** Largest number of commands skipped between two commands of one run. */
+export const MAX_COMMAND_SKIP = 255;
+
+/**
+ * Reads or writes the commands of a client packet: `cmds[0..count)`, in increasing sequence
+ * order, not necessarily consecutive (a packet repeats older commands spread out, so a burst of
+ * losses does not take every copy). The first is encoded against its base: a command the server
+ * is known to have received (the writer chose `run.baseGap`; `lookup` gives it on both sides), or
+ * a zero command; each other against the one before it in the packet, after one bit for "next
+ * in sequence" or the number of commands skipped. Reading fails when the base is not held.
+ */
+export function serializeCommandRun(
+  s: BitStream,
+  cmds: UserCommand[],
+  run: CommandRun,
+  lookup: CommandLookup,
+): boolean {
   run.count = s.int(run.count, 0, MAX_COMMANDS_PER_PACKET);
   if (run.count === 0 || !s.ok) return s.ok;
   if (run.count > cmds.length) return s.fail('command run longer than the buffer');
   const first = s.uint(cmds[0].sequence, 32);
+  run.baseGap = s.bool(run.baseGap > 0) ? s.int(run.baseGap, 1, MAX_COMMAND_BASE_GAP) : 0;
+  if (!s.ok) return false;
+  let base = ZERO_COMMAND;
+  if (run.baseGap > 0) {
+    const held = first - run.baseGap >= 1 ? lookup(first - run.baseGap) : undefined;
+    if (held === undefined) return s.fail('command run base not held');
+    base = held;
+  }
+  let sequence = first;
   for (let i = 0; i < run.count && s.ok; i++) {
     const c = cmds[i];
-    c.sequence = first + i;
-    serializeUserCommand(s, c, i === 0 ? ZERO_COMMAND : cmds[i - 1]);
+    if (i > 0) {
+      const skip = c.sequence - sequence - 1;
+      sequence += 1 + (s.bool(skip === 0) ? 0 : s.int(skip, 1, MAX_COMMAND_SKIP));
+    }
+    c.sequence = sequence;
+    serializeUserCommand(s, c, i === 0 ? base : cmds[i - 1], true);
   }
-  if (s.ok && first + run.count - 1 > 0xffffffff) return s.fail('command sequence out of range');
+  if (s.ok && sequence > 0xffffffff) return s.fail('command sequence out of range');
   return s.ok;
 }
 

@@ -41,12 +41,16 @@ export {
 } from './demo.ts';
 export {
   type ClientFlags,
+  type CommandLookup,
+  type CommandRun,
   checkEventTable,
   createServerFrame,
   createWireEvent,
   defineEvent,
   type EventSpec,
   type EventTable,
+  MAX_COMMAND_BASE_GAP,
+  MAX_COMMAND_SKIP,
   MAX_COMMANDS_PER_PACKET,
   MAX_EVENTS_PER_FRAME,
   type NamedEventSpec,

@@ -176,6 +176,40 @@ export function nextRandomSeed(seed: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
+/** Largest msec step written short (compact form): 4 bits for -4..4. */
+const MSEC_STEP_MAX = 4;
+/** Largest angle step written short (compact form), in units of 1/65536 turn: 1 + 9 bits. */
+const ANGLE_STEP_MAX = 255;
+const ANGLE_UNITS = 2 ** CMD_ANGLE_BITS;
+
+/** msec: `bool` same as the base's; else `bool` short, then a step of -4..4 or the full 8 bits. */
+function serializeMsecStep(s: BitStream, msec: number, baseMsec: number): number {
+  if (s.bool(msec === baseMsec)) return baseMsec;
+  const step = msec - baseMsec;
+  const canStep = baseMsec >= CMD_MSEC_MIN && step >= -MSEC_STEP_MAX && step <= MSEC_STEP_MAX;
+  if (s.bool(canStep)) {
+    const v = baseMsec + s.int(step, -MSEC_STEP_MAX, MSEC_STEP_MAX);
+    if (!(v >= CMD_MSEC_MIN && v <= CMD_MSEC_MAX)) s.fail('command msec step out of range');
+    return v;
+  }
+  return s.int(msec, CMD_MSEC_MIN, CMD_MSEC_MAX);
+}
+
+/** A changed angle: `bool` short, then a step of -255..255 units from the base's (wrapped), or 16 bits. */
+function serializeAngleStep(s: BitStream, angle: number, baseAngle: number): number {
+  const units = Math.round((angle * ANGLE_UNITS) / 360);
+  const baseUnits = Math.round((baseAngle * ANGLE_UNITS) / 360);
+  let step = (units - baseUnits) % ANGLE_UNITS;
+  if (step > ANGLE_UNITS / 2) step -= ANGLE_UNITS;
+  else if (step < -ANGLE_UNITS / 2) step += ANGLE_UNITS;
+  if (s.bool(step >= -ANGLE_STEP_MAX && step <= ANGLE_STEP_MAX)) {
+    const d = s.int(step, -ANGLE_STEP_MAX, ANGLE_STEP_MAX);
+    const u = (((baseUnits + d) % ANGLE_UNITS) + ANGLE_UNITS) % ANGLE_UNITS;
+    return (u * 360) / ANGLE_UNITS;
+  }
+  return s.angle(angle, CMD_ANGLE_BITS);
+}
+
 function zigzag(n: number): number {
   return n >= 0 ? n * 2 : -n * 2 - 1;
 }
@@ -187,13 +221,27 @@ function unzigzag(z: number): number {
 /**
  * Serializes `c` delta-encoded against `base` (the previous command in the packet, or a zero
  * command). The command must be quantized. Sequence is not written: the packet carries the
- * first sequence and the rest follow by +1.
+ * first sequence and the rest follow by +1. `compact` (command packets; demos keep the plain
+ * form) writes msec as a small step from the base's when it can, and a changed angle as a step
+ * of at most 255 units (of 65536 a turn) from the base's when it can.
  */
-export function serializeUserCommand(s: BitStream, c: UserCommand, base: UserCommand): boolean {
-  c.msec = s.int(c.msec, CMD_MSEC_MIN, CMD_MSEC_MAX);
-  c.pitch = s.bool(c.pitch !== base.pitch) ? s.angle(c.pitch, CMD_ANGLE_BITS) : base.pitch;
-  c.yaw = s.bool(c.yaw !== base.yaw) ? s.angle(c.yaw, CMD_ANGLE_BITS) : base.yaw;
-  c.roll = s.bool(c.roll !== base.roll) ? s.angle(c.roll, CMD_ANGLE_BITS) : base.roll;
+export function serializeUserCommand(
+  s: BitStream,
+  c: UserCommand,
+  base: UserCommand,
+  compact = false,
+): boolean {
+  if (!compact) {
+    c.msec = s.int(c.msec, CMD_MSEC_MIN, CMD_MSEC_MAX);
+    c.pitch = s.bool(c.pitch !== base.pitch) ? s.angle(c.pitch, CMD_ANGLE_BITS) : base.pitch;
+    c.yaw = s.bool(c.yaw !== base.yaw) ? s.angle(c.yaw, CMD_ANGLE_BITS) : base.yaw;
+    c.roll = s.bool(c.roll !== base.roll) ? s.angle(c.roll, CMD_ANGLE_BITS) : base.roll;
+  } else {
+    c.msec = serializeMsecStep(s, c.msec, base.msec);
+    c.pitch = s.bool(c.pitch !== base.pitch) ? serializeAngleStep(s, c.pitch, base.pitch) : base.pitch;
+    c.yaw = s.bool(c.yaw !== base.yaw) ? serializeAngleStep(s, c.yaw, base.yaw) : base.yaw;
+    c.roll = s.bool(c.roll !== base.roll) ? serializeAngleStep(s, c.roll, base.roll) : base.roll;
+  }
   c.forwardMove = s.bool(c.forwardMove !== base.forwardMove)
     ? s.int(c.forwardMove, -CMD_MOVE_MAX, CMD_MOVE_MAX)
     : base.forwardMove;

@@ -36,6 +36,34 @@ export interface CommandBudgetConfig {
    * second), and whatever waits beyond max(slack, CMD_MSEC_MAX) is dropped at once.
    */
   catchUpRate: number;
+  /**
+   * How long a missing command is waited for once a newer one has arrived, before it is taken
+   * as lost and skipped (ms). Packets overtake each other on a jittery route; the client repeats
+   * each command only in a bounded number of packets, so the server cannot tell from a packet's
+   * first command that the ones before it will never come. The server sets it per client from
+   * the measured round-trip deviation (`reorderWindowFor`); this is the starting value.
+   */
+  reorderWindowMs: number;
+}
+
+/** Shortest and longest reorder window the server uses (ms). */
+export const MIN_REORDER_WINDOW_MS = 20;
+export const MAX_REORDER_WINDOW_MS = 300;
+/** Time the client takes to notice every copy of a command was lost, beyond a round trip (ms). */
+const RESEND_MARGIN_MS = 70;
+
+/**
+ * The reorder window for a client with round trip `rttMs` deviating by `rttDeviationMs` on
+ * average: long enough for packets overtaken by four deviations, and for the client to notice
+ * every copy of a command was lost and send it again (a round trip, four deviations and two
+ * packet intervals), at least MIN_REORDER_WINDOW_MS, at most MAX_REORDER_WINDOW_MS (a command
+ * lost for good holds its player still that long at most; past it, the backlog would be over
+ * the time budget anyway).
+ */
+export function reorderWindowFor(rttMs: number, rttDeviationMs: number): number {
+  const rtt = Number.isFinite(rttMs) ? Math.max(0, rttMs) : 0;
+  const d = Number.isFinite(rttDeviationMs) ? Math.max(0, rttDeviationMs) : 0;
+  return Math.min(MAX_REORDER_WINDOW_MS, MIN_REORDER_WINDOW_MS + rtt + 4 * d + RESEND_MARGIN_MS);
 }
 
 export interface CommandStats {
@@ -43,8 +71,15 @@ export interface CommandStats {
   executed: number;
   /** Copies of commands already executed or queued (redundant sends): expected, not an error. */
   duplicates: number;
-  /** Commands never received (every packet carrying them lost, or skipped by the client). */
+  /**
+   * Commands never received: every packet carrying them lost (or the client never sent them),
+   * skipped once the reorder window passed after a newer one arrived.
+   */
   lost: number;
+  /** Commands that arrived after a newer one (overtaken on the route) and were still run. */
+  reordered: number;
+  /** Copies that arrived after their command was skipped as lost (a reorder window too short). */
+  late: number;
   /**
    * Commands dropped because they waited beyond the time budget: a client running faster than
    * real time, or the stale backlog after a stall being drained.
@@ -62,12 +97,19 @@ export interface CommandStats {
 }
 
 const QUEUE_SIZE = 256;
-/** The most commands one packet's claimed start can mark as never coming. */
+/**
+ * The most of one packet's commands that may wait beyond the budget without counting as a
+ * backlog to drain: a client sending fewer packets than frames bundles commands (two at 30
+ * packets and 60 frames a second), and the later ones wait for the budget the earlier spent.
+ */
+const MAX_BUNDLE_ALLOWANCE_MS = 50;
+/** The most commands one far-ahead command can have skipped as lost. */
 export const MAX_LOST_PER_CLAIM = QUEUE_SIZE / 2;
 
 /**
- * Queues a client's commands as packets bring them (each packet repeats the unacknowledged
- * ones) and releases them exactly once, in order, within the time budget.
+ * Queues a client's commands as packets bring them (each packet repeats recent ones) and
+ * releases them exactly once, in order, within the time budget. A missing command is waited for
+ * up to the reorder window after a newer one arrived, then skipped as lost.
  */
 export class CommandQueue {
   readonly config: CommandBudgetConfig;
@@ -75,6 +117,8 @@ export class CommandQueue {
     executed: 0,
     duplicates: 0,
     lost: 0,
+    reordered: 0,
+    late: 0,
     overBudget: 0,
     executedMs: 0,
     overBudgetMs: 0,
@@ -88,10 +132,34 @@ export class CommandQueue {
   budgetMs: number;
 
   private readonly pending = new SequenceBuffer<UserCommand>(QUEUE_SIZE, createUserCommand);
-  private lostBelow = 0;
+  /**
+   * Every command received, as it came (before clamping), by number: the bases the client's
+   * runs are encoded against (`serializeCommandRun`). Twice the queue, so a base the client may
+   * still name (at most MAX_COMMAND_BASE_GAP before a run) is never overwritten by a command it
+   * has not sent yet.
+   */
+  private readonly received = new SequenceBuffer<UserCommand>(2 * QUEUE_SIZE, createUserCommand);
+  /** `received` as a lookup for the command run decoder (made once). */
+  readonly lookup = (sequence: number): UserCommand | undefined => this.received.get(sequence);
+  /** The reorder window in use (ms): see CommandBudgetConfig.reorderWindowMs. */
+  reorderWindowMs: number;
+
+  /** Newest command seen, capped at lastDone + MAX_LOST_PER_CLAIM + 1 when it arrived. */
+  private newestSeen = 0;
+  /** Real time received so far (addRealTime), ms: the queue's clock. */
+  private clockMs = 0;
+  /** A command arrived too far ahead: the missing ones before it are skipped without waiting. */
+  private farAhead = false;
+  /** When the command at the head was first found missing with a newer one here (-1: not). */
+  private gapSinceMs = -1;
+  /** Commands skipped as lost, by number modulo the queue size, to count late copies. */
+  private readonly skipped = new Float64Array(QUEUE_SIZE);
   private queuedMs = 0;
   /** Backlog the drain may drop: grows at catchUpRate while commands wait beyond the budget. */
   private drainMs = 0;
+  /** msec of the new commands that arrived at the newest arrival time (one packet's bundle). */
+  private bundleMs = 0;
+  private bundleAtMs = -1;
 
   constructor(config: CommandBudgetConfig) {
     if (!(config.commandSlackMs >= 0)) {
@@ -100,29 +168,37 @@ export class CommandQueue {
     if (!(config.catchUpRate >= 0 && config.catchUpRate <= 1)) {
       throw new RangeError(`catchUpRate must be in [0, 1], got ${config.catchUpRate}`);
     }
+    if (!(config.reorderWindowMs >= 0 && config.reorderWindowMs <= 10_000)) {
+      throw new RangeError(`reorderWindowMs must be in [0, 10000], got ${config.reorderWindowMs}`);
+    }
     this.config = config;
+    this.reorderWindowMs = config.reorderWindowMs;
     this.budgetMs = config.commandSlackMs;
   }
 
   /**
    * Takes one received command (already decoded). Commands at or before `lastDone` are
-   * duplicates; a command more than half the queue ahead is refused.
+   * duplicates (or late: skipped as lost before they came); a command more than half the queue
+   * ahead is refused, but still shows the ones before it are overdue (at most
+   * MAX_LOST_PER_CLAIM of them: a forged far-ahead number costs its own client that much).
    */
-  receive(cmd: UserCommand, firstInPacket: boolean): void {
+  receive(cmd: UserCommand): void {
     const seq = cmd.sequence;
-    // Each packet starts at the oldest command the client has not seen acknowledged, so any
-    // command before it that is not here by now never will be: it is skipped when reached, at
-    // most half a queue at a time. A client whose commands ran past the window (sent faster than
-    // the server runs them) is carried on that way; a packet claiming a far-ahead start costs at
-    // most that half queue (MAX_LOST_PER_CLAIM).
-    if (firstInPacket && seq > this.lostBelow)
-      this.lostBelow = Math.min(seq, this.lastDone + MAX_LOST_PER_CLAIM + 1);
+    copyUserCommand(this.received.insert(seq), cmd);
+    if (seq > this.newestSeen) {
+      this.newestSeen = Math.min(seq, this.lastDone + MAX_LOST_PER_CLAIM + 1);
+    } else if (seq < this.newestSeen && seq > this.lastDone && !this.pending.has(seq)) {
+      this.stats.reordered++;
+    }
     if (seq - this.lastDone > QUEUE_SIZE / 2) {
+      // The client is that far on: whatever is missing before it is not waited for.
       this.stats.tooFarAhead++;
+      this.farAhead = true;
       return;
     }
     if (seq <= this.lastDone || this.pending.has(seq)) {
-      this.stats.duplicates++;
+      if (this.wasSkipped(seq)) this.stats.late++;
+      else this.stats.duplicates++;
       return;
     }
     const slot = this.pending.insert(seq);
@@ -130,6 +206,16 @@ export class CommandQueue {
     if (clearInvalidInput(slot, this.config.validButtons, this.config.maxImpulse)) this.stats.invalidInput++;
     if (sanitize(slot)) this.stats.clamped++;
     this.queuedMs += slot.msec;
+    if (this.bundleAtMs !== this.clockMs) {
+      this.bundleAtMs = this.clockMs;
+      this.bundleMs = 0;
+    }
+    this.bundleMs += slot.msec;
+  }
+
+  /** Whether `seq` is one of the commands most recently skipped as lost. */
+  private wasSkipped(seq: number): boolean {
+    return this.skipped[seq % QUEUE_SIZE] === seq;
   }
 
   /**
@@ -141,7 +227,11 @@ export class CommandQueue {
     const head = this.pending.get(this.lastDone + 1);
     const cap = head !== undefined && head.msec > commandSlackMs ? head.msec : commandSlackMs;
     this.budgetMs = Math.min(cap, this.budgetMs + ms);
-    if (this.queuedMs > this.budgetMs) this.drainMs += ms * catchUpRate;
+    this.clockMs += ms;
+    // Commands that came together in one packet wait for each other's budget: that much (up to
+    // MAX_BUNDLE_ALLOWANCE_MS) is not a backlog.
+    const allowance = Math.min(this.bundleMs, MAX_BUNDLE_ALLOWANCE_MS);
+    if (this.queuedMs > this.budgetMs + allowance) this.drainMs += ms * catchUpRate;
     else this.drainMs = 0;
   }
 
@@ -158,11 +248,20 @@ export class CommandQueue {
       const seq = this.lastDone + 1;
       const cmd = this.pending.get(seq);
       if (cmd === undefined) {
-        if (seq >= this.lostBelow) return undefined;
+        // Missing: wait while nothing newer is here, or for the reorder window after it was.
+        if (seq >= this.newestSeen) {
+          this.gapSinceMs = -1;
+          this.farAhead = false;
+          return undefined;
+        }
+        if (this.gapSinceMs < 0) this.gapSinceMs = this.clockMs;
+        if (!this.farAhead && this.clockMs - this.gapSinceMs < this.reorderWindowMs) return undefined;
         this.lastDone = seq;
         this.stats.lost++;
+        this.skipped[seq % QUEUE_SIZE] = seq;
         continue;
       }
+      this.gapSinceMs = -1;
       if (cmd.msec <= this.budgetMs) {
         this.budgetMs -= cmd.msec;
         this.queuedMs -= cmd.msec;

@@ -17,6 +17,7 @@ import type { DatagramEndpoint } from '../net/transport.ts';
 import { BitStream } from '../protocol/bitstream.ts';
 import {
   type ClientFlags,
+  type CommandRun,
   checkEventTable,
   MAX_COMMANDS_PER_PACKET,
   serializeClientFlags,
@@ -29,7 +30,7 @@ import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
 import type { Vec3 } from '../sim/math.ts';
 import { SequenceBuffer } from '../sim/ring.ts';
 import { createFrameBits, FramePacing, FrameWriter } from './client-frames.ts';
-import { CommandQueue, type CommandStats } from './commands.ts';
+import { CommandQueue, type CommandStats, MIN_REORDER_WINDOW_MS, reorderWindowFor } from './commands.ts';
 import { DEFAULT_ENTITY_STORE_CONFIG, EntityStore } from './entities.ts';
 import { EventCapture, EventLog, eventLogSize } from './events.ts';
 import type { ServerHooks } from './hooks.ts';
@@ -357,7 +358,7 @@ export class GameServer<P, W> {
   tick = 0;
 
   private readonly cmds: UserCommand[] = [];
-  private readonly run = { count: 0 };
+  private readonly run: CommandRun = { count: 0, baseGap: 0 };
   private readonly flags: ClientFlags = { resetBaseline: false };
   private readonly entityScratch: Float64Array;
   private readonly frames: FrameWriter<P, W>;
@@ -631,6 +632,7 @@ export class GameServer<P, W> {
       validButtons: this.game.input.buttons,
       maxImpulse: this.game.input.maxImpulse,
       catchUpRate: c.commandCatchUpRate,
+      reorderWindowMs: MIN_REORDER_WINDOW_MS,
     });
   }
 
@@ -702,6 +704,8 @@ export class GameServer<P, W> {
       }
       if (this.hooks.onMessage !== undefined) this.receiveMessages(client);
       client.commands.addRealTime(this.tickIntervalMs);
+      const link = client.connection.channel.stats;
+      client.commands.reorderWindowMs = reorderWindowFor(link.rttMs, link.rttVarianceMs);
       events.source = client.slot;
       for (let n = 0; n < this.config.maxCommandsPerTick; n++) {
         const cmd = client.commands.next();
@@ -832,13 +836,16 @@ export class GameServer<P, W> {
       return;
     }
     const run = this.run;
-    if (!serializeClientFlags(s, this.flags) || !serializeCommandRun(s, this.cmds, run)) {
+    if (
+      !serializeClientFlags(s, this.flags) ||
+      !serializeCommandRun(s, this.cmds, run, client.commands.lookup)
+    ) {
       client.badPayloads++;
       return;
     }
     if (this.flags.resetBaseline) client.snapshots.resetBaseline();
     this.checkClaimedNewest(client, run.count);
-    for (let i = 0; i < run.count; i++) client.commands.receive(this.cmds[i], i === 0);
+    for (let i = 0; i < run.count; i++) client.commands.receive(this.cmds[i]);
   }
 
   /**

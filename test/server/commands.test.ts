@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { CMD_MSEC_MAX, createUserCommand, type UserCommand } from '../../src/protocol/usercmd.ts';
-import { CommandQueue, clearInvalidInput, MAX_LOST_PER_CLAIM, sanitize } from '../../src/server/commands.ts';
+import {
+  CommandQueue,
+  clearInvalidInput,
+  MAX_LOST_PER_CLAIM,
+  MAX_REORDER_WINDOW_MS,
+  MIN_REORDER_WINDOW_MS,
+  reorderWindowFor,
+  sanitize,
+} from '../../src/server/commands.ts';
 
 function cmd(sequence: number, msec = 16): UserCommand {
   const c = createUserCommand();
@@ -9,13 +17,14 @@ function cmd(sequence: number, msec = 16): UserCommand {
   return c;
 }
 
-/** A queue with the server's defaults but for the slack. */
-function queue(commandSlackMs: number): CommandQueue {
+/** A queue with the server's defaults but for the slack (and the reorder window). */
+function queue(commandSlackMs: number, reorderWindowMs = 0): CommandQueue {
   return new CommandQueue({
     commandSlackMs,
     validButtons: 0x0f,
     maxImpulse: 3,
     catchUpRate: 0.1,
+    reorderWindowMs,
   });
 }
 
@@ -28,38 +37,73 @@ function drain(q: CommandQueue): number[] {
 describe('CommandQueue', () => {
   it('runs each command exactly once, in order, whatever order and how often they arrive', () => {
     const q = queue(1000);
-    q.receive(cmd(2), false);
-    q.receive(cmd(1), true);
-    q.receive(cmd(1), true);
-    q.receive(cmd(3), false);
-    q.receive(cmd(2), false);
+    q.receive(cmd(2));
+    q.receive(cmd(1));
+    q.receive(cmd(1));
+    q.receive(cmd(3));
+    q.receive(cmd(2));
     expect(drain(q)).toEqual([1, 2, 3]);
-    q.receive(cmd(2), true);
-    q.receive(cmd(3), false);
-    q.receive(cmd(4), false);
+    q.receive(cmd(2));
+    q.receive(cmd(3));
+    q.receive(cmd(4));
     expect(drain(q)).toEqual([4]);
     expect(q.stats.executed).toBe(4);
     expect(q.stats.duplicates).toBe(4);
   });
 
-  it('waits for a missing command until a packet shows it will never come', () => {
-    const q = queue(1000);
-    q.receive(cmd(1), true);
-    q.receive(cmd(3), false);
+  it('waits the reorder window for a missing command once a newer one is here, then skips it', () => {
+    const q = queue(1000, 48);
+    q.receive(cmd(1));
+    q.receive(cmd(3));
     expect(drain(q)).toEqual([1]);
-    // A packet that starts at 3: the client will not send 2 again.
-    q.receive(cmd(3), true);
-    q.receive(cmd(4), false);
-    expect(drain(q)).toEqual([3, 4]);
+    // 2 was overtaken: it arrives within the window and runs in order.
+    q.addRealTime(32);
+    expect(drain(q)).toEqual([]);
+    q.receive(cmd(2));
+    expect(drain(q)).toEqual([2, 3]);
+    expect(q.stats.reordered).toBe(1);
+    expect(q.stats.lost).toBe(0);
+    // 4 never comes: 5 and 6 wait the window (from when the gap was found), then 4 is skipped.
+    q.receive(cmd(5));
+    q.receive(cmd(6));
+    expect(drain(q)).toEqual([]);
+    q.addRealTime(32);
+    expect(drain(q)).toEqual([]);
+    q.addRealTime(16);
+    expect(drain(q)).toEqual([5, 6]);
     expect(q.stats.lost).toBe(1);
+    // A copy of 4 arriving after that is counted late, not run.
+    q.receive(cmd(4));
+    expect(q.stats.late).toBe(1);
+    expect(q.stats.executed).toBe(5);
+  });
+
+  it('never skips a command while nothing newer has arrived', () => {
+    const q = queue(1000, 0);
+    q.receive(cmd(1));
+    expect(drain(q)).toEqual([1]);
+    q.addRealTime(5000);
+    expect(drain(q)).toEqual([]);
+    q.receive(cmd(2));
+    expect(drain(q)).toEqual([2]);
+    expect(q.stats.lost).toBe(0);
+  });
+
+  it('sets the window from the round trip and its deviation, within its bounds', () => {
+    const none = reorderWindowFor(0, 0);
+    expect(none).toBeGreaterThan(MIN_REORDER_WINDOW_MS);
+    expect(reorderWindowFor(50, 10)).toBe(none + 50 + 40);
+    expect(reorderWindowFor(Number.NaN, Number.NaN)).toBe(none);
+    expect(reorderWindowFor(1e9, 0)).toBe(MAX_REORDER_WINDOW_MS);
+    expect(reorderWindowFor(0, 1e9)).toBe(MAX_REORDER_WINDOW_MS);
   });
 
   it('does not skip commands that are queued but held by the budget', () => {
     const q = queue(32);
-    for (let s = 1; s <= 4; s++) q.receive(cmd(s), s === 1);
+    for (let s = 1; s <= 4; s++) q.receive(cmd(s));
     expect(drain(q)).toEqual([1, 2]);
-    // The client saw 1..4 acknowledged at the packet level and now starts at 5.
-    q.receive(cmd(5), true);
+    // The client saw 1..4 acknowledged at the packet level and now sends 5 alone.
+    q.receive(cmd(5));
     q.addRealTime(32);
     expect(drain(q)).toEqual([3, 4]);
     q.addRealTime(16);
@@ -74,7 +118,7 @@ describe('CommandQueue', () => {
     let realMs = 0;
     // The client claims 32 ms of simulation for every 16 ms of real time.
     for (let frame = 0; frame < 1000; frame++) {
-      q.receive(cmd(++seq, 32), frame === 0);
+      q.receive(cmd(++seq, 32));
       realMs += 16;
       q.addRealTime(16);
       drain(q);
@@ -92,7 +136,7 @@ describe('CommandQueue', () => {
       q.addRealTime(16);
       if (frame % 10 === 9) {
         // Ten frames of commands arrive together after a 160 ms gap.
-        for (let i = 0; i < 10; i++) q.receive(cmd(++seq, 16), i === 0);
+        for (let i = 0; i < 10; i++) q.receive(cmd(++seq, 16));
         drain(q);
       }
     }
@@ -114,10 +158,9 @@ describe('CommandQueue', () => {
       q.addRealTime(16);
       // Frames 100..160: nothing arrives (a one-second stall); then all of it at once.
       if (frame < 100 || frame >= 162) {
-        q.receive(cmd(++seq, 16), true);
+        q.receive(cmd(++seq, 16));
       } else if (frame === 161) {
-        const first = seq + 1;
-        for (let i = 0; i < 62; i++) q.receive(cmd(++seq, 16), i === 0 && seq === first);
+        for (let i = 0; i < 62; i++) q.receive(cmd(++seq, 16));
       }
       drain(q);
       backlog.push(seq - q.lastDone);
@@ -129,9 +172,10 @@ describe('CommandQueue', () => {
     expect(q.stats.overBudget).toBeGreaterThan(0);
     // No stretch of time ran more than itself plus the slack, the burst included.
     expect(gain).toBeLessThanOrEqual(slack);
-    // Right after the stall at most max(slack, CMD_MSEC_MAX) waits; three seconds later nothing does.
+    // Right after the stall at most max(slack, CMD_MSEC_MAX) waits; three seconds later only the
+    // newest arrival's bundle may wait beyond the budget (one command here), besides the one due.
     expect(Math.max(...backlog.slice(162)) * 16).toBeLessThanOrEqual(Math.max(slack, CMD_MSEC_MAX) + 16);
-    expect(Math.max(...backlog.slice(350))).toBeLessThanOrEqual(1);
+    expect(Math.max(...backlog.slice(350))).toBeLessThanOrEqual(2);
   });
 
   it('never lends time: a client that idles and then bursts gains at most the slack', () => {
@@ -141,7 +185,7 @@ describe('CommandQueue', () => {
     // Ten seconds of silence, then commands worth five seconds all at once, then 10x real time.
     q.addRealTime(10_000);
     for (let i = 0; i < 300; i++) {
-      q.receive(cmd(++seq, 16), i === 0);
+      q.receive(cmd(++seq, 16));
       if (i % 50 === 49) drain(q);
     }
     drain(q);
@@ -149,7 +193,7 @@ describe('CommandQueue', () => {
     let realMs = 0;
     const before = q.stats.executedMs;
     for (let frame = 0; frame < 200; frame++) {
-      for (let i = 0; i < 10; i++) q.receive(cmd(++seq, 16), i === 0);
+      for (let i = 0; i < 10; i++) q.receive(cmd(++seq, 16));
       q.addRealTime(16);
       realMs += 16;
       drain(q);
@@ -164,7 +208,7 @@ describe('CommandQueue', () => {
       // A client hitching, then silent: one 250 ms command after each silence.
       for (let frame = 0; frame < 40; frame++) {
         q.addRealTime(frame % 10 === 0 ? 3000 : 1000);
-        q.receive(cmd(++seq, CMD_MSEC_MAX), true);
+        q.receive(cmd(++seq, CMD_MSEC_MAX));
         let waitedMs = 0;
         while (q.next() === undefined && waitedMs < 1000) {
           q.addRealTime(16);
@@ -180,7 +224,7 @@ describe('CommandQueue', () => {
     const q = queue(200);
     q.addRealTime(5000);
     for (let s = 1; s <= 40; s++) {
-      q.receive(cmd(s, CMD_MSEC_MAX), s === 1);
+      q.receive(cmd(s, CMD_MSEC_MAX));
       for (let t = 0; t < CMD_MSEC_MAX; t += 10) {
         q.addRealTime(10);
         drain(q);
@@ -192,30 +236,35 @@ describe('CommandQueue', () => {
 
   it('refuses commands absurdly far ahead', () => {
     const q = queue(200);
-    q.receive(cmd(1_000_000), true);
+    q.receive(cmd(1_000_000));
     expect(q.stats.tooFarAhead).toBe(1);
     expect(drain(q)).toEqual([]);
   });
 
-  it('a claimed packet start costs exactly the commands it claims, and a far-ahead one at most half the queue', () => {
+  it('a missing run costs exactly its commands, and a far-ahead number at most half the queue', () => {
     const q = queue(100_000);
     q.addRealTime(100_000);
-    for (let s = 1; s <= 10; s++) q.receive(cmd(s), s === 1);
+    for (let s = 1; s <= 10; s++) q.receive(cmd(s));
     expect(drain(q)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-    // Within the window, a packet starting at 30 says 11..29 will never come: exactly 19 lost.
-    q.receive(cmd(30), true);
+    // 11..29 never come: exactly 19 lost once 30 is here (a zero window).
+    q.receive(cmd(30));
     expect(drain(q)).toEqual([30]);
     expect(q.stats.lost).toBe(19);
-    // Far ahead, first in its packet: refused, and 31..30+MAX_LOST_PER_CLAIM marked lost, no more.
-    q.receive(cmd(1_000_000), true);
+    // Far ahead: refused, and 31..30+MAX_LOST_PER_CLAIM skipped as lost, no more.
+    q.receive(cmd(1_000_000));
     expect(q.stats.tooFarAhead).toBe(1);
     expect(drain(q)).toEqual([]);
     expect(q.stats.lost).toBe(19 + MAX_LOST_PER_CLAIM);
-    q.receive(cmd(31 + MAX_LOST_PER_CLAIM), false);
-    q.receive(cmd(32 + MAX_LOST_PER_CLAIM), false);
+    q.receive(cmd(31 + MAX_LOST_PER_CLAIM));
+    q.receive(cmd(32 + MAX_LOST_PER_CLAIM));
     expect(drain(q)).toEqual([31 + MAX_LOST_PER_CLAIM, 32 + MAX_LOST_PER_CLAIM]);
     expect(q.stats.lost).toBe(19 + MAX_LOST_PER_CLAIM);
     expect(q.stats.executed).toBe(13);
+  });
+
+  it('refuses a reorder window out of range, naming it', () => {
+    expect(() => queue(100, -1)).toThrow(/reorderWindowMs/);
+    expect(() => queue(100, Number.NaN)).toThrow(/reorderWindowMs/);
   });
 });
 
@@ -241,9 +290,9 @@ describe('sanitize', () => {
     ok.impulse = 3;
     expect(clearInvalidInput(ok, 0x0f, 3)).toBe(false);
     const q = queue(1000);
-    q.receive(Object.assign(cmd(1), { buttons: 0x10 }), true);
-    q.receive(Object.assign(cmd(2), { impulse: 4 }), false);
-    q.receive(Object.assign(cmd(3), { buttons: 1, impulse: 1 }), false);
+    q.receive(Object.assign(cmd(1), { buttons: 0x10 }));
+    q.receive(Object.assign(cmd(2), { impulse: 4 }));
+    q.receive(Object.assign(cmd(3), { buttons: 1, impulse: 1 }));
     expect(q.stats.invalidInput).toBe(2);
     expect(drain(q).length).toBe(3);
   });
