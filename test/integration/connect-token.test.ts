@@ -5,6 +5,7 @@
 import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { arenaGame } from '../../games/arena/shared/game.ts';
+import { SpectatorClient } from '../../src/client/spectator.ts';
 import { type ConnectToken, issueConnectToken } from '../../src/net/connect-token.ts';
 import {
   createHandshakePacket,
@@ -164,6 +165,34 @@ describe('a server that takes connect tokens', () => {
     expect(bob.client.state, `seed ${seed}`).toBe('connected');
     expect(bob.client.slot, `seed ${seed}`).not.toBe(slot);
     match.close();
+  });
+});
+
+describe('a spectator and connect tokens', () => {
+  it('watches with a valid token; without one it is refused', () => {
+    const seed = 57;
+    let match: Match<unknown, unknown> | null = null;
+    const m = new Match(arenaGame, seed, {
+      spectators: { maxSpectators: 2, delaysMs: [1000] },
+      connectTokens: { key: KEY, server: 'eu-1', now: () => EPOCH + (match?.nowMs ?? 0) },
+    }) as unknown as Match<unknown, unknown>;
+    match = m;
+    const watcher = new SpectatorClient(arenaGame, m.network.createEndpoint('watcher'), 'server', {
+      seed,
+      connectToken: token('viewer'),
+    });
+    const stranger = new SpectatorClient(arenaGame, m.network.createEndpoint('stranger'), 'server', {
+      seed: seed + 1,
+    });
+    for (let t = 0; t < 1500; t += 10) {
+      m.run(10);
+      watcher.update(m.nowMs);
+      stranger.update(m.nowMs);
+    }
+    expect(watcher.state, `seed ${seed}`).toBe('connected');
+    expect(stranger.state, `seed ${seed}`).toBe('refused');
+    expect(m.server.stats.rejected['token missing'], `seed ${seed}`).toBeGreaterThanOrEqual(1);
+    m.close();
   });
 });
 
