@@ -1,10 +1,11 @@
 // Benchmarks: `npm run bench [-- SECTION...] [--page-seconds N]` prints each section's tables
-// (bandwidth, server, client, matches, spectators, page; all by default). Figures are compared
+// (bandwidth, server, client, matches, spectators, page, crypto, demo; all by default). Figures are compared
 // as ratios within one run, never asserted in tests.
 
 import { performance } from 'node:perf_hooks';
 import { bandwidthSection } from './bench/bandwidth.ts';
 import { clientFrameSection } from './bench/client-frame.ts';
+import { demoSection } from './bench/demo.ts';
 import { matchesSection } from './bench/matches.ts';
 import { packetCryptoSection } from './bench/packet-crypto.ts';
 import { pageSection } from './bench/page.ts';
@@ -23,6 +24,7 @@ const SECTIONS: Record<string, { title: string; run: () => void | Promise<void> 
   spectators: { title: '5. Spectator cost', run: () => spectatorSection() },
   page: { title: '6. The browser game: bundle size and frame time', run: () => pageSection(pageSeconds) },
   crypto: { title: '7. Authenticated packets: cost per packet', run: () => packetCryptoSection() },
+  demo: { title: '8. Demo playback: open, seek, draw', run: () => demoSection() },
 };
 
 async function main(): Promise<void> {
