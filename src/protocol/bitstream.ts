@@ -172,7 +172,7 @@ export class BitStream {
     this.error = '';
   }
 
-  private writeBits(value: number, bits: number): void {
+  protected writeBits(value: number, bits: number): void {
     if (this.bitPos + bits > this.bitLimit) {
       this.fail('write overflow');
       this.bitPos = this.bitLimit;

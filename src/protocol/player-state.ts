@@ -1,15 +1,21 @@
 // The owner's player state on the wire, delta-encoded against the state carried by a frame the
 // client acknowledged: both ends keep, per frame tick, the game's own serialization of the state
-// (PlayerDefinition.serialize) and the command it followed, and a frame sends only the bytes of
-// that serialization that changed, as XOR masks. Exact whatever the game's state: the client
-// rebuilds the very bits the server serialized and reads them with the game's serialize.
+// (PlayerDefinition.serialize), where each of its fields lies (every primitive write), the command
+// it followed and the frame it was itself encoded against. A frame sends, per field, the residual
+// against the value predicted on a line from the baseline and the baseline's own baseline, or,
+// when the fields moved, the bytes of the serialization that changed, as XOR masks. Exact
+// whatever the game's state: the client rebuilds the very bits the server serialized and reads
+// them with the game's serialize. Layout: SPEC.md section 7.
 //
 // Player part of a server frame (after the frame header's tick and choke):
 //   +--------------------+-----------------+--------------------------------------------------+
 //   | playerBaseline     | expGolomb       | frame tick - baseline frame tick; 0: no baseline  |
 //   | ackedCommand       | 32, or expGolomb| none: the command; baseline: command - its command |
 //   | state              | var             | none: the game's serialize                       |
-//   | changedBytes       | int [0, bytes]  | baseline: how many bytes differ                   |
+//   | fields             | 1               | baseline: 1 when the fields are the baseline's    |
+//   | residual           | var             | fields: per field, 1 bit (width 1), expGolomb of  |
+//   |                    |                 | order k of the zigzag residual, or the raw bits   |
+//   | changedBytes       | int [0, bytes]  | no fields: how many bytes differ                  |
 //   | skip, mask         | expGolomb + 8   | per byte that differs: bytes since the previous    |
 //   |                    |                 | one that differs (or the start), then its XOR mask |
 //   +--------------------+-----------------+--------------------------------------------------+
@@ -31,11 +37,84 @@ export type PlayerStateDropReason =
   | 'player baseline unknown'
   | 'player state length';
 
+/** Most fields (primitive writes) a serialization may have for the field delta; more: byte XOR. */
+export const PLAYER_STATE_MAX_FIELDS = 128;
+/** Fields this wide or wider travel as raw bits in the field delta. */
+const RAW_FIELD_BITS = 30;
+
 class Slot {
   tick = -1;
   acked = 0;
   bits = -1;
+  /** The frame tick this state was delta-encoded against (-1: none). */
+  baseTick = -1;
+  /** The serialization's fields: bit offsets and widths of each primitive write (-1: too many). */
+  fieldCount = -1;
+  readonly fieldStart = new Uint16Array(PLAYER_STATE_MAX_FIELDS);
+  readonly fieldBits = new Uint8Array(PLAYER_STATE_MAX_FIELDS);
   readonly bytes = new Uint8Array(PLAYER_STATE_MAX_BYTES);
+}
+
+/** A write stream that notes where each primitive write starts and how wide it is. */
+class FieldRecorder extends BitStream {
+  slot: Slot | null = null;
+
+  protected override writeBits(value: number, bits: number): void {
+    const slot = this.slot;
+    if (slot !== null && slot.fieldCount >= 0) {
+      if (slot.fieldCount === PLAYER_STATE_MAX_FIELDS) slot.fieldCount = -1;
+      else {
+        slot.fieldStart[slot.fieldCount] = this.bitsProcessed;
+        slot.fieldBits[slot.fieldCount] = bits;
+        slot.fieldCount++;
+      }
+    }
+    super.writeBits(value, bits);
+  }
+}
+
+/** The `bits`-bit field at bit `start` of `bytes` (LSB first, as BitStream packs). */
+function readField(bytes: Uint8Array, start: number, bits: number): number {
+  let value = 0;
+  let done = 0;
+  while (done < bits) {
+    const pos = start + done;
+    const offset = pos & 7;
+    const take = Math.min(8 - offset, bits - done);
+    value += ((bytes[pos >>> 3] >>> offset) & ((1 << take) - 1)) * 2 ** done;
+    done += take;
+  }
+  return value;
+}
+
+/** Stores `value` into the `bits`-bit field at bit `start` of `bytes`. */
+function writeField(bytes: Uint8Array, start: number, bits: number, value: number): void {
+  let done = 0;
+  while (done < bits) {
+    const pos = start + done;
+    const offset = pos & 7;
+    const take = Math.min(8 - offset, bits - done);
+    const mask = ((1 << take) - 1) << offset;
+    const part = (Math.floor(value / 2 ** done) & ((1 << take) - 1)) << offset;
+    bytes[pos >>> 3] = (bytes[pos >>> 3] & ~mask) | part;
+    done += take;
+  }
+}
+
+/** Whether two recorded states have the same fields (offsets and widths). */
+function sameFields(a: Slot, b: Slot): boolean {
+  if (a.fieldCount < 0 || a.fieldCount !== b.fieldCount || a.bits !== b.bits) return false;
+  for (let i = 0; i < a.fieldCount; i++)
+    if (a.fieldStart[i] !== b.fieldStart[i] || a.fieldBits[i] !== b.fieldBits[i]) return false;
+  return true;
+}
+
+/** `v` modulo 2^bits as a signed value in [-2^(bits-1), 2^(bits-1)). */
+function signed(v: number, bits: number): number {
+  const m = 2 ** bits;
+  let r = v % m;
+  if (r < 0) r += m;
+  return r >= m / 2 ? r - m : r;
 }
 
 /** The game's serialize of a state (a method: a history of a narrower state is still one of a wider). */
@@ -64,6 +143,7 @@ export class PlayerStateHistory<P> {
   private readonly slots: Slot[];
   private readonly mask: number;
   private readonly scratch = new BitStream(0);
+  private readonly recorder = new FieldRecorder(0);
   private readonly work = new Uint8Array(PLAYER_STATE_MAX_BYTES);
 
   constructor(serialize: (s: BitStream, state: P) => boolean, frameHistory: number) {
@@ -97,8 +177,13 @@ export class PlayerStateHistory<P> {
     const slot = this.slots[tick & this.mask];
     slot.tick = tick;
     slot.acked = acked;
-    const s = this.scratch.beginWrite(PLAYER_STATE_MAX_BYTES, slot.bytes);
+    slot.baseTick = -1;
+    slot.fieldCount = 0;
+    const s = this.recorder.beginWrite(PLAYER_STATE_MAX_BYTES, slot.bytes);
+    this.recorder.slot = slot;
     slot.bits = this.codec.serialize(s, state) && s.ok ? s.bitsProcessed : -1;
+    this.recorder.slot = null;
+    if (slot.bits < 0) slot.fieldCount = -1;
     slot.bytes.fill(0, (s.bitsProcessed + 7) >>> 3);
   }
 
@@ -122,12 +207,20 @@ export class PlayerStateHistory<P> {
       }
       if (base === null) {
         f.playerBaseline = -1;
+        if (slot.tick === tick) slot.baseTick = -1;
         serializeExpGolomb(s, 0, DELTA_MAX);
         s.uint(f.ackedCommand, 32);
         return this.codec.serialize(s, f.player) && s.ok;
       }
+      slot.baseTick = base.tick;
       serializeExpGolomb(s, tick - base.tick, DELTA_MAX);
       serializeExpGolomb(s, f.ackedCommand - base.acked, ACKED_DELTA_MAX);
+      const fields = sameFields(slot, base);
+      s.bool(fields);
+      if (fields) {
+        this.fieldDelta(s, tick, base, slot.bytes);
+        return s.ok;
+      }
       const n = (base.bits + 7) >>> 3;
       let changed = 0;
       for (let i = 0; i < n; i++) if (slot.bytes[i] !== base.bytes[i]) changed++;
@@ -168,9 +261,14 @@ export class PlayerStateHistory<P> {
     if (acked > 0xffffffff) return s.fail('command sequence out of range');
     f.ackedCommand = acked;
     const n = (base.bits + 7) >>> 3;
-    const changed = s.int(0, 0, n);
     const work = this.work;
     for (let i = 0; i < n; i++) work[i] = base.bytes[i];
+    const fields = s.bool(false);
+    if (fields) {
+      if (base.fieldCount < 0) return s.fail('malformed');
+      if (!this.fieldDelta(s, tick, base, work)) return false;
+    }
+    const changed = fields ? 0 : s.int(0, 0, n);
     let next = 0;
     for (let k = 0; k < changed; k++) {
       const i = next + serializeExpGolomb(s, 0, n);
@@ -194,6 +292,70 @@ export class PlayerStateHistory<P> {
     const slot = this.slots[tick & this.mask];
     if (slot.tick > tick) return;
     this.record(tick, f.player, f.ackedCommand);
+    slot.baseTick = f.playerBaseline;
     this.needsFullUpdate = false;
+  }
+
+  /**
+   * The state two frames back that predicts each field of a frame against `base`: the baseline
+   * `base` itself was encoded against, when both ends surely hold it (within the history: the
+   * writer recorded every frame since, the reader held it to read `base`) with the same fields.
+   */
+  private reference(tick: number, base: Slot): Slot | null {
+    const b2 = base.baseTick;
+    if (b2 < 0 || b2 >= base.tick || tick - b2 >= this.slots.length || !this.has(b2)) return null;
+    const ref = this.slots[b2 & this.mask];
+    return sameFields(base, ref) ? ref : null;
+  }
+
+  /**
+   * Writes, measures or reads the field delta: per field of `base`, its value's residual
+   * against the value predicted from `base` and the reference (linear over the frame ticks,
+   * modulo the field's width; `base`'s value without a reference), zigzagged, as an
+   * exponential-Golomb code of the order the field's last step gives; a 1-bit field as its XOR
+   * with `base`'s; a field of RAW_FIELD_BITS or more as its bits.
+   * Writing reads the values from `bytes`; reading stores them there (holding `base`'s bytes).
+   */
+  private fieldDelta(s: BitStream, tick: number, base: Slot, bytes: Uint8Array): boolean {
+    const ref = this.reference(tick, base);
+    const ahead = tick - base.tick;
+    const behind = ref === null ? 1 : base.tick - ref.tick;
+    const reading = s.isReading;
+    for (let i = 0; i < base.fieldCount && s.ok; i++) {
+      const start = base.fieldStart[i];
+      const bits = base.fieldBits[i];
+      const b = readField(base.bytes, start, bits);
+      const v = reading ? 0 : readField(bytes, start, bits);
+      if (bits === 1) {
+        const x = s.uint(v ^ b, 1);
+        if (reading) writeField(bytes, start, 1, x ^ b);
+        continue;
+      }
+      if (bits >= RAW_FIELD_BITS) {
+        const raw = s.uint(v, bits);
+        if (reading) writeField(bytes, start, bits, raw);
+        continue;
+      }
+      const d = ref === null ? 0 : signed(b - readField(ref.bytes, start, bits), bits);
+      const predicted = b + Math.round((d * ahead) / behind);
+      const r = signed(v - predicted, bits);
+      // Order of the code: the field's last step's bit length less one (a field that moves far
+      // has far residuals too), so the raw low bits are not spelt out in the prefix.
+      const k = Math.min(bits - 1, Math.max(0, 31 - Math.clz32(Math.abs(d))));
+      const z = r >= 0 ? 2 * r : -2 * r - 1;
+      const hi = serializeExpGolomb(s, Math.floor(z / 2 ** k), 2 ** (bits - k) - 1);
+      const lo = s.uint(z % 2 ** k, k);
+      const zig = hi * 2 ** k + lo;
+      if (reading) {
+        const got = zig % 2 === 0 ? zig / 2 : -(zig + 1) / 2;
+        writeField(
+          bytes,
+          start,
+          bits,
+          signed(predicted + got, bits) + (signed(predicted + got, bits) < 0 ? 2 ** bits : 0),
+        );
+      }
+    }
+    return s.ok;
   }
 }

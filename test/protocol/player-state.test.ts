@@ -76,6 +76,86 @@ describe('player state delta', () => {
     expect(deltaBits / withBaseline, `seed ${SEED}`).toBeLessThan(0.75 * (fullBits / (1999 - withBaseline)));
   });
 
+  it('steady motion costs a zero residual a field: each field is predicted on a line from the two frames before', () => {
+    const server = new PlayerStateHistory(serializeArenaPlayerState, 64);
+    const client = new PlayerStateHistory(serializeArenaPlayerState, 64);
+    const state = createArenaPlayerState();
+    state.velocityX = 100;
+    state.velocityY = -40;
+    const out = frame(state);
+    const got = frame(createArenaPlayerState());
+    const w = new BitStream(512);
+    const r = new BitStream(0);
+    let baseline = -1;
+    const bits: number[] = [];
+    for (let tick = 2; tick < 400; tick += 2) {
+      // Two ticks a frame at 1/64 s: 100 and -40 units/s move 3.125 and -1.25 units a frame.
+      state.originX += 3.125;
+      state.originY -= 1.25;
+      state.yaw = (state.yaw + 5.625) % 360;
+      out.serverTick = tick;
+      out.ackedCommand = tick;
+      out.playerBaseline = baseline;
+      server.record(tick, state, tick);
+      w.beginWrite();
+      expect(server.serialize(w, out)).toBe(true);
+      got.serverTick = tick;
+      expect(client.serialize(r.beginRead(w.bytes.slice()), got)).toBe(true);
+      expect(arenaPlayerStatesEqual(got.player, state), `tick ${tick}`).toBe(true);
+      if (out.playerBaseline >= 0) bits.push(w.bitsProcessed);
+      baseline = tick - (tick % 6 === 0 ? 4 : 2);
+    }
+    // 25 still fields of 1 bit; the 3 moving ones a zero in a code of their step's order (the
+    // step's bit length less one, 7 bits at most here); the baseline, command step and mode bit.
+    // The full state is 237 bits.
+    const late = bits.slice(10);
+    expect(Math.max(...late)).toBeLessThanOrEqual(25 + 3 * 7 + 16);
+  });
+
+  it('a state whose fields change width goes as changed bytes, exact', () => {
+    interface Odd {
+      count: number;
+      flag: boolean;
+    }
+    const serialize = (s: BitStream, v: Odd): boolean => {
+      v.count = s.varuint(v.count);
+      v.flag = s.bool(v.flag);
+      return s.ok;
+    };
+    const server = new PlayerStateHistory(serialize, 16);
+    const client = new PlayerStateHistory(serialize, 16);
+    const rng = new Random(SEED ^ 7);
+    const state: Odd = { count: 1, flag: false };
+    const got: PlayerFrame<Odd> = {
+      serverTick: 0,
+      ackedCommand: 0,
+      playerBaseline: -1,
+      player: { count: 0, flag: false },
+    };
+    const w = new BitStream(64);
+    let baseline = -1;
+    for (let tick = 2; tick < 2000; tick += 2) {
+      state.count = rng.chance(0.5) ? rng.int(0, 127) : rng.int(128, 16383);
+      state.flag = rng.chance(0.5);
+      const out: PlayerFrame<Odd> = {
+        serverTick: tick,
+        ackedCommand: tick,
+        playerBaseline: baseline,
+        player: state,
+      };
+      server.record(tick, state, tick);
+      w.beginWrite();
+      expect(server.serialize(w, out)).toBe(true);
+      got.serverTick = tick;
+      expect(
+        client.serialize(new BitStream(0).beginRead(w.bytes.slice()), got),
+        `seed ${SEED} tick ${tick}`,
+      ).toBe(true);
+      expect(got.player, `seed ${SEED} tick ${tick}`).toEqual(state);
+      baseline = tick;
+    }
+  });
+
   it('a baseline the reader does not hold fails and asks for a full update; the next full state clears it', () => {
     const server = new PlayerStateHistory(serializeArenaPlayerState, 64);
     const client = new PlayerStateHistory(serializeArenaPlayerState, 64);
