@@ -317,7 +317,18 @@ export class PlayerStateHistory<P> {
    * Writing reads the values from `bytes`; reading stores them there (holding `base`'s bytes).
    */
   private fieldDelta(s: BitStream, tick: number, base: Slot, bytes: Uint8Array): boolean {
-    const ref = this.reference(tick, base);
+    // Whether the writer predicted from the reference travels: a reader that took a newer frame
+    // first may have let the reference go, and must then fail rather than predict otherwise.
+    let ref = this.reference(tick, base);
+    const linear = s.bool(ref !== null);
+    if (!s.ok) return false;
+    if (s.isReading) {
+      if (linear && ref === null) {
+        this.needsFullUpdate = true;
+        return s.fail('player baseline unknown');
+      }
+      if (!linear) ref = null;
+    }
     const ahead = tick - base.tick;
     const behind = ref === null ? 1 : base.tick - ref.tick;
     const reading = s.isReading;

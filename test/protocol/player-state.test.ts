@@ -112,6 +112,44 @@ describe('player state delta', () => {
     expect(Math.max(...late)).toBeLessThanOrEqual(25 + 3 * 7 + 16);
   });
 
+  it('a late frame whose reference the reader let go fails instead of predicting otherwise', () => {
+    const server = new PlayerStateHistory(serializeArenaPlayerState, 16);
+    const client = new PlayerStateHistory(serializeArenaPlayerState, 16);
+    const state = createArenaPlayerState();
+    const w = new BitStream(512);
+    const sent = new Map<number, Uint8Array>();
+    const send = (tick: number, baseline: number): void => {
+      state.originX += 2.5;
+      state.yaw = (state.yaw + 7) % 360;
+      server.record(tick, state, tick);
+      const f = frame(state);
+      f.serverTick = tick;
+      f.ackedCommand = tick;
+      f.playerBaseline = baseline;
+      w.beginWrite();
+      expect(server.serialize(w, f)).toBe(true);
+      expect(f.playerBaseline).toBe(baseline);
+      sent.set(tick, w.bytes.slice());
+    };
+    const read = (tick: number): BitStream => {
+      const got = frame(createArenaPlayerState());
+      got.serverTick = tick;
+      const r = new BitStream(0).beginRead(sent.get(tick)!);
+      client.serialize(r, got);
+      return r;
+    };
+    send(16, -1);
+    send(18, 16);
+    send(20, 18); // predicted from 18 and its own baseline 16
+    send(32, -1); // takes 16's slot in a history of 16 ticks
+    expect(read(16).ok).toBe(true);
+    expect(read(18).ok).toBe(true);
+    expect(read(32).ok).toBe(true);
+    const late = read(20);
+    expect(late.ok).toBe(false);
+    expect(late.error).toBe('player baseline unknown');
+  });
+
   it('a state whose fields change width goes as changed bytes, exact', () => {
     interface Odd {
       count: number;
