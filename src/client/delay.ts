@@ -25,22 +25,42 @@ export interface AdaptiveDelayConfig {
   jitterDeviations: number;
   /** Weight of each new measurement in the interval and jitter filters, in (0, 1]. */
   smoothingFactor: number;
-  /** Fastest the delay moves towards its target (ms of delay per second of local time). */
+  /** Fastest the delay comes down towards its target (ms of delay per second of local time). */
   maxChangeMsPerSecond: number;
+  /**
+   * Fastest the delay goes up towards its target (ms per second): faster than it comes down, so
+   * it is wide again before the next burst of a bursty link (the render clock then runs up to
+   * this share slower than real time: 40 ms/s is 4 %).
+   */
+  maxRiseMsPerSecond: number;
+  /**
+   * The jitter the target covers is the largest measured lately: a peak that decays to the
+   * current jitter with this time constant (ms). A link that had a burst of jitter or loss is
+   * taken to have another, so the delay stays wide between them instead of shrinking and being
+   * caught out by the next.
+   */
+  jitterHoldMs: number;
 }
 
 export const DEFAULT_ADAPTIVE_DELAY_CONFIG: Readonly<AdaptiveDelayConfig> = Object.freeze({
   updateRateHz: 20,
-  minDelayMs: 100,
+  minDelayMs: 0,
   maxDelayMs: 500,
   intervals: 2,
   jitterDeviations: 2,
   smoothingFactor: 1 / 16,
   maxChangeMsPerSecond: 10,
+  maxRiseMsPerSecond: 40,
+  jitterHoldMs: 10_000,
 });
 
 function checkDelayConfig(c: AdaptiveDelayConfig): void {
-  const positive: (keyof AdaptiveDelayConfig)[] = ['updateRateHz', 'maxChangeMsPerSecond'];
+  const positive: (keyof AdaptiveDelayConfig)[] = [
+    'updateRateHz',
+    'maxChangeMsPerSecond',
+    'maxRiseMsPerSecond',
+    'jitterHoldMs',
+  ];
   for (const field of positive) {
     if (!(c[field] > 0 && Number.isFinite(c[field]))) {
       throw new Error(`AdaptiveDelay: ${field} must be a finite number > 0, got ${c[field]}`);
@@ -66,8 +86,9 @@ function checkDelayConfig(c: AdaptiveDelayConfig): void {
  * An interpolation delay that follows the measured snapshot spacing and arrival jitter:
  * target = clamp(intervals * interval + jitterDeviations * jitter, minDelayMs, maxDelayMs), where
  * interval is the filtered server-time spacing of snapshots (losses widen it) and jitter the
- * filtered standard deviation of their transit time (arrival minus server time). The delay moves
- * towards the target at most maxChangeMsPerSecond, so the render clock speeds up or slows down by
+ * filtered standard deviation of their transit time (arrival minus server time), held at its
+ * recent peak (jitterHoldMs). The delay comes down at most maxChangeMsPerSecond and goes up at
+ * most maxRiseMsPerSecond, so the render clock speeds up or slows down by
  * at most that much. Pure: time passed in.
  */
 export class AdaptiveDelay {
@@ -76,6 +97,8 @@ export class AdaptiveDelay {
   intervalMs: number;
   /** Filtered standard deviation of snapshot transit time, ms. */
   jitterMs = 0;
+  /** The largest jitter lately (decaying to jitterMs over jitterHoldMs): what the target covers. */
+  heldJitterMs = 0;
   /** Where the delay is heading, ms. */
   targetDelayMs: number;
   /** Snapshots ignored because a time was not finite. */
@@ -84,6 +107,7 @@ export class AdaptiveDelay {
   private transitMeanMs = 0;
   private transitVariance = 0;
   private lastServerMs = -Infinity;
+  private heldAtMs = -Infinity;
   private hasTransit = false;
   private anchorLocalMs = -Infinity;
   private anchorDelayMs: number;
@@ -123,6 +147,10 @@ export class AdaptiveDelay {
       this.hasTransit = true;
     }
     this.jitterMs = Math.sqrt(this.transitVariance);
+    const since = localNowMs > this.heldAtMs ? localNowMs - this.heldAtMs : 0;
+    const decayed = this.heldJitterMs * Math.exp(-since / this.config.jitterHoldMs);
+    this.heldJitterMs = decayed > this.jitterMs ? decayed : this.jitterMs;
+    this.heldAtMs = localNowMs;
     if (serverTimeMs > this.lastServerMs) {
       if (this.lastServerMs !== -Infinity) {
         const spacing = serverTimeMs - this.lastServerMs;
@@ -137,16 +165,17 @@ export class AdaptiveDelay {
   /** The delay to render with at local time `localNowMs`, ms. */
   delayMs(localNowMs: number): number {
     const elapsed = localNowMs > this.anchorLocalMs ? localNowMs - this.anchorLocalMs : 0;
-    const step = (this.config.maxChangeMsPerSecond / 1000) * elapsed;
     const gap = this.targetDelayMs - this.anchorDelayMs;
-    if (gap > step) return this.anchorDelayMs + step;
-    if (gap < -step) return this.anchorDelayMs - step;
+    const rise = (this.config.maxRiseMsPerSecond / 1000) * elapsed;
+    const fall = (this.config.maxChangeMsPerSecond / 1000) * elapsed;
+    if (gap > rise) return this.anchorDelayMs + rise;
+    if (gap < -fall) return this.anchorDelayMs - fall;
     return this.targetDelayMs;
   }
 
   private computeTarget(): number {
     const c = this.config;
-    const want = c.intervals * this.intervalMs + c.jitterDeviations * this.jitterMs;
+    const want = c.intervals * this.intervalMs + c.jitterDeviations * this.heldJitterMs;
     return clamp(want, c.minDelayMs, c.maxDelayMs);
   }
 }

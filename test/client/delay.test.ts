@@ -60,18 +60,25 @@ describe('AdaptiveDelay', () => {
   for (const seed of [61, 62]) {
     it(`rises slowly to cover +-50 ms of jitter, then comes back when it ends (seed ${seed})`, () => {
       const delay = new AdaptiveDelay();
-      const maxStep = (DEFAULT_ADAPTIVE_DELAY_CONFIG.maxChangeMsPerSecond * 10) / 1000 + 1e-9;
+      const c = DEFAULT_ADAPTIVE_DELAY_CONFIG;
+      const maxRise = (c.maxRiseMsPerSecond * 10) / 1000 + 1e-9;
+      const maxFall = (c.maxChangeMsPerSecond * 10) / 1000 + 1e-9;
       const jittery = run(delay, seed, 0, 30_000, 50, 100);
       const calm = run(delay, seed, 30_000, 70_000, 50, 0);
       const all = [...jittery, ...calm];
       for (let i = 1; i < all.length; i++) {
-        expect(Math.abs(all[i] - all[i - 1]), `seed ${seed} frame ${i}`).toBeLessThanOrEqual(maxStep);
+        const step = all[i] - all[i - 1];
+        expect(step, `seed ${seed} frame ${i}`).toBeLessThanOrEqual(maxRise);
+        expect(-step, `seed ${seed} frame ${i}`).toBeLessThanOrEqual(maxFall);
       }
       // Uniform jitter over 100 ms has a standard deviation of 28.9 ms: target about 100 + 2 * 28.9.
       const peak = jittery[jittery.length - 1];
       expect(peak, `seed ${seed}`).toBeGreaterThan(140);
       expect(peak, `seed ${seed}`).toBeLessThan(180);
-      expect(calm[calm.length - 1], `seed ${seed}`).toBeCloseTo(100, 6);
+      // Back within 2 ms of the floor 40 s later (the held jitter peak decays over 10 s).
+      const end = calm[calm.length - 1];
+      expect(end, `seed ${seed}`).toBeGreaterThanOrEqual(100);
+      expect(end, `seed ${seed}`).toBeLessThan(102);
     });
   }
 
@@ -94,9 +101,11 @@ describe('AdaptiveDelay', () => {
   it('names the offending field of a bad configuration', () => {
     expect(() => new AdaptiveDelay({ updateRateHz: 0 })).toThrow(/updateRateHz/);
     expect(() => new AdaptiveDelay({ minDelayMs: -1 })).toThrow(/minDelayMs/);
-    expect(() => new AdaptiveDelay({ maxDelayMs: 50 })).toThrow(/maxDelayMs/);
+    expect(() => new AdaptiveDelay({ minDelayMs: 100, maxDelayMs: 50 })).toThrow(/maxDelayMs/);
     expect(() => new AdaptiveDelay({ jitterDeviations: Number.NaN })).toThrow(/jitterDeviations/);
     expect(() => new AdaptiveDelay({ smoothingFactor: 2 })).toThrow(/smoothingFactor/);
     expect(() => new AdaptiveDelay({ maxChangeMsPerSecond: 0 })).toThrow(/maxChangeMsPerSecond/);
+    expect(() => new AdaptiveDelay({ maxRiseMsPerSecond: 0 })).toThrow(/maxRiseMsPerSecond/);
+    expect(() => new AdaptiveDelay({ jitterHoldMs: Number.NaN })).toThrow(/jitterHoldMs/);
   });
 });
