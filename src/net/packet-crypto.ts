@@ -108,12 +108,20 @@ export function writeNonce(nonce: Uint8Array, sequence: number): void {
 /**
  * Exact-length views of one buffer, made once per (start, end) and reused: the AEAD takes its
  * input and output as whole arrays, and a packet's bytes always sit in the same preallocated
- * buffer (the channel's writer, or its receive buffer), so after the first packets of each length
- * no view is made again.
+ * buffer (the channel's writer, or its receive buffer), so packets of a length seen lately make no
+ * view. At most MAX_VIEWS are kept (the set starts again when full): a connection whose packet
+ * lengths wander widely makes at worst one view per packet, never an ever larger cache.
  */
 export class ViewCache {
+  /** Views held at the most: packet lengths vary, and each distinct range costs a view (~230 bytes). */
+  static readonly MAX_VIEWS = 64;
   private buffer: Uint8Array | null = null;
   private readonly views = new Map<number, Uint8Array>();
+
+  /** Views held now (at most MAX_VIEWS). */
+  get size(): number {
+    return this.views.size;
+  }
 
   get(buffer: Uint8Array, start: number, end: number): Uint8Array {
     if (buffer !== this.buffer) {
@@ -124,7 +132,9 @@ export class ViewCache {
     let view = this.views.get(key);
     if (view === undefined) {
       view = buffer.subarray(start, end);
-      if (this.views.size < 4096) this.views.set(key, view);
+      // Full: start again, so the ranges in use now are the ones kept and memory stays bounded.
+      if (this.views.size >= ViewCache.MAX_VIEWS) this.views.clear();
+      this.views.set(key, view);
     }
     return view;
   }

@@ -30,6 +30,7 @@ import {
   PACKET_TAG_BYTES,
   type PacketCipher,
   type PacketKeys,
+  ViewCache,
   writeNonce,
 } from '../../src/net/packet-crypto.ts';
 import { MAX_PACKET_BYTES } from '../../src/net/transport.ts';
@@ -125,6 +126,27 @@ describe('packet ciphers', () => {
         expect(buffer.subarray(0, 13 + length), name).toEqual(plain);
       }
     }
+  });
+
+  it('keeps at most MAX_VIEWS views of a buffer, each the exact range asked for, reused while held', () => {
+    const cache = new ViewCache();
+    const buffer = new Uint8Array(MAX_PACKET_BYTES);
+    const rng = new Random(5);
+    for (let i = 0; i < 20_000; i++) {
+      const start = rng.int(0, 20);
+      const end = rng.int(start, MAX_PACKET_BYTES);
+      const view = cache.get(buffer, start, end);
+      expect(view.buffer).toBe(buffer.buffer);
+      expect(view.byteOffset).toBe(start);
+      expect(view.length).toBe(end - start);
+      expect(cache.size).toBeLessThanOrEqual(ViewCache.MAX_VIEWS);
+    }
+    // A steady length makes one view and reuses it; another buffer starts afresh.
+    const steady = cache.get(buffer, 3, 103);
+    expect(cache.get(buffer, 3, 103)).toBe(steady);
+    const other = new Uint8Array(MAX_PACKET_BYTES);
+    expect(cache.get(other, 3, 103).buffer).toBe(other.buffer);
+    expect(cache.size).toBe(1);
   });
 
   it('the client (noble X25519) and the server (Node X25519) derive the same keys, per direction', () => {
