@@ -59,8 +59,11 @@ export interface ClientConfig {
   rateBytesPerSecond: number;
   /**
    * Most command packets sent per second: frames faster than this fold their commands into the
-   * next packet (at 60 frames per second and the default 30, two commands a packet). Each packet
-   * costs its header and authentication tag, so this, more than the commands, sets the up-link.
+   * next packet (the default 64 sends one packet a frame up to 64 frames a second; 30 at 60 frames a
+   * second sends two commands a packet). Each packet costs its header and authentication tag, so
+   * this, more than the commands, sets the up-link; but the server runs what a packet brings when
+   * it arrives, so fewer packets move the player in coarser steps that others see and that
+   * predict worse in snapshots.
    */
   commandRate: number;
   /**
@@ -113,7 +116,7 @@ export const DEFAULT_CLIENT_CONFIG: ClientConfig = {
   protocolVersion: DEFAULT_PROTOCOL_VERSION,
   updateRate: 32,
   rateBytesPerSecond: 80_000,
-  commandRate: 30,
+  commandRate: 64,
   upRateBytesPerSecond: 16_000,
   commandRedundancy: 'acknowledged',
   connectRetryMs: 100,
