@@ -123,6 +123,16 @@ export function createWireEvent(): WireEvent {
   return { type: 0, source: 0, p0: 0, p1: 0, p2: 0, p3: 0 };
 }
 
+/** Copies `from` into `to` (pooled events are reused, never replaced). */
+export function copyWireEvent(to: WireEvent, from: Readonly<WireEvent>): void {
+  to.type = from.type;
+  to.source = from.source;
+  to.p0 = from.p0;
+  to.p1 = from.p1;
+  to.p2 = from.p2;
+  to.p3 = from.p3;
+}
+
 /** How one event type's parameters travel: up to four quantized numbers, in order. */
 export interface EventSpec {
   readonly name: string;

@@ -5,6 +5,7 @@
 import { RateController, type RateControllerConfig } from '../net/rate-control.ts';
 import type { BitStream } from '../protocol/bitstream.ts';
 import {
+  copyWireEvent,
   createServerFrame,
   MAX_EVENTS_PER_FRAME,
   type ServerFrame,
@@ -261,12 +262,7 @@ export class FrameWriter<P, W> {
       const bits = this.eventBits[slot];
       if (count < MAX_EVENTS_PER_FRAME && used + bits <= budgetBits) {
         const out = f.events[count++];
-        out.type = e.type;
-        out.source = e.source;
-        out.p0 = e.p0;
-        out.p1 = e.p1;
-        out.p2 = e.p2;
-        out.p3 = e.p3;
+        copyWireEvent(out, e);
         used += bits;
       } else {
         client.eventsDropped++;

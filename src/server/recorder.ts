@@ -28,7 +28,7 @@ import {
   serializeKillcam,
   serializeTickHead,
 } from '../protocol/demo.ts';
-import { createWireEvent, type WireEvent } from '../protocol/frames.ts';
+import { copyWireEvent, createWireEvent, type WireEvent } from '../protocol/frames.ts';
 import { copyUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import { drawEntity } from '../sim/blend.ts';
 import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
@@ -328,12 +328,7 @@ export class DemoRecorder<P, W> {
       const e = log.at(p);
       while (this.eventPool.length <= events.length) this.eventPool.push(createWireEvent());
       const out = this.eventPool[events.length];
-      out.type = e.type;
-      out.source = e.source;
-      out.p0 = e.p0;
-      out.p1 = e.p1;
-      out.p2 = e.p2;
-      out.p3 = e.p3;
+      copyWireEvent(out, e);
       events.push(out);
     }
     this.eventCursor = log.head;

@@ -17,6 +17,7 @@ import { SnapshotReader } from '../client/snapshot-reader.ts';
 import type { ServerConnection } from '../net/server-connections.ts';
 import { BitStream } from '../protocol/bitstream.ts';
 import {
+  copyWireEvent,
   createWireEvent,
   MAX_EVENTS_PER_FRAME,
   serializeClientFlags,
@@ -342,12 +343,7 @@ export class SpectatorHub<P, W> {
       if (n === slot.events.length) slot.events.push(createWireEvent());
       const e = events.at(p);
       const out = slot.events[n++];
-      out.type = e.type;
-      out.source = e.source;
-      out.p0 = e.p0;
-      out.p1 = e.p1;
-      out.p2 = e.p2;
-      out.p3 = e.p3;
+      copyWireEvent(out, e);
     }
     slot.eventCount = n;
     this.eventCursor = events.head;
@@ -372,12 +368,7 @@ export class SpectatorHub<P, W> {
         }
         const out = frame.events[frame.eventCount++];
         const e = slot.events[i];
-        out.type = e.type;
-        out.source = e.source;
-        out.p0 = e.p0;
-        out.p1 = e.p1;
-        out.p2 = e.p2;
-        out.p3 = e.p3;
+        copyWireEvent(out, e);
       }
     }
   }

@@ -8,13 +8,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ArenaReport } from '../../games/arena/client/main.ts';
 import { ArenaHost } from '../../games/arena/server/host.ts';
 import { closeWebRtc } from '../../src/node.ts';
 import { BotSwarm } from '../../tools/play/bots.ts';
 import { buildClient } from '../../tools/play/build.ts';
 import { launchChromium } from '../../tools/play/chromium.ts';
 import { until } from '../net/transports/loopback.ts';
+import { report, waitFor } from './arena-report.ts';
 
 /**
  * Run in the page before its scripts: WebRTC may only use relays (as behind a firewall that
@@ -29,8 +29,6 @@ function blockWebRtc(): void {
 }
 
 const OUT = fileURLToPath(new URL('../../out/test/arena/', import.meta.url));
-
-type Report = Omit<ArenaReport, 'frameTimes'>;
 
 let host: ArenaHost;
 let bots: BotSwarm;
@@ -89,30 +87,6 @@ async function open(
   });
   await page.goto(`http://127.0.0.1:${host.port}/?${query}`);
   return { page, errors, close };
-}
-
-function report(page: Page): Promise<Report> {
-  return page.evaluate(() => {
-    const { frameTimes: _, ...rest } = window.arena;
-    return JSON.parse(JSON.stringify(rest)) as Omit<ArenaReport, 'frameTimes'>;
-  });
-}
-
-async function waitFor(
-  page: Page,
-  what: string,
-  test: (r: Report) => boolean,
-  timeoutMs = 10_000,
-): Promise<Report> {
-  const start = Date.now();
-  let r = await report(page);
-  while (!test(r)) {
-    if (Date.now() - start > timeoutMs)
-      throw new Error(`timed out waiting for ${what}: ${JSON.stringify(r)}`);
-    await page.waitForTimeout(100);
-    r = await report(page);
-  }
-  return r;
 }
 
 /** Presses `key` for `ms`. */

@@ -11,7 +11,6 @@ import { fileURLToPath } from 'node:url';
 import { Match } from 'backstep/testing';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ArenaReport } from '../../games/arena/client/main.ts';
 import { ArenaHost } from '../../games/arena/server/host.ts';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import { arenaGame } from '../../games/arena/shared/game.ts';
@@ -24,12 +23,11 @@ import { DemoRecorder, type DemoRecorderStats } from '../../src/server/recorder.
 import { BotSwarm } from '../../tools/play/bots.ts';
 import { buildClient } from '../../tools/play/build.ts';
 import { launchChromium } from '../../tools/play/chromium.ts';
+import { report, waitFor } from './arena-report.ts';
 
 const OUT = fileURLToPath(new URL('../../out/test/demo/', import.meta.url));
 const SEED = 23;
 const MATCH_MS = 12_000;
-
-type Report = Omit<ArenaReport, 'frameTimes'>;
 
 let host: ArenaHost;
 let demo: Uint8Array;
@@ -106,30 +104,6 @@ async function open(query: string): Promise<{ page: Page; errors: string[] }> {
   });
   await page.goto(`http://127.0.0.1:${host.port}/?${query}`);
   return { page, errors };
-}
-
-function report(page: Page): Promise<Report> {
-  return page.evaluate(() => {
-    const { frameTimes: _, ...rest } = window.arena;
-    return JSON.parse(JSON.stringify(rest)) as Omit<ArenaReport, 'frameTimes'>;
-  });
-}
-
-async function waitFor(
-  page: Page,
-  what: string,
-  test: (r: Report) => boolean,
-  timeoutMs = 15_000,
-): Promise<Report> {
-  const start = Date.now();
-  let r = await report(page);
-  while (!test(r)) {
-    if (Date.now() - start > timeoutMs)
-      throw new Error(`timed out waiting for ${what}: ${JSON.stringify({ ...r, netGraph: null })}`);
-    await page.waitForTimeout(100);
-    r = await report(page);
-  }
-  return r;
 }
 
 async function seek(page: Page, ms: number): Promise<void> {
