@@ -5,7 +5,7 @@
 import { DEFAULT_PROTOCOL_ID, DEFAULT_PROTOCOL_VERSION, PACKET_HEADER_BYTES } from '../net/channel.ts';
 import { ClientConnection, type ConnectionState } from '../net/client-connection.ts';
 import { type ConnectToken, MAX_CONNECT_TOKEN_BYTES, TOKEN_CLIENT_KEY_BYTES } from '../net/connect-token.ts';
-import { PACKET_TAG_BYTES } from '../net/packet-crypto.ts';
+import { PACKET_TAG_BYTES, type PacketCipher } from '../net/packet-crypto.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
 import type { BitStream } from '../protocol/bitstream.ts';
 import {
@@ -95,6 +95,12 @@ export interface ClientConfig {
    * here), for a server that takes only those (`ServerConfig.connectTokens`).
    */
   connectToken?: ConnectToken;
+  /**
+   * Makes the packet cipher (ChaCha20-Poly1305) of each direction from its 32-byte key. Omitted:
+   * `nobleCipher`, in JavaScript, for browsers and anywhere; a client in Node may give
+   * `nodeCipher` (backstep/node: OpenSSL, the server's), interchangeable on the wire.
+   */
+  packetCipher?: (key: Uint8Array) => PacketCipher;
   /** The server silent this long means the connection is gone. */
   timeoutMs: number;
   /** Seed for the commands' shared random seeds and the connection nonce. */
@@ -602,6 +608,7 @@ export class GameClient<P, W> {
         resumeLo: this.resume.lo,
         serverPublicKey: c.serverPublicKey,
         connectToken: c.connectToken,
+        packetCipher: c.packetCipher,
       },
       this.random.nextU32(),
       nowMs,
@@ -667,7 +674,9 @@ export class GameClient<P, W> {
     // Its first prediction is the client's verdict on any shot: against the players as drawn,
     // or against none when the server will not honour the view (it judges from its estimate).
     const hitscan = this.game.hitscan;
-    if (hitscan !== undefined) {
+    // Only a command that may fire needs the targets (the game's `fires` never says false when
+    // a shot comes): most commands, with the weapon busy or no attack held, copy none.
+    if (hitscan !== undefined && hitscan.fires(predictor.current, c)) {
       let count = 0;
       for (let k = 0; this.lastViewHonoured && k < view.count; k++) {
         const e = view.list[k];
@@ -957,6 +966,11 @@ function validateClientConfig(c: ClientConfig): void {
   if (k !== undefined && !(k instanceof Uint8Array && k.length === 32)) {
     throw new RangeError(
       'client config: serverPublicKey must be a 32-byte Uint8Array (GameServer.publicKey)',
+    );
+  }
+  if (c.packetCipher !== undefined && typeof c.packetCipher !== 'function') {
+    throw new RangeError(
+      'client config: packetCipher must be a function (key) => PacketCipher, as nodeCipher',
     );
   }
   const t = c.connectToken;

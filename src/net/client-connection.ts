@@ -26,6 +26,7 @@ import {
   type ClientKeyPair,
   clientPacketKeys,
   createClientKeyPair,
+  type PacketCipher,
   type PacketKeys,
 } from './packet-crypto.ts';
 import type { DatagramEndpoint } from './transport.ts';
@@ -63,6 +64,8 @@ export interface ClientConnectionConfig {
    * those: sent in the challenge response, its client key mixed into the connection's keys.
    */
   connectToken?: ConnectToken;
+  /** Makes each direction's packet cipher from its key (default: nobleCipher). */
+  packetCipher?: (key: Uint8Array) => PacketCipher;
 }
 
 export type ConnectionState =
@@ -188,6 +191,7 @@ export class ClientConnection {
           this.config.protocolId,
           this.nonce,
           this.config.connectToken?.clientKey ?? null,
+          this.config.packetCipher,
         );
         if (keys === null) return;
         this.keys = keys;

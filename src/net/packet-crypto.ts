@@ -257,6 +257,7 @@ export function clientPacketKeys(
   protocolId: number,
   clientNonce: number,
   tokenKey: Uint8Array | null = null,
+  cipher: (key: Uint8Array) => PacketCipher = nobleCipher,
 ): PacketKeys | null {
   let shared: Uint8Array;
   try {
@@ -269,5 +270,5 @@ export function clientPacketKeys(
     keySalt(protocolId, clientNonce, pair.publicKey, serverPublicKey),
     tokenKey,
   );
-  return { send: nobleCipher(c2s), receive: nobleCipher(s2c), disconnectToken: token };
+  return { send: cipher(c2s), receive: cipher(s2c), disconnectToken: token };
 }

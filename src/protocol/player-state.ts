@@ -75,6 +75,12 @@ class FieldRecorder extends BitStream {
 
 /** The `bits`-bit field at bit `start` of `bytes` (LSB first, as BitStream packs). */
 function readField(bytes: Uint8Array, start: number, bits: number): number {
+  if (bits <= 24) {
+    // Within one 4-byte window (bytes past the end read as 0).
+    const i = start >>> 3;
+    const w = bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24);
+    return (w >>> (start & 7)) & ((1 << bits) - 1);
+  }
   let value = 0;
   let done = 0;
   while (done < bits) {
@@ -89,6 +95,17 @@ function readField(bytes: Uint8Array, start: number, bits: number): number {
 
 /** Stores `value` into the `bits`-bit field at bit `start` of `bytes`. */
 function writeField(bytes: Uint8Array, start: number, bits: number, value: number): void {
+  if (bits <= 24) {
+    const i = start >>> 3;
+    const offset = start & 7;
+    const mask = ((1 << bits) - 1) << offset;
+    const part = (value << offset) & mask;
+    bytes[i] = (bytes[i] & ~mask) | part;
+    if (offset + bits > 8) bytes[i + 1] = (bytes[i + 1] & ~(mask >>> 8)) | (part >>> 8);
+    if (offset + bits > 16) bytes[i + 2] = (bytes[i + 2] & ~(mask >>> 16)) | (part >>> 16);
+    if (offset + bits > 24) bytes[i + 3] = (bytes[i + 3] & ~(mask >>> 24)) | (part >>> 24);
+    return;
+  }
   let done = 0;
   while (done < bits) {
     const pos = start + done;
@@ -111,6 +128,8 @@ function sameFields(a: Slot, b: Slot): boolean {
 
 /** `v` modulo 2^bits as a signed value in [-2^(bits-1), 2^(bits-1)). */
 function signed(v: number, bits: number): number {
+  // An integer's low 32 bits are exact under ToInt32 (|v| < 2^53), so the shifts take it modulo 2^bits.
+  if (bits < 32) return (v << (32 - bits)) >> (32 - bits);
   const m = 2 ** bits;
   let r = v % m;
   if (r < 0) r += m;
@@ -352,19 +371,15 @@ export class PlayerStateHistory<P> {
       const r = signed(v - predicted, bits);
       // Order of the code: the field's last step's bit length less one (a field that moves far
       // has far residuals too), so the raw low bits are not spelt out in the prefix.
+      // bits < RAW_FIELD_BITS: z < 2^29, and every step below is 32-bit integer arithmetic.
       const k = Math.min(bits - 1, Math.max(0, 31 - Math.clz32(Math.abs(d))));
       const z = r >= 0 ? 2 * r : -2 * r - 1;
-      const hi = serializeExpGolomb(s, Math.floor(z / 2 ** k), 2 ** (bits - k) - 1);
-      const lo = s.uint(z % 2 ** k, k);
-      const zig = hi * 2 ** k + lo;
+      const hi = serializeExpGolomb(s, z >>> k, (1 << (bits - k)) - 1);
+      const lo = s.uint(z & ((1 << k) - 1), k);
       if (reading) {
-        const got = zig % 2 === 0 ? zig / 2 : -(zig + 1) / 2;
-        writeField(
-          bytes,
-          start,
-          bits,
-          signed(predicted + got, bits) + (signed(predicted + got, bits) < 0 ? 2 ** bits : 0),
-        );
+        const zig = hi * (1 << k) + lo;
+        const got = (zig & 1) === 0 ? zig / 2 : -(zig + 1) / 2;
+        writeField(bytes, start, bits, ((predicted + got) << (32 - bits)) >>> (32 - bits));
       }
     }
     return s.ok;

@@ -18,6 +18,8 @@ import {
   reasonName,
   writeHandshakePacket,
 } from '../../src/net/handshake.ts';
+import { nodeCipher } from '../../src/net/node-packet-crypto.ts';
+import type { PacketCipher } from '../../src/net/packet-crypto.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import type { BitStream } from '../../src/protocol/bitstream.ts';
 import { Random } from '../../src/sim/random.ts';
@@ -313,6 +315,42 @@ describe('a session', () => {
     // Three seconds at 32 snapshots per second, less the handshake.
     expect(c.client.snapshots.stats.framesRead, msg).toBeGreaterThan(75);
     match.close();
+  });
+
+  it("a client with Node's packet cipher plays beside one with the default; a bad packetCipher is refused", () => {
+    const seed = 14;
+    const msg = `seed ${seed}`;
+    const match = new Match(arenaGame, seed);
+    const ciphers: PacketCipher[] = [];
+    const node = match.addClient({
+      profile,
+      drive: runner,
+      config: {
+        packetCipher: (key) => {
+          const c = nodeCipher(key);
+          ciphers.push(c);
+          return c;
+        },
+      },
+    });
+    const noble = match.addClient({ profile, drive: runner });
+    match.run(3000);
+    // One cipher for each direction of the one connection.
+    expect(ciphers.length, msg).toBe(2);
+    for (const c of [node, noble]) {
+      expect(c.client.state, msg).toBe('connected');
+      const sc = match.server.clients[c.client.slot]!;
+      expect(sc.commandStats.executed, msg).toBeGreaterThan(100);
+      expect(c.client.stats.framesBad, msg).toBe(0);
+      expect(c.client.snapshots.stats.framesRead, msg).toBeGreaterThan(75);
+    }
+    expect(match.server.stats.rejected, msg).toEqual({});
+    match.close();
+    expect(() =>
+      new Match(arenaGame, seed).addClient({
+        config: { packetCipher: 'chacha' as unknown as (key: Uint8Array) => PacketCipher },
+      }),
+    ).toThrow(/packetCipher must be a function/);
   });
 
   it('a client sending a command every millisecond runs at most maxCommandsPerTick a tick; others play on', () => {

@@ -16,6 +16,7 @@ import {
   GameClient,
   type InputSample,
 } from '../../src/client/client.ts';
+import { nodeCipher } from '../../src/net/node-packet-crypto.ts';
 import { UdpEndpoint } from '../../src/net/transports/udp.ts';
 import { combineHooks, type ServerHooks } from '../../src/server/hooks.ts';
 import { KillcamRecorder } from '../../src/server/killcam.ts';
@@ -128,6 +129,8 @@ function createFight(plan: SimPlan): Fight {
     },
     serverHooks: combineHooks(...hooks),
     clientConfig: {
+      // The bots are clients in Node: OpenSSL's ChaCha20-Poly1305, as the server's.
+      packetCipher: nodeCipher,
       updateRate: s.updateRate,
       rateBytesPerSecond: s.rateBytesPerSecond,
       interpolationDelayMs: s.interpolationDelayMs,
