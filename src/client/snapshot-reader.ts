@@ -20,6 +20,7 @@ import {
   type SnapshotDropReason,
   serializeEntry,
   serializeIndexStep,
+  serializeRunLength,
 } from '../protocol/snapshot.ts';
 
 export interface SnapshotReaderStats {
@@ -208,12 +209,24 @@ export class SnapshotReader {
     const stride = this.stride;
     const older = this.older;
     let prev = -1;
+    // Entries listed as runs (a step, a length, that many consecutive entries), and how many of
+    // the current run are left to read.
+    let runs = false;
+    let left = 0;
     for (;;) {
-      const step = serializeIndexStep(s, 0);
-      if (!s.ok) return this.fail(s, newer);
-      if (step === 0) break;
-      const e = prev + step;
-      if (e >= this.maxEntities) return this.drop('index out of range', newer);
+      let e = prev + 1;
+      if (left > 0) left--;
+      else {
+        const step = serializeIndexStep(s, 0);
+        if (!s.ok) return this.fail(s, newer);
+        if (step === 0) break;
+        e = prev + step;
+        if (e >= this.maxEntities) return this.drop('index out of range', newer);
+        if (prev < 0) runs = s.bool(false);
+        if (runs) left = serializeRunLength(s, 0) - 1;
+        if (!s.ok) return this.fail(s, newer);
+        if (e + left >= this.maxEntities) return this.drop('index out of range', newer);
+      }
       prev = e;
       const held = w.inView[e] !== 0;
       const o = e * stride;

@@ -30,7 +30,7 @@ import { decodeNumber, encodeField, type GameSchema } from './schema.ts';
 import { createUserCommand, serializeUserCommand, type UserCommand } from './usercmd.ts';
 
 export const DEMO_MAGIC = 'BKSTDEMO';
-export const DEMO_VERSION = 1;
+export const DEMO_VERSION = 2;
 export const DEMO_MAX_HEADER = 1024;
 /** Largest chunk payload: a keyframe of the largest world fits (1024 entities x 32 fields x 32 bits is 128 KiB). */
 export const DEMO_MAX_CHUNK = 4 * 1024 * 1024;

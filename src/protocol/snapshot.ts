@@ -7,13 +7,19 @@
 // Snapshot (follows the frame header, which carries the frame's server tick):
 //   +--------------------+-----------+-----------------------------------------------------+
 //   | baselineDelta      | varuint   | frame tick - baseline tick; 0: no baseline           |
-//   | entries            | var       | each: more = 1, index skip, entry; ascending index   |
-//   | end                | 1         | more = 0                                             |
+//   | first step         | step      | the first entry's index + 1; 0: no entries, the end  |
+//   | runs               | 1         | after a first step not 0: how the entries are listed |
+//   | entries            | var       | runs = 0: entry, then (step, entry)* in ascending    |
+//   |                    |           | index; runs = 1: run length, that many entries at    |
+//   |                    |           | consecutive indices, then (step, length, entries)*   |
+//   | end                | 2         | the index step 0                                     |
 //   +--------------------+-----------+-----------------------------------------------------+
+// A step is the entry's (or run's first entry's) index minus the previous entry's
+// (serializeIndexStep); a run length L >= 1 travels as L - 1 in an order-0 exponential-Golomb
+// code (serializeRunLength). The writer lists the entries whichever way costs fewer bits: one
+// step each (1 bit when consecutive) or runs (a run of 63 consecutive entries costs 11 bits).
 // Entry:
 //   +--------------------+-----------+-----------------------------------------------------+
-//   | more               | 1         | 1                                                    |
-//   | indexSkip          | expGolomb | index - previous entry's index - 1 (first: index)   |
 //   | op                 | 1 or 3    | 0: update; 1 then uint 2: 0 create, 1 remove,        |
 //   |                    |           | 2 refresh, 3 update across a teleport (parity flips) |
 //   | parity             | 1         | create, refresh: teleport parity                     |
@@ -312,6 +318,36 @@ export function serializeIndexStep(s: BitStream, step: number): number {
     }
   }
   return (zeros === 0 ? 1 : 2 ** zeros + s.uint(0, zeros)) + 1;
+}
+
+/** Bits of a run of `length` (>= 1) consecutive entries' length (serializeRunLength). */
+export function runLengthBits(length: number): number {
+  return expGolombBits(length - 1);
+}
+
+/**
+ * Writes, reads or measures the length (1 .. 65536) of a run of entries at consecutive indices:
+ * length - 1 as an order-0 exponential-Golomb code (1 bit for 1, 3 for 2 or 3, 2n - 1 for up to
+ * 2^n - 1). A read of more than 16 zeros there fails with 'malformed' (the caller checks the run
+ * against the schema's capacity).
+ */
+export function serializeRunLength(s: BitStream, length: number): number {
+  if (!s.isReading) {
+    const v = length;
+    const n = 32 - Math.clz32(v);
+    s.uint(2 ** (n - 1), n);
+    if (n > 1) s.uint(v - 2 ** (n - 1), n - 1);
+    return length;
+  }
+  let zeros = 0;
+  while (s.uint(0, 1) === 0) {
+    if (!s.ok) return 0;
+    if (++zeros > 16) {
+      s.fail('malformed');
+      return 0;
+    }
+  }
+  return zeros === 0 ? 1 : 2 ** zeros + s.uint(0, zeros);
 }
 
 /**

@@ -8,8 +8,10 @@
 // client holds costs nothing. Entities that need sending are bucketed by accumulated priority
 // (it grows each frame an entity waits, faster the nearer it is, and resets when it is sent), so
 // the budget goes to the most urgent ones first and far ones still get their turn, less often.
-// Selection charges each entity its exact cost (its entry plus the change in index-skip bits),
-// then the chosen entries are written in ascending index order.
+// Selection charges each entity its entry plus the change in index-step bits when every entry
+// takes a step of its own (and the first one the bit that says how the entries are listed), then
+// the chosen entries are written in ascending index order, as runs of consecutive indices when
+// that costs fewer bits: the charge is exact or above, never below.
 //
 // An update is predicted from the last two values the client holds (snapshot.ts). A frame
 // therefore also records, per entity in view, how old the client's newer value is (`age`: ticks
@@ -30,7 +32,9 @@ import {
   OP_REMOVE,
   OP_UPDATE,
   PREDICTION_TICKS,
+  runLengthBits,
   serializeIndexStep,
+  serializeRunLength,
 } from '../protocol/snapshot.ts';
 import type { EntityStore, HistorySlot } from './entities.ts';
 import { encodeEntry, NO_SPANS, NOT_HELD, SnapshotEncodeCache, SPAN_MAX } from './snapshot-cache.ts';
@@ -51,6 +55,8 @@ export interface SnapshotWriterStats {
   /** Frames written, and those of them written against no baseline. */
   frames: number;
   framesWithoutBaseline: number;
+  /** Frames whose entries were listed as runs of consecutive indices (the rest: a step each). */
+  runFrames: number;
   /** Bits of all snapshots written. */
   totalBits: number;
   /** The last frame: its bits and bytes (rounded up), baseline tick (-1: none), entities. */
@@ -101,6 +107,7 @@ export class SnapshotWriter {
   readonly stats: SnapshotWriterStats = {
     frames: 0,
     framesWithoutBaseline: 0,
+    runFrames: 0,
     totalBits: 0,
     lastBits: 0,
     lastBytes: 0,
@@ -133,6 +140,8 @@ export class SnapshotWriter {
   private readonly header = createEntryHeader();
   /** Per chosen entity: its entry in the cache, or -1 (encoded when written). */
   private readonly entryOf: Int32Array;
+  /** Per chosen entity: the bits of its entry (after its index step). */
+  private readonly entryBits: Int32Array;
   private readonly cache: SnapshotEncodeCache;
   /** The entities `classify` found needing an entry, in candidate order. */
   private readonly need: Uint16Array;
@@ -168,6 +177,7 @@ export class SnapshotWriter {
     this.found = new Uint16Array(n);
     this.selected = new Uint32Array((n + 31) >>> 5);
     this.entryOf = new Int32Array(n);
+    this.entryBits = new Int32Array(n);
     this.need = new Uint16Array(n);
     this.cache = cache;
   }
@@ -277,7 +287,9 @@ export class SnapshotWriter {
     st.lastRemoved = 0;
     st.lastDeferred = needCount - chosen;
     st.deferred += st.lastDeferred;
-    this.writeChosen(s, frame, cur, tick);
+    const runs = chosen > 0 && this.runsPay(s);
+    if (runs) this.writeRuns(s, frame, cur, tick);
+    else this.writeChosen(s, frame, cur, tick);
     serializeIndexStep(s, 0);
     if (!s.ok) {
       for (let k = 0; k < candidateCount; k++) frame.held[this.candidates[k]] = NOT_HELD;
@@ -295,6 +307,7 @@ export class SnapshotWriter {
     const bits = s.bitsProcessed - start;
     st.frames++;
     if (base === null) st.framesWithoutBaseline++;
+    if (runs) st.runFrames++;
     st.totalBits += bits;
     st.lastBits = bits;
     st.lastBytes = (bits + 7) >>> 3;
@@ -451,9 +464,11 @@ export class SnapshotWriter {
         this.serializeOne(m, e, cur, frame, tick);
         bits = m.bitsProcessed;
       }
+      this.entryBits[e] = bits;
       const p = prevSet(sel, e);
       const n = nextSet(sel, e);
-      let cost = bits + indexStepBits(e - p);
+      // The first entry also pays the bit that says how the entries are listed.
+      let cost = bits + indexStepBits(e - p) + (k === 0 ? 1 : 0);
       if (n >= 0) cost += indexStepBits(n - e) - indexStepBits(n - p);
       if (total + cost > budgetBits) break;
       total += cost;
@@ -463,10 +478,42 @@ export class SnapshotWriter {
     return k;
   }
 
-  /** Writes the selected entries in ascending index order and records them in `frame`. */
+  /**
+   * Whether listing the selected entries as runs costs fewer bits than a step each, and the whole
+   * list fits the stream's room (the step form alone can leave out entries that do not fit).
+   */
+  private runsPay(s: BitStream): boolean {
+    const sel = this.selected;
+    let prev = -1;
+    let steps = 0;
+    let runs = 0;
+    let length = 0;
+    let entries = 0;
+    for (let w = 0; w < sel.length; w++) {
+      let bits = sel[w] | 0;
+      while (bits !== 0) {
+        const low = bits & -bits;
+        bits ^= low;
+        const e = (w << 5) + 31 - Math.clz32(low);
+        const step = indexStepBits(e - prev);
+        steps += step;
+        entries += this.entryBits[e];
+        if (length > 0 && e === prev + 1) length++;
+        else {
+          if (length > 0) runs += runLengthBits(length);
+          runs += step;
+          length = 1;
+        }
+        prev = e;
+      }
+    }
+    if (length > 0) runs += runLengthBits(length);
+    return runs < steps && 1 + runs + entries + indexStepBits(0) <= s.bitsRemaining;
+  }
+
+  /** Writes the selected entries in ascending index order, a step each, and records them in `frame`. */
   private writeChosen(s: BitStream, frame: Frame, cur: HistorySlot, tick: number): void {
     const sel = this.selected;
-    const st = this.stats;
     let prev = -1;
     let full = false;
     for (let w = 0; w < sel.length; w++) {
@@ -484,11 +531,9 @@ export class SnapshotWriter {
         }
         const at = s.bitsProcessed;
         serializeIndexStep(s, e - prev);
-        const entry = this.entryOf[e];
-        // Code training counts the symbols it writes: those entries are encoded, not copied.
-        if (entry >= 0 && this.tally === null) {
-          s.copyBits(this.cache.bytes, this.cache.startOf(entry), this.cache.bitsOf(entry));
-        } else this.serializeOne(s, e, cur, frame, tick);
+        // After the first step: the entries are listed a step each.
+        if (prev < 0) s.bool(false);
+        this.writeEntry(s, e, frame, cur, tick);
         this.op[e] = NO_OP;
         if (!s.ok || s.bitsRemaining < 2) {
           s.rewind(at);
@@ -496,25 +541,65 @@ export class SnapshotWriter {
           continue;
         }
         prev = e;
-        this.priority[e] = 0;
-        if (op === OP_REMOVE) {
-          frame.held[e] = NOT_HELD;
-          st.lastRemoved++;
-        } else {
-          // Age 0 (just sent); for an update, the client's newer value becomes its older one:
-          // `age` ticks old (gap), held at `held` (back).
-          let sp = cur.type[e] << 24;
-          if (op === OP_UPDATE) {
-            const back = tick - frame.held[e];
-            sp |= (Math.min(back, SPAN_MAX) << 16) | ((frame.spans[e] & 0xff) << 8);
-            st.lastUpdated++;
-          } else if (op === OP_CREATE) st.lastCreated++;
-          else st.lastUpdated++;
-          frame.spans[e] = sp;
-          frame.held[e] = tick;
-        }
+        this.record(frame, cur, tick, e, op);
       }
     }
+  }
+
+  /**
+   * Writes the selected entries as runs of consecutive indices (each a step, its length, its
+   * entries) and records them in `frame`. runsPay said the whole list fits.
+   */
+  private writeRuns(s: BitStream, frame: Frame, cur: HistorySlot, tick: number): void {
+    const sel = this.selected;
+    const last = sel.length * 32;
+    let prev = -1;
+    for (let e = isSet(sel, 0) ? 0 : nextSet(sel, 0); e >= 0; e = nextSet(sel, e)) {
+      if (prev < 0 || e !== prev + 1) {
+        let end = e;
+        while (end + 1 < last && isSet(sel, end + 1)) end++;
+        serializeIndexStep(s, e - prev);
+        if (prev < 0) s.bool(true);
+        serializeRunLength(s, end - e + 1);
+      }
+      const op = this.op[e];
+      this.writeEntry(s, e, frame, cur, tick);
+      this.op[e] = NO_OP;
+      prev = e;
+      this.record(frame, cur, tick, e, op);
+    }
+    sel.fill(0);
+  }
+
+  /** Writes entity `e`'s entry (after its index step): a copy of its cached bits, or encoded. */
+  private writeEntry(s: BitStream, e: number, frame: Frame, cur: HistorySlot, tick: number): void {
+    const entry = this.entryOf[e];
+    // Code training counts the symbols it writes: those entries are encoded, not copied.
+    if (entry >= 0 && this.tally === null) {
+      s.copyBits(this.cache.bytes, this.cache.startOf(entry), this.cache.bitsOf(entry));
+    } else this.serializeOne(s, e, cur, frame, tick);
+  }
+
+  /** Records in `frame` what the client holds for `e` once it has the entry written with `op`. */
+  private record(frame: Frame, cur: HistorySlot, tick: number, e: number, op: number): void {
+    const st = this.stats;
+    this.priority[e] = 0;
+    if (op === OP_REMOVE) {
+      frame.held[e] = NOT_HELD;
+      st.lastRemoved++;
+      return;
+    }
+    // Age 0 (just sent); for an update, the client's newer value becomes its older one:
+    // `age` ticks old (gap), held at `held` (back).
+    let sp = cur.type[e] << 24;
+    if (op === OP_UPDATE) {
+      const back = tick - frame.held[e];
+      sp |= (Math.min(back, SPAN_MAX) << 16) | ((frame.spans[e] & 0xff) << 8);
+      st.lastUpdated++;
+    } else if (op === OP_CREATE) st.lastCreated++;
+    else st.lastUpdated++;
+    frame.spans[e] = sp;
+    frame.held[e] = tick;
   }
 
   /**
@@ -566,6 +651,11 @@ function prevSet(sel: Uint32Array, e: number): number {
     w--;
     bits = sel[w] | 0;
   }
+}
+
+/** Whether bit `e` of the bit set is set. */
+function isSet(sel: Uint32Array, e: number): boolean {
+  return (sel[e >>> 5] & (1 << (e & 31))) !== 0;
 }
 
 /** Lowest set bit above `e` in the bit set, or -1. */

@@ -6,7 +6,13 @@ import { SnapshotReader } from '../../src/client/snapshot-reader.ts';
 import { MAX_PACKET_BYTES } from '../../src/net/transport.ts';
 import { BitStream } from '../../src/protocol/bitstream.ts';
 import { defineEntityType, defineGameSchema, type FieldTable } from '../../src/protocol/schema.ts';
-import { indexStepBits, SNAPSHOT_DROP_REASONS, serializeIndexStep } from '../../src/protocol/snapshot.ts';
+import {
+  indexStepBits,
+  runLengthBits,
+  SNAPSHOT_DROP_REASONS,
+  serializeIndexStep,
+  serializeRunLength,
+} from '../../src/protocol/snapshot.ts';
 import { EntityStore } from '../../src/server/entities.ts';
 import { SnapshotWriter } from '../../src/server/snapshot-writer.ts';
 import { Random } from '../../src/sim/random.ts';
@@ -149,6 +155,8 @@ interface SessionResult {
   sent: number;
   accepted: number;
   framesWithoutBaseline: number;
+  /** Frames the writer listed as runs of consecutive entries. */
+  runFrames: number;
   maxBits: number;
 }
 
@@ -173,7 +181,7 @@ function runSession(c: SessionConfig): SessionResult {
   let packets: InFlight[] = [];
   let acks: { at: number; tick: number }[] = [];
   let resets: number[] = [];
-  const result: SessionResult = { sent: 0, accepted: 0, framesWithoutBaseline: 0, maxBits: 0 };
+  const result: SessionResult = { sent: 0, accepted: 0, framesWithoutBaseline: 0, runFrames: 0, maxBits: 0 };
   for (let tick = 1; tick <= c.ticks; tick++) {
     evolve(store, rng, c.world);
     store.commit(tick);
@@ -216,6 +224,7 @@ function runSession(c: SessionConfig): SessionResult {
     if (reason !== 'duplicate') expect(reader.stats.dropped[reason], `${at} dropped for ${reason}`).toBe(0);
   }
   result.framesWithoutBaseline = writer.stats.framesWithoutBaseline;
+  result.runFrames = writer.stats.runFrames;
   return result;
 }
 
@@ -308,6 +317,9 @@ describe('snapshot codec over a bad network', () => {
         });
         expect(r.accepted, `seed ${seed}`).toBeGreaterThan(r.sent / 2);
         expect(r.framesWithoutBaseline, `seed ${seed}`).toBeLessThan(r.sent / 10);
+        // Both ways of listing the entries are exercised: runs (full frames, busy ones) and a step each.
+        expect(r.runFrames, `seed ${seed}`).toBeGreaterThan(0);
+        expect(r.runFrames, `seed ${seed}`).toBeLessThan(r.sent);
       }),
       { seed: SEED, numRuns: 10 },
     );
@@ -402,13 +414,87 @@ describe('snapshot size', () => {
     const t = schema.types[link.store.typeIdAt(e)];
     link.store.values(e)[0] = (link.store.values(e)[0] + 1) % (t.hi[0] + 1);
     const bits = link.step();
-    // index step + head (changed count 1) + the residual +1 (class 2: its code and 1 bit), over the
-    // empty snapshot; the entity was created in the baseline, so its prediction is its value.
+    // index step + the listing bit + head (changed count 1) + the residual +1 (class 2: its code
+    // and 1 bit), over the empty snapshot; the entity was created in the baseline, so its
+    // prediction is its value.
     expect(bits, `seed ${SEED}`).toBe(
-      EMPTY_BITS + indexStepBits(e + 1) + t.changedCode.lengths[1] + t.residualCodes[0].lengths[2] + 1,
+      EMPTY_BITS + indexStepBits(e + 1) + 1 + t.changedCode.lengths[1] + t.residualCodes[0].lengths[2] + 1,
     );
     expect(link.reader.changedThisFrame(e), `seed ${SEED}`).toBe(true);
     expect(link.reader.changedThisFrame(e + 1), `seed ${SEED}`).toBe(false);
+  });
+
+  it('consecutive entries are listed as a run: one step and one length instead of a bit each', () => {
+    const link = perfectLink();
+    const first = 5;
+    const count = 64;
+    for (let i = 0; i < first + count + 10; i++) link.store.create(1);
+    link.step();
+    // Each entry moves field 1 (y) by one step: head of changed count 2, field 0's class 0,
+    // field 1's class 2 and its 1 bit below the top one.
+    const entryBits =
+      rocket.changedCode.lengths[2] +
+      rocket.residualCodes[0].lengths[0] +
+      rocket.residualCodes[1].lengths[2] +
+      1;
+    for (let e = first; e < first + count; e++) link.store.values(e)[1]++;
+    const runs = link.step();
+    expect(runs, `seed ${SEED}`).toBe(
+      EMPTY_BITS + indexStepBits(first + 1) + 1 + runLengthBits(count) + count * entryBits,
+    );
+    for (let e = first; e < first + count; e++)
+      expect(link.reader.changedThisFrame(e), `seed ${SEED} ${e}`).toBe(true);
+    expect(link.reader.changedThisFrame(first - 1), `seed ${SEED}`).toBe(false);
+    expect(link.reader.changedThisFrame(first + count), `seed ${SEED}`).toBe(false);
+    // Scattered entries are cheaper a step each (a run would add a length bit each): that form.
+    const scattered = [first, first + 2, first + 4];
+    for (const e of scattered) link.store.values(e)[1]++;
+    const steps = link.step();
+    // Their y moved by the same step last frame: predicted exactly, each entry is a head of
+    // changed count 0. Listed a step each, not as runs (which would cost a length bit each more).
+    const stepForm = indexStepBits(first + 1) + 1 + 2 * indexStepBits(2);
+    expect(steps, `seed ${SEED}`).toBe(EMPTY_BITS + stepForm + 3 * rocket.changedCode.lengths[0]);
+    for (const e of scattered)
+      expect(link.reader.values(e)[1], `seed ${SEED} ${e}`).toBe(link.store.values(e)[1]);
+  });
+
+  it('run lengths round-trip, cost runLengthBits, and hostile ones fail without throwing', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 131_071 }), { minLength: 1, maxLength: 40 }),
+        (lengths) => {
+          const s = new BitStream(1024).beginWrite();
+          let bits = 0;
+          for (const n of lengths) {
+            serializeRunLength(s, n);
+            bits += runLengthBits(n);
+          }
+          expect(s.bitsProcessed).toBe(bits);
+          const r = new BitStream(0).beginRead(s.bytes.slice());
+          for (const n of lengths) expect(serializeRunLength(r, 0)).toBe(n);
+          expect(r.ok).toBe(true);
+        },
+      ),
+      { seed: SEED, numRuns: 300 },
+    );
+    const measure = new BitStream(0).beginMeasure();
+    serializeRunLength(measure, 64);
+    expect(measure.bitsProcessed).toBe(runLengthBits(64));
+    expect(runLengthBits(1)).toBe(1);
+    expect(runLengthBits(63)).toBe(11);
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 0, maxLength: 6 }), (bytes) => {
+        const r = new BitStream(0).beginRead(bytes);
+        const n = serializeRunLength(r, 0);
+        if (r.ok) expect(n).toBeGreaterThanOrEqual(1);
+        else expect(['malformed', 'read past end']).toContain(r.error);
+      }),
+      { seed: SEED, numRuns: 2000 },
+    );
+    // 24 zeros: longer than any length up to 131,071 has.
+    const long = new BitStream(0).beginRead(new Uint8Array([0, 0, 0, 0xff, 0xff]));
+    serializeRunLength(long, 0);
+    expect(long.error).toBe('malformed');
   });
 
   it('an unacknowledged baseline means full frames; the first ack brings deltas', () => {
@@ -537,8 +623,8 @@ describe('entity lifecycle on the wire', () => {
     link.store.setField(e, 1, 7);
     const bits = link.step();
     expect(link.reader.baselineTick, `seed ${SEED}`).toBe(1);
-    // index step, escaped head and op (2 bits: refresh), parity, every value.
-    const entry = indexStepBits(e + 1);
+    // index step and the listing bit, escaped head and op (2 bits: refresh), parity, every value.
+    const entry = indexStepBits(e + 1) + 1;
     const escapeHead = rocket.changedCode.lengths[rocket.fieldCount + 1];
     expect(bits, `seed ${SEED}`).toBe(EMPTY_BITS + entry + escapeHead + 2 + 1 + rocket.valueBits);
     const before = link.store.values(e)[1];
@@ -663,11 +749,40 @@ describe('reader against bad input', () => {
     const t = schema.types[0];
     const escapeHead = t.fieldCount + 1;
     // Each case writes what follows the baseline delta (1, the frame above), entry by entry.
+    // The first step is followed by the listing bit: 0, a step each.
     const entry = (s: BitStream, index: number, prev = -1): void => {
       serializeIndexStep(s, index - prev);
+      if (prev < 0) s.bool(false);
+    };
+    // The same listed as runs: the step, the listing bit 1 and the run's length.
+    const run = (s: BitStream, index: number, length: number, prev = -1): void => {
+      serializeIndexStep(s, index - prev);
+      if (prev < 0) s.bool(true);
+      serializeRunLength(s, length);
     };
     const cases: [string, (s: BitStream) => void][] = [
       ['index out of range', (s) => entry(s, 600)],
+      // A run that starts inside the capacity (512) and ends beyond it.
+      ['index out of range', (s) => run(s, 500, 13)],
+      ['index out of range', (s) => run(s, 0, 100_000)],
+      [
+        'index out of range',
+        (s) => {
+          run(s, 0, 1);
+          t.changedCode.serialize(s, 0);
+          run(s, 511, 2, 0);
+        },
+      ],
+      [
+        'malformed',
+        (s) => {
+          // A run length of more than 16 leading zeros.
+          serializeIndexStep(s, 1);
+          s.bool(true);
+          s.uint(0, 20);
+          s.uint(0xff, 8);
+        },
+      ],
       [
         'index out of range',
         (s) => {
@@ -755,6 +870,7 @@ describe('reader against bad input', () => {
     const s = new BitStream(16).beginWrite();
     s.varuint(0);
     serializeIndexStep(s, 1);
+    s.bool(false);
     s.uint(0, 1);
     s.uint(7, 3);
     serializeIndexStep(s, 0);

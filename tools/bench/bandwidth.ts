@@ -177,7 +177,8 @@ export function bandwidthSection(options: BandwidthOptions = DEFAULT_BANDWIDTH_O
   ]);
   table('Bandwidth, Backstep: per snapshot (the same runs)', perFrame, [
     'snapshot: SnapshotWriter.stats.totalBits / 8 / frames: baseline delta, then per entity entry its index step',
-    '  (1 bit for the next index), its head (the changed count, in a code trained on the arena) and per field below',
+    '  (1 bit for the next index; or, when cheaper, one step and one length per run of consecutive entries), its',
+    '  head (the changed count, in a code trained on the arena) and per field below',
     '  the count its residual against the value predicted from the two the client holds (class code, then the',
     '  bits below the top one), then the end step. Each client gets its own delta against the newest frame it',
     "  acknowledged (a lost packet needs no resend). The viewer's own entity is never in it.",
