@@ -52,6 +52,8 @@ class Slot {
   fieldCount = -1;
   readonly fieldStart = new Uint16Array(PLAYER_STATE_MAX_FIELDS);
   readonly fieldBits = new Uint8Array(PLAYER_STATE_MAX_FIELDS);
+  /** Each field's value as its bits read back (unsigned): the field delta reads them from here. */
+  readonly fieldValue = new Uint32Array(PLAYER_STATE_MAX_FIELDS);
   readonly bytes = new Uint8Array(PLAYER_STATE_MAX_BYTES);
 }
 
@@ -66,31 +68,13 @@ class FieldRecorder extends BitStream {
       else {
         slot.fieldStart[slot.fieldCount] = this.bitsProcessed;
         slot.fieldBits[slot.fieldCount] = bits;
+        // The low `bits` bits of the value as a 32-bit integer: what the stream packs.
+        slot.fieldValue[slot.fieldCount] = bits >= 32 ? value >>> 0 : (value >>> 0) % 2 ** bits;
         slot.fieldCount++;
       }
     }
     super.writeBits(value, bits);
   }
-}
-
-/** The `bits`-bit field at bit `start` of `bytes` (LSB first, as BitStream packs). */
-function readField(bytes: Uint8Array, start: number, bits: number): number {
-  if (bits <= 24) {
-    // Within one 4-byte window (bytes past the end read as 0).
-    const i = start >>> 3;
-    const w = bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24);
-    return (w >>> (start & 7)) & ((1 << bits) - 1);
-  }
-  let value = 0;
-  let done = 0;
-  while (done < bits) {
-    const pos = start + done;
-    const offset = pos & 7;
-    const take = Math.min(8 - offset, bits - done);
-    value += ((bytes[pos >>> 3] >>> offset) & ((1 << take) - 1)) * 2 ** done;
-    done += take;
-  }
-  return value;
 }
 
 /** Stores `value` into the `bits`-bit field at bit `start` of `bytes`. */
@@ -237,7 +221,7 @@ export class PlayerStateHistory<P> {
       const fields = sameFields(slot, base);
       s.bool(fields);
       if (fields) {
-        this.fieldDelta(s, tick, base, slot.bytes);
+        this.fieldDelta(s, tick, base, slot.bytes, slot);
         return s.ok;
       }
       const n = (base.bits + 7) >>> 3;
@@ -285,7 +269,7 @@ export class PlayerStateHistory<P> {
     const fields = s.bool(false);
     if (fields) {
       if (base.fieldCount < 0) return s.fail('malformed');
-      if (!this.fieldDelta(s, tick, base, work)) return false;
+      if (!this.fieldDelta(s, tick, base, work, null)) return false;
     }
     const changed = fields ? 0 : s.int(0, 0, n);
     let next = 0;
@@ -333,9 +317,11 @@ export class PlayerStateHistory<P> {
    * modulo the field's width; `base`'s value without a reference), zigzagged, as an
    * exponential-Golomb code of the order the field's last step gives; a 1-bit field as its XOR
    * with `base`'s; a field of RAW_FIELD_BITS or more as its bits.
-   * Writing reads the values from `bytes`; reading stores them there (holding `base`'s bytes).
+   * Writing reads the values from `cur` (the slot recorded from `bytes`); reading stores them in
+   * `bytes` (holding `base`'s bytes). Recorded slots hold their field values, so no bits are
+   * picked out of bytes but the reader's stores.
    */
-  private fieldDelta(s: BitStream, tick: number, base: Slot, bytes: Uint8Array): boolean {
+  private fieldDelta(s: BitStream, tick: number, base: Slot, bytes: Uint8Array, cur: Slot | null): boolean {
     // Whether the writer predicted from the reference travels: a reader that took a newer frame
     // first may have let the reference go, and must then fail rather than predict otherwise.
     let ref = this.reference(tick, base);
@@ -351,11 +337,14 @@ export class PlayerStateHistory<P> {
     const ahead = tick - base.tick;
     const behind = ref === null ? 1 : base.tick - ref.tick;
     const reading = s.isReading;
+    const baseValue = base.fieldValue;
+    const curValue = cur === null ? null : cur.fieldValue;
+    const refValue = ref === null ? null : ref.fieldValue;
     for (let i = 0; i < base.fieldCount && s.ok; i++) {
       const start = base.fieldStart[i];
       const bits = base.fieldBits[i];
-      const b = readField(base.bytes, start, bits);
-      const v = reading ? 0 : readField(bytes, start, bits);
+      const b = baseValue[i];
+      const v = curValue === null ? 0 : curValue[i];
       if (bits === 1) {
         const x = s.uint(v ^ b, 1);
         if (reading) writeField(bytes, start, 1, x ^ b);
@@ -366,7 +355,7 @@ export class PlayerStateHistory<P> {
         if (reading) writeField(bytes, start, bits, raw);
         continue;
       }
-      const d = ref === null ? 0 : signed(b - readField(ref.bytes, start, bits), bits);
+      const d = refValue === null ? 0 : signed(b - refValue[i], bits);
       const predicted = b + Math.round((d * ahead) / behind);
       const r = signed(v - predicted, bits);
       // Order of the code: the field's last step's bit length less one (a field that moves far
