@@ -80,14 +80,60 @@ const VISIBLE = 2;
 const BUCKETS = 64;
 const BUCKET_OF_ONE = 40;
 
+/** The bucket of accumulated priority `p`: floor(4 log2 p) + BUCKET_OF_ONE within [0, BUCKETS). */
+export function priorityBucket(p: number): number {
+  const b = Math.floor(4 * Math.log2(p)) + BUCKET_OF_ONE;
+  if (!(b >= 0)) return 0;
+  return b >= BUCKETS ? BUCKETS - 1 : b;
+}
+
+/**
+ * BUCKET_THRESHOLD[j] (1 <= j < BUCKETS): the least priority whose bucket is j or above, so a
+ * bucket is six comparisons (`priorityBucketFast`) instead of a logarithm. Found from priorityBucket itself
+ * (each threshold's neighbouring doubles stepped until it changes), so both give the same bucket.
+ */
+const BUCKET_THRESHOLD = ((): Float64Array => {
+  const t = new Float64Array(BUCKETS);
+  t[0] = Number.NEGATIVE_INFINITY;
+  const f64 = new Float64Array(1);
+  const i64 = new BigInt64Array(f64.buffer);
+  const step = (x: number, by: bigint): number => {
+    f64[0] = x;
+    i64[0] += by;
+    return f64[0];
+  };
+  for (let j = 1; j < BUCKETS; j++) {
+    let x = 2 ** ((j - BUCKET_OF_ONE) / 4);
+    while (priorityBucket(x) >= j) x = step(x, -1n);
+    while (priorityBucket(x) < j) x = step(x, 1n);
+    t[j] = x;
+  }
+  return t;
+})();
+
+/** priorityBucket(p) by the thresholds: the largest j with BUCKET_THRESHOLD[j] <= p (0 for NaN). */
+export function priorityBucketFast(p: number): number {
+  const t = BUCKET_THRESHOLD;
+  let b = 0;
+  if (p >= t[b + 32]) b += 32;
+  if (p >= t[b + 16]) b += 16;
+  if (p >= t[b + 8]) b += 8;
+  if (p >= t[b + 4]) b += 4;
+  if (p >= t[b + 2]) b += 2;
+  if (p >= t[b + 1]) b += 1;
+  return b;
+}
+
 /**
  * What a client holds once it has a frame: `held[e]` for e in `view`, NOT_HELD for every other e;
- * for each e in view, `spans[e]` packs (one byte each from the lowest) what its
- * next update is predicted from: `age` (ticks from the frame whose entry brought the client's
- * newer value to this frame), `gap` (ticks from its older value's entry to the newer's; 0: none)
- * and `back` (the older value is the values at the newer's frame tick - age - back), each
- * saturating at SPAN_MAX; and `type`, the type of the entity it holds. One word per entity keeps
- * carrying a frame forward to one read and one write.
+ * for each e in view, what its next update is predicted from: `sent[e]`, the tick of the frame
+ * whose entry brought the client's newer value (its `age` at a frame is that frame's tick less
+ * this, saturating at SPAN_MAX), and `spans[e]`, which packs one byte each from the second
+ * lowest: `gap` (ticks from its older value's entry to the newer's; 0: none), `back` (the older
+ * value is the values at sent - back) and `type`, the type of the entity it holds; its lowest byte
+ * is 0, where the cache key (snapshot-cache.ts) puts the age. Every value is absolute or relative
+ * to the entity's own entries, so a new frame starts as a copy of its baseline's arrays (a
+ * memory copy, not a pass over the entities) and changes only what it sends.
  */
 class Frame {
   tick = -1;
@@ -95,11 +141,18 @@ class Frame {
   readonly held: Uint32Array;
   readonly view: Uint16Array;
   readonly spans: Uint32Array;
+  readonly sent: Uint32Array;
   constructor(maxEntities: number) {
     this.held = new Uint32Array(maxEntities).fill(NOT_HELD);
     this.view = new Uint16Array(maxEntities);
     this.spans = new Uint32Array(maxEntities);
+    this.sent = new Uint32Array(maxEntities);
   }
+}
+
+/** An entity's cache key spans (snapshot-cache.ts) at frame `tick`: its age in the lowest byte. */
+function spansAt(frame: Frame, e: number, tick: number): number {
+  return (frame.spans[e] | Math.min(tick - frame.sent[e], SPAN_MAX)) >>> 0;
 }
 
 export class SnapshotWriter {
@@ -145,6 +198,8 @@ export class SnapshotWriter {
   private readonly cache: SnapshotEncodeCache;
   /** The entities `classify` found needing an entry, in candidate order. */
   private readonly need: Uint16Array;
+  /** Each entity type's relative priority, by type id. */
+  private readonly typePriority: Float64Array;
   private lastWrittenTick = -1;
   private firstValidTick = 0;
 
@@ -179,6 +234,7 @@ export class SnapshotWriter {
     this.entryOf = new Int32Array(n);
     this.entryBits = new Int32Array(n);
     this.need = new Uint16Array(n);
+    this.typePriority = Float64Array.from(store.schema.types, (t) => t.priority);
     this.cache = cache;
   }
 
@@ -266,8 +322,15 @@ export class SnapshotWriter {
     }
     const frame = this.frames[tick & this.frameMask];
     frame.tick = -1;
-    for (let k = 0; k < frame.viewCount; k++) frame.held[frame.view[k]] = NOT_HELD;
     frame.viewCount = 0;
+    // What the client holds starts as what the baseline says (a frame's view is exactly its
+    // entities not NOT_HELD); the frame then changes only what it sends.
+    if (base === null) frame.held.fill(NOT_HELD);
+    else {
+      frame.held.set(base.held);
+      frame.spans.set(base.spans);
+      frame.sent.set(base.sent);
+    }
     this.header.tally = this.tally;
 
     const start = s.bitsProcessed;
@@ -279,7 +342,7 @@ export class SnapshotWriter {
     }
 
     const candidateCount = this.gatherCandidates(base, cur, viewerX, viewerY, viewerZ, viewerEntity);
-    const needCount = this.classify(base, frame, cur, tick, candidateCount, viewerX, viewerY, viewerZ);
+    const needCount = this.classify(frame, cur, tick, candidateCount, viewerX, viewerY, viewerZ);
     const chosen = this.choose(frame, cur, tick, needCount, s.bitsProcessed - start + 2, budgetBits);
     const st = this.stats;
     st.lastCreated = 0;
@@ -292,16 +355,21 @@ export class SnapshotWriter {
     else this.writeChosen(s, frame, cur, tick);
     serializeIndexStep(s, 0);
     if (!s.ok) {
-      for (let k = 0; k < candidateCount; k++) frame.held[this.candidates[k]] = NOT_HELD;
+      // The frame stays unusable (tick -1); its arrays are rebuilt whole when its slot is next written.
       this.clearMarks(candidateCount);
       s.rewind(start);
       return false;
     }
+    const candidates = this.candidates;
+    const held = frame.held;
+    const mark = this.mark;
+    const ops = this.op;
     for (let k = 0; k < candidateCount; k++) {
-      const e = this.candidates[k];
-      if (frame.held[e] !== NOT_HELD) frame.view[frame.viewCount++] = e;
+      const e = candidates[k];
+      if (held[e] !== NOT_HELD) frame.view[frame.viewCount++] = e;
+      mark[e] = 0;
+      ops[e] = NO_OP;
     }
-    this.clearMarks(candidateCount);
     frame.tick = tick;
     this.lastWrittenTick = tick;
     const bits = s.bitsProcessed - start;
@@ -346,13 +414,12 @@ export class SnapshotWriter {
   }
 
   /**
-   * Decides each candidate's operation, carries held ticks into the new frame, grows the
-   * priority of those that need sending and buckets them into `order`, most urgent first. One
-   * pass over the candidates with no calls but the distance: an unchanged entity costs a few
-   * array reads and the held-tick write.
+   * Decides each candidate's operation, marks unchanged ones held at `tick`, grows the priority of
+   * those that need sending and buckets them into `order`, most urgent first. One pass over the
+   * candidates with no calls but the history look-ups of an update: an unchanged entity costs a
+   * few array reads and one write, since the frame already holds its baseline's state.
    */
   private classify(
-    base: Frame | null,
     frame: Frame,
     cur: HistorySlot,
     tick: number,
@@ -362,7 +429,7 @@ export class SnapshotWriter {
     z: number,
   ): number {
     const store = this.store;
-    const types = store.schema.types;
+    const typePriority = this.typePriority;
     const interest = store.interest;
     const createdTick = store.createdTick;
     const changedTick = store.changedTick;
@@ -376,32 +443,18 @@ export class SnapshotWriter {
     const bucketOf = this.bucketOf;
     const need = this.need;
     const held = frame.held;
-    const spans = frame.spans;
-    const baseHeld = base === null ? held : base.held;
-    const baseSpans = base === null ? spans : base.spans;
-    const elapsed = base === null ? 0 : tick - base.tick;
     let needCount = 0;
     for (let k = 0; k < candidateCount; k++) {
       const e = candidates[k];
-      const m = mark[e];
-      // IN_BASE is only ever set with a baseline.
-      let h = NOT_HELD;
-      if ((m & IN_BASE) !== 0) {
-        h = baseHeld[e];
-        if (h !== NOT_HELD) {
-          const sp = baseSpans[e];
-          const age = (sp & 0xff) + elapsed;
-          spans[e] = (sp & 0xffffff00) | Math.min(age, SPAN_MAX);
-        }
-      }
-      held[e] = h;
+      // Only a baseline's view has entities that are not VISIBLE, and those are held.
+      const h = held[e];
       let op: number;
       let weight = 1;
-      if ((m & VISIBLE) === 0) {
+      if ((mark[e] & VISIBLE) === 0) {
         op = OP_REMOVE;
       } else {
         if (h === NOT_HELD || createdTick[e] > h) op = OP_CREATE;
-        else if (changedTick[e] > h) op = this.canPredict(spans[e], tick, h) ? OP_UPDATE : OP_REFRESH;
+        else if (changedTick[e] > h) op = this.canPredict(frame, e, tick, h) ? OP_UPDATE : OP_REFRESH;
         else {
           held[e] = tick;
           priority[e] = 0;
@@ -409,13 +462,11 @@ export class SnapshotWriter {
         }
         let d = interest.distance(e, x, y, z);
         if (!(d >= 0)) d = 0;
-        weight = types[curType[e]].priority / (1 + d * distanceScale);
+        weight = typePriority[curType[e]] / (1 + d * distanceScale);
       }
       const p = priority[e] + weight;
       priority[e] = p;
-      let b = Math.floor(4 * Math.log2(p)) + BUCKET_OF_ONE;
-      if (!(b >= 0)) b = 0;
-      else if (b >= BUCKETS) b = BUCKETS - 1;
+      const b = priorityBucketFast(p);
       ops[e] = op;
       bucketOf[e] = b;
       counts[b]++;
@@ -455,7 +506,7 @@ export class SnapshotWriter {
     for (; k < needCount; k++) {
       const e = this.order[k];
       const h = frame.held[e];
-      const entry = cache.entry(e, this.op[e], tick, h, h === NOT_HELD ? NO_SPANS : frame.spans[e]);
+      const entry = cache.entry(e, this.op[e], tick, h, h === NOT_HELD ? NO_SPANS : spansAt(frame, e, tick));
       this.entryOf[e] = entry;
       let bits: number;
       if (entry >= 0) bits = cache.bitsOf(entry);
@@ -589,28 +640,30 @@ export class SnapshotWriter {
       st.lastRemoved++;
       return;
     }
-    // Age 0 (just sent); for an update, the client's newer value becomes its older one:
+    // Sent now (age 0); for an update, the client's newer value becomes its older one:
     // `age` ticks old (gap), held at `held` (back).
     let sp = cur.type[e] << 24;
     if (op === OP_UPDATE) {
       const back = tick - frame.held[e];
-      sp |= (Math.min(back, SPAN_MAX) << 16) | ((frame.spans[e] & 0xff) << 8);
+      sp |= (Math.min(back, SPAN_MAX) << 16) | (Math.min(tick - frame.sent[e], SPAN_MAX) << 8);
       st.lastUpdated++;
     } else if (op === OP_CREATE) st.lastCreated++;
     else st.lastUpdated++;
     frame.spans[e] = sp;
+    frame.sent[e] = tick;
     frame.held[e] = tick;
   }
 
   /**
-   * Whether an update can be written against what the client holds (`held`, and `spans` already
-   * carried to `tick`): the server still has the values at `held`, and at the older value's tick
-   * when the update is predicted from it; else the entity is refreshed.
+   * Whether an update of `e` can be written against what the client holds in `frame` (`held`):
+   * the server still has the values at `held`, and at the older value's tick when the update is
+   * predicted from it; else the entity is refreshed.
    */
-  private canPredict(spans: number, tick: number, held: number): boolean {
+  private canPredict(frame: Frame, e: number, tick: number, held: number): boolean {
     const store = this.store;
     if (store.history(held) === undefined) return false;
-    const age = spans & 0xff;
+    const spans = frame.spans[e];
+    const age = Math.min(tick - frame.sent[e], SPAN_MAX);
     const gap = (spans >>> 8) & 0xff;
     if (gap === 0 || gap > PREDICTION_TICKS || age > PREDICTION_TICKS) return true;
     return store.history(tick - age - ((spans >>> 16) & 0xff)) !== undefined;
@@ -628,7 +681,7 @@ export class SnapshotWriter {
       tick,
       cur,
       h,
-      h === NOT_HELD ? NO_SPANS : frame.spans[e],
+      h === NOT_HELD ? NO_SPANS : spansAt(frame, e, tick),
     );
   }
 

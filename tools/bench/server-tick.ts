@@ -145,6 +145,7 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
     throw new Error(`server tick: ${server.clientCount} of ${bots} bots connected after warm-up`);
   }
   const all = new Samples();
+  const cpu = new Samples();
   const clients = server.clients.filter((c) => c !== null);
   const framesSeen = clients.map((c) => c.snapshots.stats.frames);
   const bytesBefore = clients.map((c) => c.channel.stats.bytesSent);
@@ -164,9 +165,12 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   const reusedBefore = cache.reused;
   const update = server.update.bind(server);
   server.update = (nowMs: number) => {
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     update(nowMs);
     const ms = performance.now() - t0;
+    const c1 = process.cpuUsage(c0);
+    cpu.add((c1.user + c1.system) / 1000);
     let sent = 0;
     for (let i = 0; i < clients.length; i++) {
       const st = clients[i].snapshots.stats;
@@ -205,6 +209,7 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   const sorted = all.sorted();
   const m = mean(sorted) ?? 0;
   const p99 = percentile(sorted, 0.99) ?? 0;
+  const cpuSorted = cpu.sorted();
   const perFrame = (x: number) => round(frames > 0 ? x / frames : 0, 1);
   return {
     row: {
@@ -213,6 +218,11 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
       'p50 (ms)': round(percentile(sorted, 0.5) ?? 0, 3),
       'p99 (ms)': round(p99, 3),
       'mean (ms)': round(m, 3),
+      'CPU p50 / p99 / mean (ms)': [
+        round(percentile(cpuSorted, 0.5) ?? 0, 2),
+        round(percentile(cpuSorted, 0.99) ?? 0, 2),
+        round(mean(cpuSorted) ?? 0, 2),
+      ].join(' / '),
       'before: mean / p99 (ms)': scene === SCENES.arena && BEFORE[bots] ? BEFORE[bots].join(' / ') : '-',
       'in view (mean)': perFrame(inView),
       'ticks/s on one core': round(1000 / m, 0),
