@@ -322,6 +322,11 @@ export function createServerFrame<P>(player: P): ServerFrame<P> {
  * and measuring need the frame's player state recorded in `codec.players` first.
  */
 export function serializeFrameHead<P>(s: BitStream, f: ServerFrame<P>, codec: ServerFrameCodec<P>): boolean {
+  return serializeFrameTick(s, f, codec) && codec.players.serialize(s, f);
+}
+
+/** The head's tick and choke, before its player part. */
+export function serializeFrameTick<P>(s: BitStream, f: ServerFrame<P>, codec: ServerFrameCodec<P>): boolean {
   const ref = f.tickReference;
   if (s.isReading) {
     if (s.bool(false)) {
@@ -346,8 +351,7 @@ export function serializeFrameHead<P>(s: BitStream, f: ServerFrame<P>, codec: Se
   }
   if (s.bool(f.choked !== 0)) f.choked = s.uint(f.choked, 8);
   else f.choked = 0;
-  if (!s.ok) return false;
-  return codec.players.serialize(s, f);
+  return s.ok;
 }
 
 /**

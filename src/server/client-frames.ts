@@ -10,7 +10,7 @@ import {
   MAX_EVENTS_PER_FRAME,
   type ServerFrame,
   type ServerFrameCodec,
-  serializeFrameHead,
+  serializeFrameTick,
   serializeServerFrame,
   serializeWireEvent,
 } from '../protocol/frames.ts';
@@ -201,11 +201,12 @@ export class FrameWriter<P, W> {
     this.codec.players = client.players;
     const m = this.measure;
     m.beginMeasure();
-    serializeFrameHead(m, f, this.codec);
-    const headBits = m.bitsProcessed;
+    serializeFrameTick(m, f, this.codec);
+    const tickBits = m.bitsProcessed;
     m.beginMeasure();
     client.players.serialize(m, f);
     const playerBits = m.bitsProcessed;
+    const headBits = tickBits + playerBits;
     // The frame's whole packet stays within the pacing's budget (what the link carries).
     this.endBits = Math.min(s.bitsProcessed + s.bitsRemaining, client.pacing.frameBudgetBytes * 8);
     const room = this.endBits - s.bitsProcessed;
