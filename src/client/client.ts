@@ -676,7 +676,7 @@ export class GameClient<P, W> {
     const hitscan = this.game.hitscan;
     // Only a command that may fire needs the targets (the game's `fires` never says false when
     // a shot comes): most commands, with the weapon busy or no attack held, copy none.
-    if (hitscan !== undefined && hitscan.fires(predictor.current, c)) {
+    if (hitscan?.fires(predictor.current, c)) {
       let count = 0;
       for (let k = 0; this.lastViewHonoured && k < view.count; k++) {
         const e = view.list[k];

@@ -17,6 +17,7 @@ export {
   type MatchOptions,
 } from './match.ts';
 export {
+  type PendingShotRecord,
   type RayVerdict,
   type ReadRayVerdict,
   type ShotAgreement,

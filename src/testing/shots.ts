@@ -85,6 +85,20 @@ interface PendingShot<P> {
   uncompensated: boolean;
 }
 
+/**
+ * A client's verdicts on one shooting command, as handed from a ledger whose clients run on
+ * another thread (`takePending`) to the server's (`addPending`).
+ */
+export interface PendingShotRecord<P> {
+  slot: number;
+  command: number;
+  /** Ray r's verdict at index r; null: the client gave none. */
+  verdicts: (number | null)[];
+  /** The shooter's state after its first prediction of the command (null: not predicted). */
+  predicted: P | null;
+  uncompensated: boolean;
+}
+
 /** Commands a client may have predicted and the server not yet run, per client (then the oldest go). */
 const MAX_PENDING_PER_CLIENT = 4096;
 
@@ -195,6 +209,56 @@ export class ShotLedger<P, W> {
       if (v !== undefined) into[r] = v;
     }
     this.settle(slot, command, state);
+  }
+
+  /**
+   * For clients that run on another thread than their server: every shot this ledger's client
+   * hooks recorded, taken out of it (call it between frames, when every command made was
+   * predicted), for the server's ledger's `addPending`.
+   */
+  takePending(): PendingShotRecord<P>[] {
+    const out: PendingShotRecord<P>[] = [];
+    for (const [slot, queue] of this.pending) {
+      for (const shot of queue) {
+        const verdicts: (number | null)[] = [];
+        for (let r = 0; r < shot.verdicts.length; r++) verdicts.push(shot.verdicts[r] ?? null);
+        out.push({
+          slot,
+          command: shot.command,
+          verdicts,
+          predicted: shot.predicted,
+          uncompensated: shot.uncompensated,
+        });
+        shot.predicted = null;
+        this.recycle(shot);
+      }
+      queue.length = 0;
+    }
+    return out;
+  }
+
+  /**
+   * The server's side of `takePending`: adds shots another ledger's clients predicted, as its
+   * own client hooks would have (call it before the server can run their commands).
+   */
+  addPending(records: readonly PendingShotRecord<P>[]): void {
+    for (const rec of records) {
+      const shot = this.pendingShot(rec.slot, rec.command);
+      for (let r = 0; r < rec.verdicts.length; r++) {
+        const v = rec.verdicts[r];
+        if (v !== null) shot.verdicts[r] = v;
+      }
+      shot.uncompensated = rec.uncompensated;
+      if (rec.predicted !== null) {
+        const copy = this.game.player.create();
+        this.game.player.copy(copy, rec.predicted);
+        shot.predicted = copy;
+      }
+      if (rec.uncompensated && rec.predicted !== null) {
+        this.uncompensatedCommands.set(rec.slot, (this.uncompensatedCommands.get(rec.slot) ?? 0) + 1);
+        for (const v of rec.verdicts) if (v !== null && v >= 0) this.uncompensatedHitsShown++;
+      }
+    }
   }
 
   /** Rays the server judged in `mode` (0 when that mode was not judged). */

@@ -5,7 +5,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConditionedEndpoint } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
@@ -106,6 +106,39 @@ describe('sim: reproducible from the seed', () => {
         expect(r.figures['shots.rays'], msg).toBeGreaterThan(0);
       }
     }
+  });
+});
+
+describe('sim: threads', () => {
+  it('gives the same figures on one, two and three threads, the bots in lockstep with the server', async () => {
+    const seed = 7;
+    const msg = `seed ${seed}`;
+    const argv = ['--bots', '16', '--profile', 'mobile', '--seconds', '3', '--seed', String(seed)];
+    const runs = [];
+    for (const threads of [1, 2, 3]) runs.push(await run([...argv, '--threads', String(threads)]));
+    const [one, two, three] = runs.map((r) => {
+      const { options, ...rest } = reproducible(r);
+      return { options: { ...options, threads: 0 }, ...rest };
+    });
+    expect(
+      runs.map((r) => r.options.threads),
+      msg,
+    ).toEqual([1, 2, 3]);
+    expect(two, msg).toEqual(one);
+    expect(three, msg).toEqual(one);
+    // A real fight: every bot connected, shot and was judged.
+    expect(runs[0].figures['clients.connectedAtEnd'], msg).toBe(16);
+    expect(runs[0].figures['hitAgreement.exact.compared'], msg).toBeGreaterThan(100);
+    expect(runs[0].figures['hitAgreement.exact'], msg).toBe(1);
+    expect(runs[0].figures['prediction.corrections'], msg).toBeGreaterThan(0);
+  });
+
+  it('runs on two threads by default from 16 bots with room for a window, else on one', () => {
+    const threads = (argv: string[]) => resolveSimPlan(argv, dir).threads;
+    expect(threads(['--bots', '4', '--profile', 'mobile'])).toBe(1);
+    expect(threads(['--bots', '32', '--profile', 'lan'])).toBe(1);
+    expect(threads(['--bots', '32', '--profile', 'mobile', '--soak', '5'])).toBe(1);
+    expect(threads(['--bots', '32', '--profile', 'mobile'])).toBe(Math.min(2, availableParallelism()));
   });
 });
 
@@ -219,6 +252,11 @@ describe('sim: bad input is refused before anything runs', () => {
     [['--json', join(dir, 'no-such-dir', 'out.json')], /--json: the directory of .* does not exist/],
     [['--chart', 'out.png'], /--chart: must name a \.svg file, got "out\.png"/],
     [['--record', 'out.json'], /--record: must name a \.demo file, got "out\.json"/],
+    [['--threads', '0'], /--threads: must be an integer in \[1, 16\], got "0"/],
+    [['--threads', '2', '--transport', 'udp'], /--threads: only the memory transport runs on threads/],
+    [['--threads', '2', '--soak', '5'], /--threads: a soak measures one thread's heap/],
+    [['--threads', '3', '--bots', '2'], /--threads: 3 threads for 2 bots/],
+    [['--threads', '2', '--profile', 'lan'], /--threads: the bots' profiles allow no lockstep window/],
   ];
   for (const [argv, message] of cases) {
     it(`refuses ${argv.join(' ').replace(dir, '<dir>')}`, () => {

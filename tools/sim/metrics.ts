@@ -4,10 +4,10 @@
 import type { ArenaRules } from '../../games/arena/server/rules.ts';
 import type { ArenaPlayerState, ArenaWorld } from '../../games/arena/shared/game.ts';
 import type { ArenaShotLedger } from '../../games/arena/testing/shots.ts';
-import type { GameClient } from '../../src/client/client.ts';
 import { LAG_COMPENSATION_MODES, type LagCompensationMode } from '../../src/server/lag-compensation.ts';
 import type { GameServer, ServerClient } from '../../src/server/server.ts';
 import { percentile, type Samples } from '../stats.ts';
+import type { ClientSummary } from './lockstep.ts';
 
 /** A figure: a number, or null when it has no meaning in this run (a share of nothing). */
 export type Figure = number | null;
@@ -43,7 +43,8 @@ export const REAL_CLOCK_SERIES: readonly string[] = [
 export interface SimSources {
   readonly server: GameServer<ArenaPlayerState, ArenaWorld>;
   readonly serverClients: readonly ServerClient<ArenaPlayerState>[];
-  readonly clients: readonly GameClient<ArenaPlayerState, ArenaWorld>[];
+  /** Every bot's client as read at `nowMs` (the end of the bucket just run). */
+  readonly clients: (nowMs: number) => readonly ClientSummary[];
   readonly ledger: ArenaShotLedger;
   readonly rules: ArenaRules | null;
   readonly tickTimes: Samples;
@@ -141,11 +142,10 @@ export class SimMetrics {
 
   /** Closes the bucket that ends at `nowMs` (ms since the start): appends one value to every series. */
   sample(nowMs: number): void {
-    for (const c of this.sources.clients) {
-      const view = c.view;
-      if (c.state !== 'connected' || !c.clock.synced || view.tickB === 0 || !(c.tickRate > 0)) continue;
-      const viewTick = view.tickA + (view.tickB - view.tickA) * view.fraction;
-      this.viewAgeSum += c.clock.serverNow(nowMs) - (viewTick * 1000) / c.tickRate;
+    const clients = this.sources.clients(nowMs);
+    for (const c of clients) {
+      if (c.viewAgeMs === null) continue;
+      this.viewAgeSum += c.viewAgeMs;
       this.viewAgeCount++;
     }
     if (nowMs >= 10_000) {
@@ -158,9 +158,9 @@ export class SimMetrics {
     }
     const cur = this.current;
     const prev = this.previous;
-    this.read(cur);
+    this.read(cur, clients);
     const seconds = (nowMs - this.lastSampleMs) / 1000;
-    const n = Math.max(1, this.sources.clients.length);
+    const n = Math.max(1, clients.length);
     const push = (name: SeriesName, value: Figure) => this.series[name].push(value);
     push('t', nowMs / 1000);
     push('bytesPerClientPerSecond.down', (cur.bytesDown - prev.bytesDown) / n / seconds);
@@ -195,20 +195,20 @@ export class SimMetrics {
    * long it ran (simulated over memory).
    */
   figures(seconds: number): Record<string, Figure> {
-    const { server, serverClients, clients, ledger, rules } = this.sources;
+    const { server, serverClients, ledger, rules } = this.sources;
+    const clients = this.sources.clients(seconds * 1000);
     const t = this.current;
-    this.read(t);
+    this.read(t, clients);
     const n = clients.length;
     let maxCorrection = 0;
     let maxVisible = 0;
     let snaps = 0;
     let connected = 0;
     for (const c of clients) {
-      const p = c.predictor.stats;
-      if (p.correctionDistanceMax > maxCorrection) maxCorrection = p.correctionDistanceMax;
-      if (p.visibleErrorMax > maxVisible) maxVisible = p.visibleErrorMax;
-      snaps += p.snaps;
-      if (c.state === 'connected') connected++;
+      if (c.maxCorrectionUnits > maxCorrection) maxCorrection = c.maxCorrectionUnits;
+      if (c.maxVisibleErrorUnits > maxVisible) maxVisible = c.maxVisibleErrorUnits;
+      snaps += c.snaps;
+      if (c.connected) connected++;
     }
     let executed = 0;
     let lost = 0;
@@ -296,8 +296,8 @@ export class SimMetrics {
     return f;
   }
 
-  private read(into: Totals): void {
-    const { serverClients, clients, ledger, rules } = this.sources;
+  private read(into: Totals, clients: readonly ClientSummary[]): void {
+    const { serverClients, ledger, rules } = this.sources;
     into.bytesDown = 0;
     into.bytesUp = 0;
     into.framesSent = 0;
@@ -315,12 +315,12 @@ export class SimMetrics {
     into.extrapolated = 0;
     into.held = 0;
     for (const c of clients) {
-      into.corrections += c.predictor.stats.corrections;
-      into.visibleCorrections += c.predictor.stats.visibleCorrections;
-      into.correctionUnits += c.predictor.stats.correctionDistanceTotal;
-      into.interpolated += c.view.stats.interpolated;
-      into.extrapolated += c.view.stats.extrapolated;
-      into.held += c.view.stats.held;
+      into.corrections += c.corrections;
+      into.visibleCorrections += c.visibleCorrections;
+      into.correctionUnits += c.correctionUnits;
+      into.interpolated += c.interpolated;
+      into.extrapolated += c.extrapolated;
+      into.held += c.held;
     }
     for (const mode of LAG_COMPENSATION_MODES) {
       const a = ledger.agreement(mode);

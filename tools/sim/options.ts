@@ -2,10 +2,12 @@
 // merged into one plan, all before anything runs; any bad input is refused naming it.
 
 import { statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { NAMED_PROFILES } from '../../src/net/profile.ts';
 import { LAG_COMPENSATION_MODES, type LagCompensationMode } from '../../src/server/lag-compensation.ts';
 import { describeValue } from '../../src/sim/json-checks.ts';
+import { lockstepWindowMs } from './lockstep.ts';
 import {
   type BotKind,
   BUILT_IN_SCENARIOS,
@@ -49,6 +51,11 @@ export interface SimPlan {
   strict: boolean;
   /** Seconds between soak samples (memory and tick time, with their slopes), or null: no soak. */
   soakSeconds: number | null;
+  /**
+   * Threads the bots run on over memory (the server and some bots on the main one, the rest on
+   * workers in lockstep): the figures are the same for any number.
+   */
+  threads: number;
 }
 
 /** The command line as given: null for what was not. */
@@ -68,6 +75,7 @@ export interface SimArgs {
   interpolationDelayMs: number | 'adaptive' | null;
   frameRate: number | null;
   soak: number | null;
+  threads: number | null;
   json: string | null;
   chart: string | null;
   record: string | null;
@@ -78,6 +86,10 @@ export interface SimArgs {
 
 const SEED_RANGE = { min: 0, max: 0xffffffff, integer: true } as const;
 const SOAK_RANGE = { min: 1, max: 3600 } as const;
+const THREADS_RANGE = { min: 1, max: 16, integer: true } as const;
+/** Below this many bots, or windows shorter than this (ms), one thread is faster. */
+const MIN_THREADED_BOTS = 16;
+const MIN_WINDOW_MS = 5;
 
 export const USAGE = `usage: npm run sim -- [options]
 
@@ -97,6 +109,9 @@ export const USAGE = `usage: npm run sim -- [options]
   --frame-rate FPS        client frames per second (default 60)
   --soak S                every S seconds sample memory (after a full collection) and tick time; report
                           their slopes per hour after a warm-up (the first quarter of the run)
+  --threads N             memory transport: run the bots on N threads in lockstep with the server (the
+                          same figures as on one); default 2 from 16 bots when the profiles' least
+                          one-way delay allows windows of 5 ms or more, else 1
   --json FILE             write every figure, the options and the per-second series as JSON
   --chart FILE.svg        draw the figures over time
   --record FILE.demo      record the match as a demo (world, events, shots with their views, kills, killcams)
@@ -109,7 +124,13 @@ Scenario files and the figures are described in tools/sim/README.md; profiles in
 type Kind =
   | 'string'
   | 'flag'
-  | { range: typeof SEED_RANGE | typeof SOAK_RANGE | (typeof RANGES)[keyof typeof RANGES] };
+  | {
+      range:
+        | typeof SEED_RANGE
+        | typeof SOAK_RANGE
+        | typeof THREADS_RANGE
+        | (typeof RANGES)[keyof typeof RANGES];
+    };
 
 const OPTIONS: Readonly<Record<string, { key: keyof SimArgs; kind: Kind }>> = {
   '--scenario': { key: 'scenario', kind: 'string' },
@@ -127,6 +148,7 @@ const OPTIONS: Readonly<Record<string, { key: keyof SimArgs; kind: Kind }>> = {
   '--interp-delay': { key: 'interpolationDelayMs', kind: 'string' },
   '--frame-rate': { key: 'frameRate', kind: { range: RANGES.frameRate } },
   '--soak': { key: 'soak', kind: { range: SOAK_RANGE } },
+  '--threads': { key: 'threads', kind: { range: THREADS_RANGE } },
   '--json': { key: 'json', kind: 'string' },
   '--chart': { key: 'chart', kind: 'string' },
   '--record': { key: 'record', kind: 'string' },
@@ -152,6 +174,7 @@ function emptyArgs(): SimArgs {
     interpolationDelayMs: null,
     frameRate: null,
     soak: null,
+    threads: null,
     json: null,
     chart: null,
     record: null,
@@ -340,18 +363,46 @@ export function planSim(args: SimArgs, baseDir: string): SimPlan {
   const json = args.json === null ? null : outputFile('--json', args.json, baseDir, '.json');
   const chart = args.chart === null ? null : outputFile('--chart', args.chart, baseDir, '.svg');
   const record = args.record === null ? null : outputFile('--record', args.record, baseDir, '.demo');
+  const transport = args.transport ?? 'memory';
   return {
     scenario: s,
     bots,
     seed: args.seed ?? 1,
-    transport: args.transport ?? 'memory',
+    transport,
     json,
     chart,
     record,
     progress: !args.quiet,
     strict: args.strict,
     soakSeconds: args.soak,
+    threads: planThreads(args, transport, s, bots),
   };
+}
+
+/** --threads checked against the run, or the default (see USAGE). */
+function planThreads(args: SimArgs, transport: Transport, s: Scenario, bots: BotPlan[]): number {
+  const asked = args.threads;
+  const windowMs = lockstepWindowMs(s, bots);
+  if (asked === null) {
+    const threaded =
+      transport === 'memory' &&
+      args.soak === null &&
+      bots.length >= MIN_THREADED_BOTS &&
+      windowMs >= MIN_WINDOW_MS;
+    return threaded ? Math.min(2, availableParallelism()) : 1;
+  }
+  if (asked === 1) return 1;
+  if (transport !== 'memory') throw new Error('--threads: only the memory transport runs on threads');
+  if (args.soak !== null) {
+    throw new Error("--threads: a soak measures one thread's heap; leave out --threads or --soak");
+  }
+  if (asked > bots.length) throw new Error(`--threads: ${asked} threads for ${bots.length} bots`);
+  if (windowMs <= 0) {
+    throw new Error(
+      `--threads: the bots' profiles allow no lockstep window (a datagram may arrive within a frame of being sent: the least one-way delay must exceed 1000 / frame rate + frame jitter = ${(1000 / s.frameRate + s.frameJitterMs).toFixed(1)} ms)`,
+    );
+  }
+  return asked;
 }
 
 function nameOfProfile(p: ProfileChoice): string {
@@ -388,6 +439,8 @@ export interface SimOptionsSummary {
   interpolationDelayMs: number | 'adaptive';
   frameRate: number;
   frameJitterMs: number;
+  /** Threads the bots ran on (the figures do not depend on it). */
+  threads: number;
 }
 
 /** The plan as plain data, for the JSON output and the header line. */
@@ -421,5 +474,6 @@ export function describePlan(plan: SimPlan): SimOptionsSummary {
     interpolationDelayMs: s.interpolationDelayMs,
     frameRate: s.frameRate,
     frameJitterMs: s.frameJitterMs,
+    threads: plan.threads,
   };
 }

@@ -16,7 +16,7 @@ export function describeRun(options: SimOptionsSummary): string {
     options.runnerBots
   } runners; profiles: ${profiles}), ${options.seconds} s ${clock}, seed ${options.seed}, ${
     options.transport
-  } transport; lag compensation "${options.lagCompensation}" decides, all three judged`;
+  } transport${options.threads > 1 ? ` on ${options.threads} threads` : ''}; lag compensation "${options.lagCompensation}" decides, all three judged`;
 }
 
 function fixed(x: Figure, digits: number, unit = ''): string {

@@ -4,19 +4,17 @@
 
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { ConditionedEndpoint, type InputDriver, Match } from 'backstep/testing';
+import { ConditionedEndpoint, type InputDriver } from 'backstep/testing';
 import { type ArenaRules, arenaRules } from '../../games/arena/server/rules.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
-import { runnerBot } from '../../games/arena/testing/bots.ts';
-import { ArenaShotLedger, aimBot } from '../../games/arena/testing/shots.ts';
+import { ArenaShotLedger } from '../../games/arena/testing/shots.ts';
 import {
-  type ClientConfig,
   type ClientHooks,
   createInputSample,
   GameClient,
   type InputSample,
 } from '../../src/client/client.ts';
-import { nodeCipher } from '../../src/net/node-packet-crypto.ts';
+import { MemoryNetwork } from '../../src/net/transports/memory.ts';
 import { UdpEndpoint } from '../../src/net/transports/udp.ts';
 import { combineHooks, type ServerHooks } from '../../src/server/hooks.ts';
 import { KillcamRecorder } from '../../src/server/killcam.ts';
@@ -25,6 +23,19 @@ import { DemoRecorder, type DemoRecorderStats } from '../../src/server/recorder.
 import { GameServer, type ServerClient, type ServerConfig } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';
 import { Samples } from '../stats.ts';
+import {
+  BotGroup,
+  botAddress,
+  botSeeds,
+  type ClientSummary,
+  clientConfigFor,
+  driverFor,
+  GroupWorker,
+  lockstepWindowMs,
+  readBatch,
+  splitBots,
+  summarizeClient,
+} from './lockstep.ts';
 import {
   type Figure,
   REAL_CLOCK_FIGURES,
@@ -67,9 +78,6 @@ interface Fight {
   readonly serverClients: ServerClient<ArenaPlayerState>[];
   readonly serverConfig: Partial<ServerConfig>;
   readonly serverHooks: ServerHooks<ArenaPlayerState, ArenaWorld>;
-  readonly clientConfig: Partial<ClientConfig>;
-  readonly drivers: Driver[];
-  readonly frameMs: number;
   /** With --record: the demo recorder (its killcams from the killcam recorder). */
   readonly recorder: DemoRecorder<ArenaPlayerState, ArenaWorld> | null;
 }
@@ -77,7 +85,11 @@ interface Fight {
 /** A running server and its bots on one transport. */
 interface Session {
   readonly server: Server;
-  readonly clients: Client[];
+  /**
+   * Every bot's client as the metrics read it at `nowMs`, the end of the latest `advance` (over
+   * memory, where they were read at the end of that window, on each bot's thread).
+   */
+  summaries(nowMs: number): readonly ClientSummary[];
   /** Runs until `untilMs` (ms since the start: simulated over memory, real over UDP). */
   advance(untilMs: number): Promise<void>;
   /** Disconnects everyone and releases every socket. */
@@ -109,13 +121,6 @@ function createFight(plan: SimPlan): Fight {
   };
   const hooks = rules === null ? [ledger.serverHooks(), track] : [rules, ledger.serverHooks(), track];
   if (recorder !== null && killcams !== null) hooks.push(recorder.hooks, killcams.hooks);
-  const seeds = new Random((plan.seed ^ 0x5eed5eed) >>> 0);
-  const drivers = plan.bots.map(
-    (b): Driver =>
-      b.kind === 'aim'
-        ? aimBot(seeds.nextU32(), { aimErrorUnits: b.aimErrorUnits, switchPerSecond: s.switchPerSecond })
-        : runnerBot(seeds.nextU32()),
-  );
   return {
     ledger,
     rules,
@@ -128,56 +133,87 @@ function createFight(plan: SimPlan): Fight {
       lagCompensation: { mode: s.lagCompensation, maxUnlagMs: s.maxUnlagMs },
     },
     serverHooks: combineHooks(...hooks),
-    clientConfig: {
-      // The bots are clients in Node: OpenSSL's ChaCha20-Poly1305, as the server's.
-      packetCipher: nodeCipher,
-      updateRate: s.updateRate,
-      rateBytesPerSecond: s.rateBytesPerSecond,
-      interpolationDelayMs: s.interpolationDelayMs,
-      viewAcceptance: { maxUnlagMs: s.maxUnlagMs },
-    },
-    drivers,
-    frameMs: 1000 / s.frameRate,
     recorder,
   };
 }
 
-/** Simulated time: the harness's Match over the memory transport and its conditioner. */
+/**
+ * Simulated time: the server on the memory transport and its conditioner, and the bots in
+ * `plan.threads` groups: one on this thread beside the server, the others on worker threads in
+ * lockstep with it (lockstep.ts). The figures are the same whatever the number of threads.
+ */
 function startMemory(plan: SimPlan, fight: Fight, tickTimes: Samples): Session {
-  const match = new Match(arenaGame, plan.seed, fight.serverConfig, fight.serverHooks);
-  const clients: Client[] = [];
-  for (let i = 0; i < plan.bots.length; i++) {
-    const bot = plan.bots[i];
-    let client: Client | null = null;
-    const entry = match.addClient({
-      profile: bot.profile ?? undefined,
-      config: fight.clientConfig,
-      hooks: fight.ledger.clientHooks(() => client as Client),
-      drive: fight.drivers[i],
-      frameMs: fight.frameMs,
-      frameJitterMs: plan.scenario.frameJitterMs,
-    });
-    client = entry.client;
-    clients.push(client);
-  }
+  // Every endpoint but the server's is given its seeds; the server's links are not conditioned.
+  const network = new MemoryNetwork({ seed: plan.seed });
+  const serverEndpoint = network.createEndpoint('server');
+  const server = new GameServer(
+    arenaGame,
+    serverEndpoint,
+    { cookieSecret: new Uint8Array(32).fill(7), ...fight.serverConfig },
+    fight.serverHooks,
+  );
   // Time every server update (a tick and its sends) on the real clock; nothing else reads it.
-  const server = match.server;
   const update = server.update.bind(server);
   server.update = (nowMs: number) => {
     const t0 = performance.now();
     update(nowMs);
     tickTimes.add(performance.now() - t0);
   };
+  const seeds = botSeeds(plan);
+  const groups = splitBots(plan.bots.length, plan.threads);
+  const workers = groups.slice(1).map((indices) => new GroupWorker({ plan, indices, seeds }));
+  workers.forEach((w, k) => {
+    for (const i of groups[k + 1]) {
+      network.createRelay(botAddress(i), (_from, bytes, atMs) => w.outbox.add(i, atMs, bytes));
+    }
+  });
+  const group = new BotGroup(plan, groups[0], seeds, network, fight.ledger);
+  const windowMs = workers.length > 0 ? lockstepWindowMs(plan.scenario, plan.bots) : Number.POSITIVE_INFINITY;
+  const summaries: ClientSummary[] = [];
+  let nextTickMs = 0;
+  let nowMs = 0;
+  const runUntil = (untilMs: number) => {
+    for (;;) {
+      const next = Math.min(nextTickMs, group.nextFrameMs);
+      if (next > untilMs) break;
+      if (nextTickMs <= next) {
+        server.update(next);
+        nextTickMs += server.tickIntervalMs;
+      }
+      group.frames(next);
+    }
+  };
+  const deliver = (bot: number, atMs: number, bytes: Uint8Array) =>
+    serverEndpoint.deliver(botAddress(bot), bytes, atMs);
   return {
     server,
-    clients,
-    advance: (untilMs) => {
-      match.runUntil(untilMs);
-      return Promise.resolve();
+    summaries: () => summaries,
+    advance: async (untilMs) => {
+      while (nowMs < untilMs) {
+        const end = Math.min(untilMs, nowMs + windowMs);
+        const summarize = end === untilMs;
+        const replies = workers.map((w) => w.start(end, summarize));
+        runUntil(end);
+        const got = await Promise.all(replies);
+        got.forEach((reply, k) => {
+          readBatch(reply.datagrams, deliver);
+          fight.ledger.addPending(reply.shots);
+          const read = reply.summaries;
+          if (read === null) return;
+          groups[k + 1].forEach((i, j) => {
+            summaries[i] = read[j];
+          });
+        });
+        nowMs = end;
+      }
+      group.summaries(untilMs).forEach((s, j) => {
+        summaries[groups[0][j]] = s;
+      });
     },
-    close: () => {
-      match.close();
-      return Promise.resolve();
+    close: async () => {
+      group.disconnect();
+      server.close();
+      await Promise.all(workers.map((w) => w.close()));
     },
   };
 }
@@ -219,6 +255,9 @@ async function connectUdp(
   open: () => Promise<UdpEndpoint>,
 ): Promise<Session> {
   const random = new Random(plan.seed);
+  const seeds = botSeeds(plan);
+  const clientConfig = clientConfigFor(plan);
+  const frameMs = 1000 / plan.scenario.frameRate;
   const serverSocket = await open();
   const server = new GameServer(arenaGame, serverSocket, fight.serverConfig, fight.serverHooks);
   const bots: UdpBot[] = [];
@@ -233,10 +272,16 @@ async function connectUdp(
       arenaGame,
       conditioned ?? socket,
       serverSocket.address,
-      { ...fight.clientConfig, seed: random.nextU32() },
+      { ...clientConfig, seed: random.nextU32() },
       hooks,
     );
-    bots.push({ client, conditioned, input: createInputSample(), drive: fight.drivers[i], nextFrameMs: 0 });
+    bots.push({
+      client,
+      conditioned,
+      input: createInputSample(),
+      drive: driverFor(plan, i, seeds[i].driver),
+      nextFrameMs: 0,
+    });
   }
   const start = performance.now();
   for (const b of bots) b.client.connect(0);
@@ -255,12 +300,12 @@ async function connectUdp(
       if (now < b.nextFrameMs) continue;
       b.drive(b.client, now, b.input);
       b.client.update(now, b.input);
-      b.nextFrameMs = now + fight.frameMs + (jitterMs > 0 ? random.range(0, jitterMs) : 0);
+      b.nextFrameMs = now + frameMs + (jitterMs > 0 ? random.range(0, jitterMs) : 0);
     }
   };
   return {
     server,
-    clients: bots.map((b) => b.client),
+    summaries: (nowMs) => bots.map((b) => summarizeClient(b.client, nowMs)),
     advance: (untilMs) =>
       new Promise<void>((resolve, reject) => {
         const loop = () => {
@@ -336,7 +381,7 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
   const metrics = new SimMetrics({
     server: session.server,
     serverClients: fight.serverClients,
-    clients: session.clients,
+    clients: (nowMs) => session.summaries(nowMs),
     ledger: fight.ledger,
     rules: fight.rules,
     tickTimes,

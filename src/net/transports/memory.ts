@@ -61,9 +61,27 @@ function before(a: InFlight, b: InFlight): boolean {
   return a.deliverAtMs < b.deliverAtMs || (a.deliverAtMs === b.deliverAtMs && a.order < b.order);
 }
 
+/** What a datagram can be sent to: an endpoint, or a relay to another part of the network. */
+interface Receiver {
+  arrive(from: string, data: Uint8Array, atMs: number): void;
+}
+
+/**
+ * An address whose datagrams go to `onArrive` (from, bytes valid only during the call, the time
+ * they reach it) instead of an endpoint: for a network split between threads, where the endpoint
+ * at that address lives in another thread's network (see `MemoryEndpoint.deliver`).
+ */
+class MemoryRelay implements Receiver {
+  constructor(private readonly onArrive: (from: string, data: Uint8Array, atMs: number) => void) {}
+
+  arrive(from: string, data: Uint8Array, atMs: number): void {
+    this.onArrive(from, data, atMs);
+  }
+}
+
 /** State shared by a network and its endpoints. */
 class Fabric {
-  readonly endpoints = new Map<string, MemoryEndpoint>();
+  readonly endpoints = new Map<string, Receiver>();
   readonly seeds: Random;
   private readonly pool: InFlight[] = [];
   nextOrder = 0;
@@ -110,37 +128,60 @@ export class MemoryNetwork {
 
   /**
    * Opens an endpoint at `address` (default: the first free "mem:N"), conditioned by `profile`
-   * when given (its "up" for what the endpoint sends, "down" for what it receives). Throws if the
+   * when given (its "up" for what the endpoint sends, "down" for what it receives). Its links'
+   * seeds are drawn from the network's seed in creation order, or given in `seeds`. Throws if the
    * address is empty or already open.
    */
-  createEndpoint(address?: string, profile?: NetworkProfile): MemoryEndpoint {
+  createEndpoint(
+    address?: string,
+    profile?: NetworkProfile,
+    seeds?: { readonly up: number; readonly down: number },
+  ): MemoryEndpoint {
+    const endpoint = new MemoryEndpoint(
+      this.fabric,
+      this.claim(address, 'createEndpoint'),
+      profile ?? null,
+      seeds?.up ?? this.fabric.seeds.nextU32(),
+      seeds?.down ?? this.fabric.seeds.nextU32(),
+    );
+    this.fabric.endpoints.set(endpoint.address, endpoint);
+    return endpoint;
+  }
+
+  /**
+   * Opens a relay at `address`: datagrams sent to it are handed to `onArrive` with the time they
+   * reach it (their bytes valid only during the call), for a network split between threads, where
+   * the other side gives them to its endpoint with `MemoryEndpoint.deliver`. Throws if the
+   * address is empty or already open.
+   */
+  createRelay(address: string, onArrive: (from: string, data: Uint8Array, atMs: number) => void): void {
+    this.fabric.endpoints.set(this.claim(address, 'createRelay'), new MemoryRelay(onArrive));
+  }
+
+  /** `address`, checked free (or the first free "mem:N" when undefined). */
+  private claim(address: string | undefined, where: string): string {
     const endpoints = this.fabric.endpoints;
     let chosen = address;
     if (chosen === undefined) {
       do chosen = `mem:${this.nextAddress++}`;
       while (endpoints.has(chosen));
     } else if (typeof chosen !== 'string' || chosen.length === 0) {
-      throw new Error(
-        `MemoryNetwork.createEndpoint: address must be a non-empty string, got ${String(chosen)}`,
-      );
+      throw new Error(`MemoryNetwork.${where}: address must be a non-empty string, got ${String(chosen)}`);
     } else if (endpoints.has(chosen)) {
-      throw new Error(`MemoryNetwork.createEndpoint: address ${JSON.stringify(chosen)} is already in use`);
+      throw new Error(`MemoryNetwork.${where}: address ${JSON.stringify(chosen)} is already in use`);
     }
-    const upSeed = this.fabric.seeds.nextU32();
-    const downSeed = this.fabric.seeds.nextU32();
-    const endpoint = new MemoryEndpoint(this.fabric, chosen, profile ?? null, upSeed, downSeed);
-    endpoints.set(chosen, endpoint);
-    return endpoint;
+    return chosen;
   }
 
   /** The live counters of the open endpoint at `address`, or undefined. */
   stats(address: string): MemoryEndpointStats | undefined {
-    return this.fabric.endpoints.get(address)?.stats;
+    const endpoint = this.fabric.endpoints.get(address);
+    return endpoint instanceof MemoryEndpoint ? endpoint.stats : undefined;
   }
 }
 
 /** One endpoint of a MemoryNetwork; create it with network.createEndpoint(). */
-export class MemoryEndpoint implements DatagramEndpoint {
+export class MemoryEndpoint implements DatagramEndpoint, Receiver {
   readonly address: string;
   readonly profile: NetworkProfile | null;
   readonly stats: MemoryEndpointStats;
@@ -271,8 +312,19 @@ export class MemoryEndpoint implements DatagramEndpoint {
     this.queue.drain(this.fabric.release);
   }
 
-  /** Queues a copy of `data` from `from`, reaching this endpoint at `atMs`. */
-  private arrive(from: string, data: Uint8Array, atMs: number): void {
+  /**
+   * Queues a copy of `data` from `from` as though it reached this endpoint at `atMs` (then it
+   * crosses this endpoint's down link, if any, like any other): the far end of a relay
+   * (`MemoryNetwork.createRelay`) on another thread. Ignored after close().
+   */
+  deliver(from: string, data: Uint8Array, atMs: number): void {
+    if (!this.open) return;
+    checkTime(atMs, 'MemoryEndpoint.deliver');
+    this.arrive(from, data, atMs);
+  }
+
+  /** @internal Queues a copy of `data` from `from`, reaching this endpoint at `atMs`. */
+  arrive(from: string, data: Uint8Array, atMs: number): void {
     const item = this.fabric.acquire();
     item.bytes.set(data);
     item.length = data.length;

@@ -319,3 +319,56 @@ describe('MemoryNetwork delivery order', () => {
     expect(got.length, `seed ${seed}`).toBe(down.delivered);
   });
 });
+
+describe('MemoryNetwork split between two networks by relays', () => {
+  it('delivers what crosses a relay exactly as one network would, both ways, under the mobile profile', () => {
+    const seed = 31;
+    const msg = `seed ${seed}`;
+    const mobile = profileByName('mobile');
+    const seeds = { up: 101, down: 202 };
+    const random = new Random(seed);
+    const plan: { atMs: number; id: number; length: number }[] = [];
+    for (let id = 0, t = 0; id < 1500; id++) {
+      t += random.chance(0.3) ? 0 : random.range(0, 8);
+      plan.push({ atMs: t, id, length: random.int(4, 300) });
+    }
+    // One network: a conditioned client and an unconditioned server.
+    const whole = new MemoryNetwork({ seed });
+    const client = whole.createEndpoint('client', mobile, seeds);
+    const server = whole.createEndpoint('server');
+    // The same two on two networks: each side's peer is a relay whose datagrams the test hands
+    // over late (at the next 20 ms boundary, within the profile's least delay), as a thread would.
+    const left = new MemoryNetwork({ seed: 0 });
+    const right = new MemoryNetwork({ seed: 0 });
+    const client2 = left.createEndpoint('client', mobile, seeds);
+    const server2 = right.createEndpoint('server');
+    const toServer: [string, Uint8Array, number][] = [];
+    const toClient: [string, Uint8Array, number][] = [];
+    left.createRelay('server', (from, data, atMs) => toServer.push([from, data.slice(), atMs]));
+    right.createRelay('client', (from, data, atMs) => toClient.push([from, data.slice(), atMs]));
+    const got: Received[][] = [[], [], [], []];
+    let boundary = 0;
+    for (const p of plan) {
+      while (p.atMs > boundary) {
+        for (const [from, data, atMs] of toServer.splice(0)) server2.deliver(from, data, atMs);
+        for (const [from, data, atMs] of toClient.splice(0)) client2.deliver(from, data, atMs);
+        boundary += 20;
+      }
+      collect(client, p.atMs, got[0]);
+      collect(server, p.atMs, got[1]);
+      collect(client2, p.atMs, got[2]);
+      collect(server2, p.atMs, got[3]);
+      const data = packet(p.id, p.length);
+      client.send('server', data);
+      server.send('client', data);
+      client2.send('server', data);
+      server2.send('client', data);
+    }
+    expect(got[0].length, msg).toBeGreaterThan(1000);
+    expect(got[1].length, msg).toBeGreaterThan(1000);
+    expect(got[2], msg).toEqual(got[0]);
+    expect(got[3], msg).toEqual(got[1]);
+    expect(() => left.createRelay('client', () => {})).toThrow(/address "client" is already in use/);
+    expect(left.stats('server'), msg).toBeUndefined();
+  });
+});

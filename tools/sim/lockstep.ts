@@ -1,0 +1,393 @@
+// The sim over the memory transport on simulated time, its bots split into groups that may run on
+// other threads in lockstep with the server.
+//
+// Every bot is a whole GameClient (prediction, snapshot reading, view, its own verdict of every
+// shot) with its own seeds: its client seed, its link conditioners' seeds, its frame jitter and
+// its input driver, all drawn from the run's seed. Nothing a bot does depends on another bot but
+// through the server, and nothing reaches the server or a bot but through the conditioned network,
+// where every datagram takes at least the profile's smallest one-way delay. So the run can be cut
+// into windows shorter than that delay: in a window, each thread runs its own bots (and the main
+// thread the server) up to the window's end, and the datagrams sent in it are handed over between
+// windows, before any of them can arrive. The figures are the same whatever the number of
+// threads (checked by test/tools/sim-lockstep.test.ts).
+//
+// Send times: a client stamps what it sends with its endpoint's clock, the time of its latest
+// poll (the previous frame), and the server polls before it sends; so the window is at most the
+// smallest one-way delay less the longest gap between a bot's frames.
+
+import { Worker } from 'node:worker_threads';
+import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { runnerBot } from '../../games/arena/testing/bots.ts';
+import { type ArenaShotLedger, aimBot } from '../../games/arena/testing/shots.ts';
+import {
+  type ClientConfig,
+  createInputSample,
+  GameClient,
+  type InputSample,
+} from '../../src/client/client.ts';
+import { nodeCipher } from '../../src/net/node-packet-crypto.ts';
+import { conditionsAt, createLinkConditions, type NetworkProfile } from '../../src/net/profile.ts';
+import type { MemoryEndpoint, MemoryNetwork } from '../../src/net/transports/memory.ts';
+import { Random } from '../../src/sim/random.ts';
+import type { InputDriver, PendingShotRecord } from '../../src/testing/index.ts';
+import type { SimPlan } from './options.ts';
+
+type Client = GameClient<ArenaPlayerState, ArenaWorld>;
+type Driver = InputDriver<ArenaPlayerState, ArenaWorld>;
+
+/** A bot's seeds, drawn from the run's seed in bot order. */
+export interface BotSeeds {
+  client: number;
+  up: number;
+  down: number;
+  jitter: number;
+  driver: number;
+}
+
+/** Every bot's seeds: the same for a seed whatever the threads. */
+export function botSeeds(plan: SimPlan): BotSeeds[] {
+  const random = new Random((plan.seed ^ 0x5eed5eed) >>> 0);
+  const out: BotSeeds[] = [];
+  for (let i = 0; i < plan.bots.length; i++) {
+    out.push({
+      client: random.nextU32(),
+      up: random.nextU32(),
+      down: random.nextU32(),
+      jitter: random.nextU32(),
+      driver: random.nextU32(),
+    });
+  }
+  return out;
+}
+
+/** The bots' client configuration (the same on every thread). */
+export function clientConfigFor(plan: SimPlan): Partial<ClientConfig> {
+  const s = plan.scenario;
+  return {
+    // The bots are clients in Node: OpenSSL's ChaCha20-Poly1305, as the server's.
+    packetCipher: nodeCipher,
+    updateRate: s.updateRate,
+    rateBytesPerSecond: s.rateBytesPerSecond,
+    interpolationDelayMs: s.interpolationDelayMs,
+    viewAcceptance: { maxUnlagMs: s.maxUnlagMs },
+  };
+}
+
+/** Bot `i`'s input driver. */
+export function driverFor(plan: SimPlan, i: number, seed: number): Driver {
+  const b = plan.bots[i];
+  return b.kind === 'aim'
+    ? aimBot(seed, { aimErrorUnits: b.aimErrorUnits, switchPerSecond: plan.scenario.switchPerSecond })
+    : runnerBot(seed);
+}
+
+/** The address of bot `i` on the memory network. */
+export function botAddress(i: number): string {
+  return `client${i}`;
+}
+
+/**
+ * The smallest delay a datagram can take in `direction` of `profile`, ms: the least latency less
+ * jitter over the base conditions and every stretch between event boundaries (0 without a profile).
+ */
+export function smallestDelayMs(profile: NetworkProfile | null, direction: 'up' | 'down'): number {
+  if (profile === null) return 0;
+  const times = [0];
+  for (const e of profile.events) times.push(e.atMs, e.atMs + e.durationMs);
+  let least = Number.POSITIVE_INFINITY;
+  const c = createLinkConditions();
+  for (const t of times) {
+    conditionsAt(profile, direction, t, c);
+    least = Math.min(least, Math.max(0, c.latencyMs - c.jitterMs));
+  }
+  return least;
+}
+
+/**
+ * The longest window the run can be cut into (ms; 0: none, every bot's traffic may arrive at
+ * once): the smallest one-way delay of any bot, less the longest gap between one bot's frames on
+ * its way up.
+ */
+export function lockstepWindowMs(
+  s: { readonly frameRate: number; readonly frameJitterMs: number },
+  bots: readonly { readonly profile: NetworkProfile | null }[],
+): number {
+  const frameGapMs = 1000 / s.frameRate + s.frameJitterMs;
+  let window = Number.POSITIVE_INFINITY;
+  for (const b of bots) {
+    window = Math.min(
+      window,
+      smallestDelayMs(b.profile, 'down'),
+      smallestDelayMs(b.profile, 'up') - frameGapMs,
+    );
+  }
+  return Number.isFinite(window) && window > 0 ? window : 0;
+}
+
+/** What the metrics read of one client at the end of a bucket. */
+export interface ClientSummary {
+  connected: boolean;
+  /** How far in the past remote players were drawn (the server's present less the view), or null. */
+  viewAgeMs: number | null;
+  corrections: number;
+  visibleCorrections: number;
+  correctionUnits: number;
+  maxCorrectionUnits: number;
+  maxVisibleErrorUnits: number;
+  snaps: number;
+  interpolated: number;
+  extrapolated: number;
+  held: number;
+}
+
+export function summarizeClient(c: Client, nowMs: number): ClientSummary {
+  const view = c.view;
+  const p = c.predictor.stats;
+  const drawn = c.state === 'connected' && c.clock.synced && view.tickB !== 0 && c.tickRate > 0;
+  const viewTick = view.tickA + (view.tickB - view.tickA) * view.fraction;
+  return {
+    connected: c.state === 'connected',
+    viewAgeMs: drawn ? c.clock.serverNow(nowMs) - (viewTick * 1000) / c.tickRate : null,
+    corrections: p.corrections,
+    visibleCorrections: p.visibleCorrections,
+    correctionUnits: p.correctionDistanceTotal,
+    maxCorrectionUnits: p.correctionDistanceMax,
+    maxVisibleErrorUnits: p.visibleErrorMax,
+    snaps: p.snaps,
+    interpolated: c.view.stats.interpolated,
+    extrapolated: c.view.stats.extrapolated,
+    held: c.view.stats.held,
+  };
+}
+
+interface Bot {
+  readonly index: number;
+  readonly client: Client;
+  readonly endpoint: MemoryEndpoint;
+  readonly input: InputSample;
+  readonly drive: Driver;
+  readonly jitter: Random;
+  nextFrameMs: number;
+}
+
+/**
+ * Some of the bots, on one thread's memory network: each one's frames at its own times (every
+ * 1000 / frameRate ms plus its own jitter), in bot order at equal times.
+ */
+export class BotGroup {
+  readonly bots: Bot[] = [];
+  private readonly frameMs: number;
+  private readonly jitterMs: number;
+
+  constructor(
+    plan: SimPlan,
+    indices: readonly number[],
+    seeds: readonly BotSeeds[],
+    network: MemoryNetwork,
+    ledger: ArenaShotLedger,
+  ) {
+    this.frameMs = 1000 / plan.scenario.frameRate;
+    this.jitterMs = plan.scenario.frameJitterMs;
+    const config = clientConfigFor(plan);
+    for (const i of indices) {
+      const seed = seeds[i];
+      const profile = plan.bots[i].profile ?? undefined;
+      const endpoint = network.createEndpoint(botAddress(i), profile, { up: seed.up, down: seed.down });
+      let client: Client | null = null;
+      client = new GameClient(
+        arenaGame,
+        endpoint,
+        'server',
+        { ...config, seed: seed.client },
+        ledger.clientHooks(() => client as Client),
+      );
+      client.connect(0);
+      this.bots.push({
+        index: i,
+        client,
+        endpoint,
+        input: createInputSample(),
+        drive: driverFor(plan, i, seed.driver),
+        jitter: new Random(seed.jitter),
+        nextFrameMs: 0,
+      });
+    }
+  }
+
+  /** The time of the next frame of any bot of the group (Infinity with none). */
+  get nextFrameMs(): number {
+    let next = Number.POSITIVE_INFINITY;
+    for (const b of this.bots) if (b.nextFrameMs < next) next = b.nextFrameMs;
+    return next;
+  }
+
+  /** Runs the frame of every bot whose frame is due at `nowMs` (the group's next frame time). */
+  frames(nowMs: number): void {
+    for (const b of this.bots) {
+      if (b.nextFrameMs > nowMs) continue;
+      b.drive(b.client, nowMs, b.input);
+      b.client.update(nowMs, b.input);
+      b.nextFrameMs = nowMs + this.frameMs + (this.jitterMs > 0 ? b.jitter.range(0, this.jitterMs) : 0);
+    }
+  }
+
+  /** Runs every frame due by `untilMs` (for a group without the server). */
+  runUntil(untilMs: number): void {
+    for (let next = this.nextFrameMs; next <= untilMs; next = this.nextFrameMs) this.frames(next);
+  }
+
+  summaries(nowMs: number): ClientSummary[] {
+    return this.bots.map((b) => summarizeClient(b.client, nowMs));
+  }
+
+  disconnect(): void {
+    for (const b of this.bots) b.client.disconnect();
+  }
+}
+
+/** Datagrams handed between threads: (bot, time, bytes) packed into one transferable buffer. */
+export class DatagramBatch {
+  private buffer = new Uint8Array(1 << 16);
+  private view = new DataView(this.buffer.buffer);
+  private length = 0;
+  count = 0;
+
+  add(bot: number, atMs: number, data: Uint8Array): void {
+    const need = this.length + 14 + data.length;
+    if (need > this.buffer.length) {
+      const grown = new Uint8Array(Math.max(need, this.buffer.length * 2));
+      grown.set(this.buffer.subarray(0, this.length));
+      this.buffer = grown;
+      this.view = new DataView(grown.buffer);
+    }
+    this.view.setUint16(this.length, bot);
+    this.view.setFloat64(this.length + 2, atMs);
+    this.view.setUint32(this.length + 10, data.length);
+    this.buffer.set(data, this.length + 14);
+    this.length = need;
+    this.count++;
+  }
+
+  /** The batch so far as its own buffer (to transfer); the batch starts again empty. */
+  take(): ArrayBuffer {
+    const out = this.buffer.slice(0, this.length).buffer;
+    this.length = 0;
+    this.count = 0;
+    return out;
+  }
+}
+
+/** Calls `each(bot, atMs, bytes)` for every datagram of a taken batch, in the order added. */
+export function readBatch(
+  buffer: ArrayBuffer,
+  each: (bot: number, atMs: number, data: Uint8Array) => void,
+): void {
+  const view = new DataView(buffer);
+  const bytes = new Uint8Array(buffer);
+  for (let at = 0; at < buffer.byteLength; ) {
+    const bot = view.getUint16(at);
+    const atMs = view.getFloat64(at + 2);
+    const length = view.getUint32(at + 10);
+    each(bot, atMs, bytes.subarray(at + 14, at + 14 + length));
+    at += 14 + length;
+  }
+}
+
+/** What the main thread sends a group's worker for each window. */
+export interface WindowRequest {
+  type: 'run';
+  untilMs: number;
+  /** Datagrams from the server to the worker's bots, sent in the last window. */
+  datagrams: ArrayBuffer;
+  /** Return the bots' summaries at untilMs (a bucket ends there). */
+  summarize: boolean;
+}
+
+/** A worker's answer to a window. */
+export interface WindowReply {
+  type: 'window';
+  /** Datagrams from its bots to the server, sent in the window. */
+  datagrams: ArrayBuffer;
+  /** Shots its bots predicted in the window, for the main thread's ledger. */
+  shots: PendingShotRecord<ArenaPlayerState>[];
+  summaries: ClientSummary[] | null;
+}
+
+export interface GroupWorkerData {
+  plan: SimPlan;
+  indices: number[];
+  seeds: BotSeeds[];
+}
+
+/** A group of bots on a worker thread, driven window by window. */
+export class GroupWorker {
+  readonly worker: Worker;
+  /** Datagrams from the server to this worker's bots, waiting for the next window. */
+  readonly outbox = new DatagramBatch();
+  private pending: ((reply: WindowReply) => void) | null = null;
+  private failure: Error | null = null;
+
+  constructor(data: GroupWorkerData) {
+    const self = import.meta.url;
+    const entry = new URL(`./group-worker.${self.endsWith('.ts') ? 'ts' : 'js'}`, self).href;
+    this.worker = new Worker(
+      self.endsWith('.ts')
+        ? `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`
+        : new URL(entry),
+      {
+        eval: self.endsWith('.ts'),
+        execArgv: ['--conditions=backstep-source'],
+        workerData: data,
+      },
+    );
+    this.worker.on('message', (reply: WindowReply) => {
+      const resolve = this.pending;
+      this.pending = null;
+      resolve?.(reply);
+    });
+    this.worker.on('error', (e) => {
+      this.failure = e;
+      const resolve = this.pending;
+      this.pending = null;
+      resolve?.({ type: 'window', datagrams: new ArrayBuffer(0), shots: [], summaries: null });
+    });
+  }
+
+  /** Starts the worker's window up to `untilMs`, handing over the datagrams waiting for it. */
+  start(untilMs: number, summarize: boolean): Promise<WindowReply> {
+    if (this.failure !== null) return Promise.reject(this.failure);
+    const datagrams = this.outbox.take();
+    const request: WindowRequest = { type: 'run', untilMs, datagrams, summarize };
+    return new Promise((resolve, reject) => {
+      this.pending = (reply) => (this.failure === null ? resolve(reply) : reject(this.failure));
+      this.worker.postMessage(request, [datagrams]);
+    });
+  }
+
+  close(): Promise<number> {
+    return this.worker.terminate();
+  }
+}
+
+/**
+ * The bots of each thread, in bot order: the first group runs beside the server on the main
+ * thread, so it takes fewer (the server costs about a third of a run's time).
+ */
+export function splitBots(bots: number, threads: number): number[][] {
+  const share = threads <= 1 ? 1 : Math.max(0, (1 / threads - SERVER_SHARE) / (1 - SERVER_SHARE));
+  const first = Math.round(bots * share);
+  const groups: number[][] = [[]];
+  for (let i = 0; i < first; i++) groups[0].push(i);
+  const rest = bots - first;
+  for (let t = 1; t < threads; t++) {
+    const group: number[] = [];
+    const from = first + Math.floor((rest * (t - 1)) / (threads - 1));
+    const to = first + Math.floor((rest * t) / (threads - 1));
+    for (let i = from; i < to; i++) group.push(i);
+    groups.push(group);
+  }
+  return groups;
+}
+
+/** The server's share of a single-threaded run's time (measured at 128 bots: about a third). */
+const SERVER_SHARE = 0.33;
