@@ -10,10 +10,10 @@ import {
   BotGroup,
   botAddress,
   DatagramBatch,
+  type GroupRequest,
   type GroupWorkerData,
   readBatch,
   type WindowReply,
-  type WindowRequest,
 } from './lockstep.ts';
 
 const data = workerData as GroupWorkerData;
@@ -33,7 +33,12 @@ const ledger = new ArenaShotLedger();
 const group = new BotGroup(data.plan, data.indices, data.seeds, network, ledger);
 const endpoints = new Map(group.bots.map((b) => [b.index, b.endpoint]));
 
-port.on('message', (request: WindowRequest) => {
+port.on('message', (request: GroupRequest) => {
+  if (request.type === 'close') {
+    group.disconnect();
+    port.close();
+    return;
+  }
   readBatch(request.datagrams, (bot, atMs, bytes) => {
     endpoints.get(bot)?.deliver('server', bytes, atMs);
   });

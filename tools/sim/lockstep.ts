@@ -293,7 +293,9 @@ export function readBatch(
   }
 }
 
-/** What the main thread sends a group's worker for each window. */
+/** What the main thread sends a group's worker for each window, or to end. */
+export type GroupRequest = WindowRequest | { type: 'close' };
+
 export interface WindowRequest {
   type: 'run';
   untilMs: number;
@@ -364,8 +366,16 @@ export class GroupWorker {
     });
   }
 
-  close(): Promise<number> {
-    return this.worker.terminate();
+  /** Asks the worker to disconnect its bots and end (terminated if it has not within 5 s). */
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => void this.worker.terminate(), 5000);
+      this.worker.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.worker.postMessage({ type: 'close' } satisfies GroupRequest);
+    });
   }
 }
 

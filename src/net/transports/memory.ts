@@ -323,7 +323,7 @@ export class MemoryEndpoint implements DatagramEndpoint, Receiver {
     this.arrive(from, data, atMs);
   }
 
-  /** @internal Queues a copy of `data` from `from`, reaching this endpoint at `atMs`. */
+  /** Queues a copy of `data` from `from`, reaching this endpoint at `atMs` (the network's sends; see `deliver`). */
   arrive(from: string, data: Uint8Array, atMs: number): void {
     const item = this.fabric.acquire();
     item.bytes.set(data);
