@@ -16,7 +16,7 @@
 //   |         | ack        | 0/8/16  | newest sequence received from the peer                |
 //   |         | ack bits   | 0-32    | bit i set: sequence ack-1-i was received too; the     |
 //   |         |            |         | bytes left out are all ones                           |
-//   | 2-9..   | reliable   | 7+      | sealed: count, then the reliable messages (reliable.ts) |
+//   | 2-9..   | reliable   | 1+      | sealed: count, then the reliable messages (reliable.ts) |
 //   |         | payload    | rest    | sealed: the caller's unreliable data                  |
 //   | end-16  | tag        | 128     | the Poly1305 tag                                      |
 //   +---------+------------+---------+-------------------------------------------------------+
@@ -49,7 +49,7 @@
 //   | 5-6   | sequence   | 16   | this packet's number, +1 per packet, wrapping            |
 //   | 7-8   | ack        | 16   | newest sequence received from the peer (0xFFFF: none)    |
 //   | 9-12  | ack bits   | 32   | bit i set: sequence ack-1-i was received too             |
-//   | 13-   | reliable   | 7+   | count, then the reliable messages (layout: reliable.ts)  |
+//   | 13-   | reliable   | 1+   | count, then the reliable messages (layout: reliable.ts)  |
 //   |       | payload    | rest | the caller's unreliable data, up to MAX_PACKET_BYTES     |
 //   +-------+------------+------+----------------------------------------------------------+
 //

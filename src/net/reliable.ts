@@ -4,7 +4,7 @@
 // the unreliable payload. Layout, bits packed least significant first:
 //
 //   +------------------+--------+--------------------------------------------------------+
-//   | count            | 7      | messages in this packet, 0..64                          |
+//   | count            | 1+     | messages in this packet, 0..64, exp-Golomb (0: 1 bit)  |
 //   | per message:     |        |                                                        |
 //   |   id             | 16     | first message of the packet: its 16-bit id             |
 //   |   next           | 1      | later messages: 1 = id of the previous message + 1,    |
@@ -20,7 +20,7 @@
 // that arrive early in a window of RELIABLE_WINDOW ids starting at the next one to deliver,
 // ignores copies it already has, and delivers strictly in id order.
 
-import type { BitStream } from '../protocol/bitstream.ts';
+import { type BitStream, expGolombBits, serializeExpGolomb } from '../protocol/bitstream.ts';
 import { seqAdd, seqDiff } from '../protocol/sequence.ts';
 import { nextPowerOfTwo, SequenceBuffer } from '../sim/ring.ts';
 import { MAX_PACKET_BYTES } from './transport.ts';
@@ -29,8 +29,13 @@ import { MAX_PACKET_BYTES } from './transport.ts';
 export const RELIABLE_WINDOW = 256;
 /** Most messages one packet carries. */
 export const RELIABLE_MAX_PER_PACKET = 64;
-/** Bits of the count field that opens every reliable section. */
-export const RELIABLE_COUNT_BITS = 7;
+/**
+ * Bits of the count that opens every reliable section, an order-0 exponential-Golomb code: 1 for
+ * an empty section (most packets), 3 for 1 or 2 messages, 13 at most (64).
+ */
+export function reliableCountBits(count: number): number {
+  return expGolombBits(count);
+}
 
 /** The reliable messages of one packet, flattened into preallocated arrays (read or written in place). */
 export class ReliableSection {
@@ -78,7 +83,7 @@ export function reliableMessageBits(length: number, first: boolean, consecutive:
 
 /**
  * Writes, reads or measures a reliable section. Reading fails (`s.ok` false) on a count over
- * RELIABLE_MAX_PER_PACKET, a length outside [1, maxMessageBytes], or bytes past the end; it
+ * RELIABLE_MAX_PER_PACKET or a count code longer than any up to it ('malformed'), a length outside [1, maxMessageBytes], or bytes past the end; it
  * never throws. Writing expects lengths within [1, maxMessageBytes].
  */
 export function serializeReliableSection(
@@ -86,7 +91,7 @@ export function serializeReliableSection(
   section: ReliableSection,
   maxMessageBytes: number,
 ): boolean {
-  const count = s.int(section.count, 0, RELIABLE_MAX_PER_PACKET);
+  const count = serializeExpGolomb(s, section.count, RELIABLE_MAX_PER_PACKET);
   if (s.isReading) section.count = 0;
   let previous = 0;
   let offset = 0;
@@ -181,7 +186,7 @@ export class ReliableSender {
     maxBits: number,
   ): number {
     section.clear();
-    let used = RELIABLE_COUNT_BITS;
+    let used = reliableCountBits(0);
     let previous = -1;
     const pending = this.pending;
     for (let k = 0; k < pending && section.count < RELIABLE_MAX_PER_PACKET; k++) {
@@ -189,7 +194,10 @@ export class ReliableSender {
       const m = this.messages.get(id);
       if (m === undefined || m.acked || nowMs - m.lastSentMs < resendDelayMs) continue;
       const first = section.count === 0;
-      const bits = reliableMessageBits(m.length, first, previous === seqAdd(id, -1));
+      const bits =
+        reliableMessageBits(m.length, first, previous === seqAdd(id, -1)) +
+        reliableCountBits(section.count + 1) -
+        reliableCountBits(section.count);
       if (used + bits > (first ? maxBits : budgetBits)) continue;
       section.add(id, m.data, m.length);
       m.lastSentMs = nowMs;

@@ -451,7 +451,7 @@ describe('the sealed header', () => {
     }
     a.send(50, (s) => s.uint(7, 8));
     const p = toB.pop()!;
-    // Prefix, sequence and ack in one byte each, every ack bit set; the reliable count (7 bits)
+    // Prefix, sequence and ack in one byte each, every ack bit set; the reliable count (1 bit: none)
     // and the payload byte share 2 bytes; the tag.
     expect(p.length).toBe(3 + 2 + PACKET_TAG_BYTES);
     expect(p[0]).toBe(PacketType.Data | 0x08 | (1 << 4));

@@ -3,12 +3,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  RELIABLE_COUNT_BITS,
   RELIABLE_MAX_PER_PACKET,
   RELIABLE_WINDOW,
   ReliableReceiver,
   ReliableSection,
   ReliableSender,
+  reliableCountBits,
   reliableMessageBits,
   serializeReliableSection,
 } from '../../src/net/reliable.ts';
@@ -50,7 +50,7 @@ describe('reliable section codec', () => {
       fc.property(messages, fc.boolean(), (list, consecutive) => {
         const section = new ReliableSection();
         let id = list.length > 0 ? list[0].id : 0;
-        let expectedBits = RELIABLE_COUNT_BITS;
+        let expectedBits = reliableCountBits(list.length);
         let previous = -1;
         for (const m of list) {
           const thisId = consecutive ? id : m.id;
@@ -80,6 +80,13 @@ describe('reliable section codec', () => {
     );
   });
 
+  it('an empty section (most packets) costs 1 bit; counts cost their exponential-Golomb length', () => {
+    const empty = roundTrip(new ReliableSection());
+    expect(empty.bits).toBe(1);
+    expect(empty.read.count).toBe(0);
+    expect([0, 1, 2, 3, 6, 7, 64].map(reliableCountBits)).toEqual([1, 3, 3, 5, 5, 7, 13]);
+  });
+
   it('carries a consecutive id in one bit and a wrapped one too (65535 -> 0)', () => {
     const section = new ReliableSection();
     section.add(0xfffe, message(1, 3), 3);
@@ -88,7 +95,8 @@ describe('reliable section codec', () => {
     section.add(7, message(4, 3), 3);
     const { read, bits } = roundTrip(section);
     expect(Array.from(read.ids.subarray(0, 4))).toEqual([0xfffe, 0xffff, 0, 7]);
-    expect(bits).toBe(RELIABLE_COUNT_BITS + 16 + 1 + 1 + 17 + 4 * (8 + 24));
+    // The count 4 costs 5 bits (exponential-Golomb: 00 1 01).
+    expect(bits).toBe(5 + 16 + 1 + 1 + 17 + 4 * (8 + 24));
   });
 
   it('fails, without throwing, on a bad count, an empty or oversized message, or a short buffer', () => {
@@ -99,24 +107,33 @@ describe('reliable section codec', () => {
       expect(serializeReliableSection(r, new ReliableSection(), maxMessageBytes)).toBe(false);
       return r.error;
     };
-    expect(bad((s) => s.uint(RELIABLE_MAX_PER_PACKET + 1, RELIABLE_COUNT_BITS))).toBe('integer out of range');
+    const count = (s: BitStream, n: number): void => {
+      // n as an order-0 exponential-Golomb code, written by hand so that n may exceed the limit.
+      const v = n + 1;
+      const len = 32 - Math.clz32(v);
+      s.uint(2 ** (len - 1), len);
+      if (len > 1) s.uint(v - 2 ** (len - 1), len - 1);
+    };
+    expect(bad((s) => count(s, RELIABLE_MAX_PER_PACKET + 1))).toBe('expGolomb out of range');
+    // More zeros than any count up to the limit has.
+    expect(bad((s) => s.uint(0, 12))).toBe('malformed');
     expect(
       bad((s) => {
-        s.uint(1, RELIABLE_COUNT_BITS);
+        count(s, 1);
         s.uint(5, 16);
         s.varuint(0);
       }),
     ).toBe('empty reliable message');
     expect(
       bad((s) => {
-        s.uint(1, RELIABLE_COUNT_BITS);
+        count(s, 1);
         s.uint(5, 16);
         s.varuint(101);
       }, 100),
     ).toBe('varuint out of range');
     expect(
       bad((s) => {
-        s.uint(1, RELIABLE_COUNT_BITS);
+        count(s, 1);
         s.uint(5, 16);
         s.varuint(50);
         for (let i = 0; i < 20; i++) s.uint(i, 8);
@@ -166,7 +183,7 @@ describe('ReliableSender', () => {
     const max = 1187 * 8;
     const bits = sender.fill(section, 0, 100, budget, max);
     expect(section.count).toBe(1);
-    expect(bits).toBe(RELIABLE_COUNT_BITS + reliableMessageBits(1000, true, false));
+    expect(bits).toBe(reliableCountBits(1) + reliableMessageBits(1000, true, false));
     const next = sender.fill(section, 0, 100, budget, max);
     expect(section.count).toBe(5);
     expect(next).toBeLessThanOrEqual(budget);
