@@ -18,7 +18,7 @@
 //   | player part       | var     | baseline, acked command, the owner's state     |
 //   |                   |         | (delta-encoded; layout in player-state.ts)     |
 //   | eventCount        | expGolomb | 0..63 effect events of other players         |
-//   | event: type       | var     | int [0, table length - 1] (no table: 8)        |
+//   | event: type       | var     | the table's type code (no table: 8)            |
 //   | event: source     | varuint | (source + 1) mod 65536 (no table: uint 16)     |
 //   | event: params     | var     | at the table's precision (no table: 4 x 32)    |
 //   | snapshot          | var     | the entity delta snapshot (layout in snapshot.ts) |
@@ -26,6 +26,7 @@
 
 import { type BitStream, serializeExpGolomb } from './bitstream.ts';
 import type { PlayerStateHistory } from './player-state.ts';
+import { PrefixCode } from './prefix-code.ts';
 import type { NumberFieldSpec } from './schema.ts';
 import { createUserCommand, serializeUserCommand, type UserCommand } from './usercmd.ts';
 
@@ -139,6 +140,11 @@ export interface EventSpec {
   readonly params: readonly NumberFieldSpec[];
   /** Each parameter's name, in order (the position it travels at and is emitted at). */
   readonly paramNames: readonly string[];
+  /**
+   * How often the type is sent relative to the table's others (default 1): the event type
+   * travels in a prefix code built from these, so frequent types cost fewer bits.
+   */
+  readonly weight?: number;
 }
 
 /** An event type whose parameters are named by `K`: `index` gives each name's position. */
@@ -154,12 +160,17 @@ export interface NamedEventSpec<K extends string> extends EventSpec {
 export function defineEvent<K extends string>(
   name: string,
   params: { readonly [P in K]: NumberFieldSpec },
+  options: { readonly weight?: number } = {},
 ): NamedEventSpec<K> {
   const paramNames = Object.keys(params) as K[];
   if (paramNames.length > 4)
     throw new RangeError(`event ${name}: at most 4 parameters, got ${paramNames.length}`);
+  const weight = options.weight ?? 1;
+  if (!(weight > 0) || !Number.isFinite(weight))
+    throw new RangeError(`event ${name}: weight must be a finite number > 0, got ${weight}`);
   return {
     name,
+    weight,
     params: paramNames.map((p) => params[p]),
     paramNames,
     index: Object.freeze(Object.fromEntries(paramNames.map((p, i) => [p, i]))) as {
@@ -191,6 +202,9 @@ export function checkEventTable(table: EventTable): void {
   table.forEach((spec, type) => {
     if (spec === undefined) return;
     if (spec.params.length > 4) throw new RangeError(`event ${spec.name} (${type}): at most 4 parameters`);
+    const w = spec.weight ?? 1;
+    if (!(w > 0) || !Number.isFinite(w))
+      throw new RangeError(`event ${spec.name} (${type}): weight must be a finite number > 0, got ${w}`);
     if (spec.paramNames.length !== spec.params.length)
       throw new RangeError(`event ${spec.name} (${type}): every parameter needs a name (defineEvent)`);
     spec.params.forEach((p, i) => {
@@ -231,9 +245,38 @@ function param(s: BitStream, v: number, p: NumberFieldSpec | undefined): number 
   }
 }
 
+const typeCodes = new WeakMap<EventTable, PrefixCode>();
+let lastTable: EventTable | null = null;
+let lastCode: PrefixCode | null = null;
+
 /**
- * One event, with the game's event table (parameters at their own precision; an unknown type
- * fails the read) or without one (four float32 parameters).
+ * The prefix code an event table's types travel in: a canonical Huffman code (prefix-code.ts)
+ * over the table's indices, from each type's weight scaled to at most 4096 (a type without a
+ * spec: 0, so it gets one of the longest codes and fails the read). Built once per table.
+ */
+export function eventTypeCode(table: EventTable): PrefixCode {
+  if (table === lastTable && lastCode !== null) return lastCode;
+  let code = typeCodes.get(table);
+  if (code === undefined) {
+    let most = 0;
+    for (const spec of table) if (spec !== undefined) most = Math.max(most, spec.weight ?? 1);
+    // An index loop, not map: a table may be a sparse array (holes are types without a spec).
+    const counts: number[] = [];
+    for (let type = 0; type < table.length; type++) {
+      const spec = table[type];
+      counts.push(spec === undefined ? 0 : Math.max(1, Math.round((4096 * (spec.weight ?? 1)) / most)));
+    }
+    code = new PrefixCode(counts);
+    typeCodes.set(table, code);
+  }
+  lastTable = table;
+  lastCode = code;
+  return code;
+}
+
+/**
+ * One event, with the game's event table (its type in the table's type code, parameters at
+ * their own precision; an unknown type fails the read) or without one (four float32 parameters).
  */
 export function serializeWireEvent(s: BitStream, e: WireEvent, table: EventTable | null = null): boolean {
   if (table === null) {
@@ -245,7 +288,8 @@ export function serializeWireEvent(s: BitStream, e: WireEvent, table: EventTable
     e.p3 = s.float32(e.p3);
     return s.ok;
   }
-  e.type = s.int(e.type, 0, table.length - 1);
+  e.type = eventTypeCode(table).serialize(s, e.type);
+  if (!s.ok) return false;
   const spec = table[e.type];
   if (spec === undefined) return s.fail('unknown event type');
   // Player slots are small and the world's source is 65535: (source + 1) mod 65536 in a varuint.

@@ -1,7 +1,14 @@
 // The arena's event table carries every event its shared code emits exactly, in fewer bits.
 
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BUTTON_ATTACK, BUTTON_JUMP } from '../../../games/arena/shared/constants.ts';
+import {
+  BUTTON_ATTACK,
+  BUTTON_JUMP,
+  EVENT_FOOTSTEP,
+  EVENT_JUMP,
+  EVENT_SHOT,
+} from '../../../games/arena/shared/constants.ts';
 import { ARENA_EVENTS } from '../../../games/arena/shared/events.ts';
 import { arenaGame } from '../../../games/arena/shared/game.ts';
 import { writeHitTarget } from '../../../games/arena/shared/player.ts';
@@ -10,6 +17,8 @@ import {
   checkEventTable,
   createWireEvent,
   defineEvent,
+  type EventSpec,
+  eventTypeCode,
   serializeWireEvent,
   WIRE_EVENT_BITS,
 } from '../../../src/protocol/frames.ts';
@@ -85,7 +94,8 @@ describe('arena events on the wire', () => {
   it('an unknown type fails the read, and a bad table is refused naming the event', () => {
     const s = new BitStream(16);
     s.beginWrite();
-    s.int(0, 0, ARENA_EVENTS.length - 1);
+    // Type 0 has no spec in the arena's table: it has a code (one of the longest), and fails.
+    eventTypeCode(ARENA_EVENTS).serialize(s, 0);
     s.beginRead(s.bytes.slice());
     const e = createWireEvent();
     expect(serializeWireEvent(s, e, ARENA_EVENTS)).toBe(false);
@@ -95,6 +105,58 @@ describe('arena events on the wire', () => {
     ).toThrow(/event boom \(0\), parameter radius/);
     expect(() => defineEvent('wide', { a: small, b: small, c: small, d: small, e: small })).toThrow(
       /wide: at most 4 parameters/,
+    );
+    expect(() => defineEvent('never', { a: small }, { weight: 0 })).toThrow(/never: weight must be/);
+    expect(() => defineEvent('odd', { a: small }, { weight: Number.NaN })).toThrow(/odd: weight must be/);
+    expect(() => checkEventTable([{ name: 'raw', params: [small], paramNames: ['a'], weight: -1 }])).toThrow(
+      /event raw \(0\): weight must be/,
+    );
+  });
+
+  it('types travel in a code built from their weights: the frequent ones in fewer bits', () => {
+    const code = eventTypeCode(ARENA_EVENTS);
+    expect(code).toBe(eventTypeCode(ARENA_EVENTS));
+    expect(code.lengths[EVENT_FOOTSTEP]).toBe(1);
+    expect(code.lengths[EVENT_SHOT]).toBeLessThan(code.lengths[EVENT_JUMP]);
+    // Equal weights (the default) cost about the fixed width of the type, never more than a bit over.
+    const plain = [0, 1, 2, 3, 4].map((k) => defineEvent(`e${k}`, { a: small }));
+    const lengths = Array.from(eventTypeCode(plain).lengths);
+    expect(Math.max(...lengths)).toBeLessThanOrEqual(4);
+    expect(lengths.reduce((a, b) => a + b, 0) / lengths.length).toBeLessThanOrEqual(3.2);
+  });
+
+  it('a sparse table (types left out as holes) codes and round-trips its types', () => {
+    const sparse: (EventSpec | undefined)[] = [];
+    sparse[2] = defineEvent('step', { a: small }, { weight: 8 });
+    sparse[5] = defineEvent('bang', { a: small });
+    checkEventTable(sparse);
+    const code = eventTypeCode(sparse);
+    expect(code.size).toBe(6);
+    expect(code.lengths[2]).toBeLessThan(code.lengths[0]);
+    const s = new BitStream(16);
+    const e = createWireEvent();
+    for (const type of [2, 5]) {
+      Object.assign(e, { type, source: 3, p0: 9, p1: 0, p2: 0, p3: 0 });
+      s.beginWrite();
+      expect(serializeWireEvent(s, e, sparse)).toBe(true);
+      s.beginRead(s.bytes.slice());
+      const back = createWireEvent();
+      expect(serializeWireEvent(s, back, sparse)).toBe(true);
+      expect([back.type, back.source, back.p0]).toEqual([type, 3, 9]);
+    }
+  });
+
+  it('hostile bytes read as events never throw: each is read or fails with its reason', () => {
+    const e = createWireEvent();
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 0, maxLength: 12 }), (bytes) => {
+        const s = new BitStream(0).beginRead(bytes);
+        const ok = serializeWireEvent(s, e, ARENA_EVENTS);
+        expect(ok).toBe(s.ok);
+        if (ok) expect(ARENA_EVENTS[e.type]).toBeDefined();
+        else expect(s.error).toMatch(/unknown event type|read past end|malformed|out of range|too long/);
+      }),
+      { seed: 809, numRuns: 3000 },
     );
   });
 });
