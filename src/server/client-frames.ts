@@ -164,6 +164,18 @@ export class FrameWriter<P, W> {
   /** Each logged event's size on the wire, measured once for every client (by log position). */
   private readonly eventBits: Int32Array;
   private readonly eventBitsOf: Float64Array;
+  /**
+   * Where each logged event's source player stands at tick `eventAtTick` (by log position, for
+   * `eventAtOf`): looked up once per tick for every client's frame. `eventFromPlayer` 0: the
+   * source is no connected player (the world's, or one who left), heard everywhere.
+   */
+  private readonly eventAtOf: Float64Array;
+  private readonly eventAtTick: Float64Array;
+  private readonly eventFromPlayer: Uint8Array;
+  private readonly eventX: Float64Array;
+  private readonly eventY: Float64Array;
+  private readonly eventZ: Float64Array;
+  private tick = -1;
 
   constructor(
     game: GameDefinition<P, W>,
@@ -176,6 +188,12 @@ export class FrameWriter<P, W> {
     this.log = log;
     this.eventBits = new Int32Array(log.capacity);
     this.eventBitsOf = new Float64Array(log.capacity).fill(-1);
+    this.eventAtOf = new Float64Array(log.capacity).fill(-1);
+    this.eventAtTick = new Float64Array(log.capacity).fill(-1);
+    this.eventFromPlayer = new Uint8Array(log.capacity);
+    this.eventX = new Float64Array(log.capacity);
+    this.eventY = new Float64Array(log.capacity);
+    this.eventZ = new Float64Array(log.capacity);
     this.clients = clients;
     this.config = config;
     this.measure = measure;
@@ -190,6 +208,7 @@ export class FrameWriter<P, W> {
   /** Writes `client`'s frame of server tick `tick` into `s`. */
   write(client: FrameClient<P>, tick: number, s: BitStream): void {
     const f = this.frame;
+    this.tick = tick;
     f.serverTick = tick;
     f.ackedCommand = client.lastCommand;
     f.choked = Math.min(client.pacing.chokedSinceSent, 255);
@@ -273,7 +292,10 @@ export class FrameWriter<P, W> {
     client.eventCursor = log.head;
   }
 
-  /** Whether `client` should be sent event `position`: not its own prediction, and within hearing. */
+  /**
+   * Whether `client` should be sent event `position`: not its own prediction, and within hearing
+   * of where its source player stands now (looked up once per tick for all clients).
+   */
   private hears(
     client: FrameClient<P>,
     position: number,
@@ -284,13 +306,25 @@ export class FrameWriter<P, W> {
   ): boolean {
     const log = this.log;
     if (log.isOwnPrediction(position, client.slot)) return false;
-    const source = log.at(position).source;
-    const from = source < this.clients.length ? this.clients[source] : null;
-    if (from === null || from === undefined) return true;
-    const o = this.game.player.origin(from.state, this.sourceOrigin);
-    const dx = o.x - hx;
-    const dy = o.y - hy;
-    const dz = o.z - hz;
+    const slot = position & (log.capacity - 1);
+    if (this.eventAtOf[slot] !== position || this.eventAtTick[slot] !== this.tick) {
+      this.eventAtOf[slot] = position;
+      this.eventAtTick[slot] = this.tick;
+      const source = log.at(position).source;
+      const from = source < this.clients.length ? this.clients[source] : null;
+      if (from === null || from === undefined) this.eventFromPlayer[slot] = 0;
+      else {
+        const o = this.game.player.origin(from.state, this.sourceOrigin);
+        this.eventFromPlayer[slot] = 1;
+        this.eventX[slot] = o.x;
+        this.eventY[slot] = o.y;
+        this.eventZ[slot] = o.z;
+      }
+    }
+    if (this.eventFromPlayer[slot] === 0) return true;
+    const dx = this.eventX[slot] - hx;
+    const dy = this.eventY[slot] - hy;
+    const dz = this.eventZ[slot] - hz;
     return dx * dx + dy * dy + dz * dz <= r2;
   }
 }

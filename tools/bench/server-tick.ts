@@ -5,6 +5,7 @@
 // before the shared encode cache and the rewind-only-when-the-weapon-can-fire change (README).
 
 import { performance } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { Match } from 'backstep/testing';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
@@ -146,6 +147,9 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   }
   const all = new Samples();
   const cpu = new Samples();
+  // Heap growth across an update (updates during which a collection shrank the heap are left out).
+  let allocated = 0;
+  let allocatedTicks = 0;
   const clients = server.clients.filter((c) => c !== null);
   const framesSeen = clients.map((c) => c.snapshots.stats.frames);
   const bytesBefore = clients.map((c) => c.channel.stats.bytesSent);
@@ -165,11 +169,17 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   const reusedBefore = cache.reused;
   const update = server.update.bind(server);
   server.update = (nowMs: number) => {
+    const h0 = getHeapStatistics().used_heap_size;
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     update(nowMs);
     const ms = performance.now() - t0;
     const c1 = process.cpuUsage(c0);
+    const h1 = getHeapStatistics().used_heap_size;
+    if (h1 >= h0) {
+      allocated += h1 - h0;
+      allocatedTicks++;
+    }
     cpu.add((c1.user + c1.system) / 1000);
     let sent = 0;
     for (let i = 0; i < clients.length; i++) {
@@ -227,6 +237,7 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
       'in view (mean)': perFrame(inView),
       'ticks/s on one core': round(1000 / m, 0),
       'core at 64 Hz (%)': round((m / TICK_BUDGET_MS) * 100, 1),
+      'allocated (KB/update)': round(allocatedTicks > 0 ? allocated / allocatedTicks / 1024 : 0, 0),
       'shots (/tick)': round(ticks > 0 ? shots / ticks : 0, 1),
       'frames (/tick)': round(ticks > 0 ? frames / ticks : 0, 1),
       'packet (B)': round(packets > 0 ? bytes / packets : 0, 0),
@@ -256,7 +267,7 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
       figures.push(r.figures);
     }
     table(
-      `Server tick cost, ${scene.name}: real CPU time of GameServer.update per ${TICK_RATE} Hz tick, shooting bots, ${UPDATE_RATE} snapshots/s each`,
+      `Server tick cost, ${scene.name}: wall clock and CPU time of GameServer.update per ${TICK_RATE} Hz tick, shooting bots, ${UPDATE_RATE} snapshots/s each`,
       rows,
       [
         'The bots run, jump, switch weapons and fire at the nearest player they see (arena rules: damage, deaths,',
@@ -268,6 +279,10 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
         '  frames due in it (frames/tick). The bots run in the same process over the memory transport (20 ms each',
         '  way); only the server update is timed, but garbage collection caused by the bots can land in it (p99),',
         '  and other work on the machine shows as noise (8 engineers share 2 cores: compare ratios within a run).',
+        '  CPU: the process CPU time the update took (process.cpuUsage: every thread, so the collector threads',
+        '  working for the bots count too); on a loaded machine the wall clock also counts time the server',
+        '  waited for a core, which CPU time does not. allocated: mean heap growth across an update (the',
+        '  server allocates that much per tick; updates during which a collection ran are left out).',
         "  in view: entities in a client's view after its frame, mean over frames; packet: mean bytes of a server",
         '  packet; events: effect events per frame, events the server logged per tick, and events its log overwrote',
         "  before a client's next frame looked at them (missed); entries, deferred: entities written in a frame and those the",
