@@ -426,6 +426,11 @@ export class GameClient<P, W> {
     return this.session.connection.tickRate;
   }
 
+  /** The local time of the last `update` (what the view was last drawn for), -1 before any. */
+  get lastUpdateMs(): number {
+    return this.session.lastFrameMs;
+  }
+
   /** Lifecycle reason the connection ended with (refused or disconnected). */
   get endReason(): number {
     return this.session.connection.endReason;

@@ -31,6 +31,10 @@ export {
   type LagCompensationStats,
   type LagCompensator,
   type RewindReport,
+  VIEW_FRAMES_NOT_SENT,
+  VIEW_OUTCOME_NAMES,
+  VIEW_PAST_UNLAG_SERVER_TIME,
+  type ViewOutcome,
 } from './lag-compensation.ts';
 export {
   type HostedMatch,

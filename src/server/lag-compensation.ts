@@ -28,7 +28,9 @@ import {
   namedViewTick,
   VIEW_HONOURED,
   VIEW_NONE,
+  VIEW_VERDICT_NAMES,
   type ViewAcceptanceLimits,
+  type ViewVerdict,
 } from '../sim/view-acceptance.ts';
 import type { EntityStore, HistorySlot } from './entities.ts';
 import type { SnapshotWriter } from './snapshot-writer.ts';
@@ -85,9 +87,26 @@ export interface LagCompensationStats {
   targetsRewound: number;
 }
 
+/** A named view refused by the server alone: frames it did not send or no longer remembers. */
+export const VIEW_FRAMES_NOT_SENT = 5;
+/** A named view refused by the server alone: older than maxUnlagMs in server time when it ran. */
+export const VIEW_PAST_UNLAG_SERVER_TIME = 6;
+/**
+ * What became of a command's named view in 'exact' mode: the view acceptance rule's verdict
+ * (VIEW_HONOURED, or the reason the client also knows) or one of the server's own refusals above.
+ */
+export type ViewOutcome = ViewVerdict | typeof VIEW_FRAMES_NOT_SENT | typeof VIEW_PAST_UNLAG_SERVER_TIME;
+export const VIEW_OUTCOME_NAMES: readonly string[] = [
+  ...VIEW_VERDICT_NAMES,
+  'frames not sent or forgotten',
+  'past maxUnlagMs in server time',
+];
+
 /** What the last rewind used: for an overlay of the boxes tested (sv_showlagcompensation). */
 export interface RewindReport {
   mode: LagCompensationMode;
+  /** In 'exact' mode, what became of the named view; VIEW_NONE in the other modes. */
+  outcome: ViewOutcome;
   /** The server tick the targets were taken from (fractional). */
   viewTick: number;
   /** Whether the command's named view was honoured exactly. */
@@ -137,6 +156,7 @@ export class LagCompensator<P, W> {
     this.stride = store.schema.stride;
     this.report = {
       mode: 'off',
+      outcome: VIEW_NONE,
       viewTick: 0,
       exact: false,
       count: 0,
@@ -167,6 +187,7 @@ export class LagCompensator<P, W> {
     const tickMs = this.tickIntervalMs;
     const oldest = Math.max(0, tick - Math.floor(this.config.maxUnlagMs / tickMs));
     r.mode = mode;
+    r.outcome = VIEW_NONE;
     r.exact = false;
     r.count = 0;
     this.stats.rewinds++;
@@ -178,6 +199,7 @@ export class LagCompensator<P, W> {
       viewTick = estimate;
       if (mode === 'exact') {
         const verdict = judgeView(cmd, tickMs, this.config);
+        r.outcome = verdict;
         if (verdict === VIEW_NONE) {
           this.stats.noView++;
         } else if (verdict !== VIEW_HONOURED) {
@@ -190,9 +212,11 @@ export class LagCompensator<P, W> {
         ) {
           this.stats.viewsRefused++;
           this.stats.viewsNotSent++;
+          r.outcome = VIEW_FRAMES_NOT_SENT;
         } else if (cmd.viewTickA < oldest) {
           this.stats.viewsRefused++;
           this.stats.viewsPastUnlag++;
+          r.outcome = VIEW_PAST_UNLAG_SERVER_TIME;
         } else {
           r.exact = true;
           viewTick = namedViewTick(cmd);

@@ -357,6 +357,14 @@ export class GameServer<P, W> {
   /** The newest tick simulated. Server time is tick * tickIntervalMs. */
   tick = 0;
 
+  /**
+   * When the newest tick was due, on the clock `update` is given (-1 before the first): the
+   * server's present is tick * tickIntervalMs + (now - newestTickAtMs).
+   */
+  get newestTickAtMs(): number {
+    return this.nextTickMs < 0 ? -1 : this.nextTickMs - this.tickIntervalMs;
+  }
+
   private readonly cmds: UserCommand[] = [];
   private readonly run: CommandRun = { count: 0, baseGap: 0 };
   private readonly flags: ClientFlags = { resetBaseline: false };

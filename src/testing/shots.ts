@@ -9,7 +9,7 @@ import type { WireEvent } from '../protocol/frames.ts';
 import { createWireEvent } from '../protocol/frames.ts';
 import type { EventCapture } from '../server/events.ts';
 import type { ServerHooks } from '../server/hooks.ts';
-import type { LagCompensationMode } from '../server/lag-compensation.ts';
+import { type LagCompensationMode, VIEW_OUTCOME_NAMES } from '../server/lag-compensation.ts';
 import type { ServerClient } from '../server/server.ts';
 import type { GameDefinition } from '../sim/game.ts';
 
@@ -125,6 +125,15 @@ export class ShotLedger<P, W> {
    */
   readonly uncompensatedCommands = new Map<number, number>();
   uncompensatedHitsShown = 0;
+  /**
+   * Rays of the deciding mode whose verdicts differ (uncompensated ones aside), by what became of
+   * the command's named view (index: ViewOutcome, names in VIEW_OUTCOME_NAMES): a disagreement on
+   * an honoured view is a bug; one on a view the server alone refused, something the client could
+   * not foresee.
+   */
+  readonly disagreedByOutcome: number[] = VIEW_OUTCOME_NAMES.map(() => 0);
+  /** What became of the named view of the command being run, in the deciding mode (-1: no shot). */
+  private judgedOutcome = -1;
   private readonly totals = new Map<LagCompensationMode, ModeTotals>();
   /** Per client slot, its predicted shooting commands in the order it made them. */
   private readonly pending = new Map<number, PendingShot<P>[]>();
@@ -180,6 +189,7 @@ export class ShotLedger<P, W> {
       },
       onShot: (server, shooter, _cmd, events) => {
         this.deciding = server.lagCompensation?.config.mode ?? 'exact';
+        this.judgedOutcome = server.lagCompensation?.report.outcome ?? -1;
         this.record(shooter, this.deciding, events);
       },
     };
@@ -390,11 +400,14 @@ export class ShotLedger<P, W> {
           t.uncompensated++;
           t.agreed++;
         } else if (mine === v) t.agreed++;
+        else if (mode === this.deciding && this.judgedOutcome >= 0)
+          this.disagreedByOutcome[this.judgedOutcome]++;
         if (mine >= 0) t.clientHits++;
         if (v >= 0) t.serverHits++;
       }
       verdicts.length = 0;
     }
+    this.judgedOutcome = -1;
     if (shot !== undefined) this.recycle(shot);
   }
 }

@@ -15,7 +15,12 @@ import { ArenaShotLedger, aimBot } from '../../games/arena/testing/shots.ts';
 import type { GameClient } from '../../src/client/client.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
-import type { LagCompensationMode } from '../../src/server/lag-compensation.ts';
+import {
+  type LagCompensationMode,
+  VIEW_FRAMES_NOT_SENT,
+  VIEW_PAST_UNLAG_SERVER_TIME,
+} from '../../src/server/lag-compensation.ts';
+import { VIEW_HONOURED } from '../../src/sim/view-acceptance.ts';
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
 
@@ -220,6 +225,39 @@ describe('lag compensation: the view acceptance rule', () => {
     expect(ledger.uncompensatedHitsShown, `${msg}: uncompensated rays shown as hits`).toBe(0);
     const exact = ledger.agreement('exact');
     expect(exact.agreed, msg).toBe(exact.compared);
+    match.close();
+  });
+});
+
+describe('lag compensation: what the client cannot foresee', () => {
+  it('a command delayed past maxUnlagMs after it was sent is refused, and its disagreements are named', () => {
+    const seed = 93;
+    const msg = `seed ${seed}`;
+    const ledger = new ArenaShotLedger();
+    const match = new Match(arenaGame, seed, {}, ledger.serverHooks());
+    // Every 3 s the latency jumps to 1.2 s both ways for a second: commands sent as it starts reach
+    // the server after the frames they name are forgotten, while the client saw nothing wrong yet.
+    const events = [2000, 5000, 8000, 11000].map((atMs) => ({ atMs, durationMs: 1000, latencyMs: 1200 }));
+    const profile = parseProfile({ name: 'spiky', latencyMs: 40, jitterMs: 5, events });
+    for (let i = 0; i < 4; i++) {
+      let client: Client | null = null;
+      client = match.addClient({
+        profile,
+        drive: aimBot(seed + i, { aimErrorUnits: 8 }),
+        hooks: ledger.clientHooks(() => client as Client),
+      }).client;
+    }
+    match.run(13_000);
+    const exact = ledger.agreement('exact');
+    const stats = match.server.lagCompensation!.stats;
+    expect(stats.viewsNotSent + stats.viewsPastUnlag, msg).toBeGreaterThan(0);
+    const d = ledger.disagreedByOutcome;
+    const total = d.reduce((a, b) => a + b, 0);
+    expect(total, msg).toBe(exact.compared - exact.agreed);
+    expect(total, msg).toBeGreaterThan(0);
+    // Every disagreement is a view the server alone refused; none on an honoured view.
+    expect(d[VIEW_HONOURED], msg).toBe(0);
+    expect(d[VIEW_FRAMES_NOT_SENT] + d[VIEW_PAST_UNLAG_SERVER_TIME], msg).toBe(total);
     match.close();
   });
 });

@@ -11,10 +11,16 @@ import { ConditionedEndpoint } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { arenaGame } from '../../games/arena/shared/game.ts';
 import { DemoPlayer } from '../../src/client/demo-player.ts';
-import { parseProfile } from '../../src/net/profile.ts';
+import { NAMED_PROFILES, parseProfile } from '../../src/net/profile.ts';
 import { MemoryNetwork } from '../../src/net/transports/memory.ts';
 import { renderChart } from '../../tools/sim/chart.ts';
-import { REAL_CLOCK_FIGURES, REAL_CLOCK_SERIES } from '../../tools/sim/metrics.ts';
+import {
+  OUTAGE_RECOVERY_MS,
+  REAL_CLOCK_FIGURES,
+  REAL_CLOCK_SERIES,
+  STEADY_AFTER_MS,
+  steadyBetween,
+} from '../../tools/sim/metrics.ts';
 import { resolveSimPlan } from '../../tools/sim/options.ts';
 import { formatReport } from '../../tools/sim/report.ts';
 import { runSim, type SimResult } from '../../tools/sim/runner.ts';
@@ -73,6 +79,10 @@ describe('sim: reproducible from the seed', () => {
       'choke.share',
       'view.extrapolatedShare',
       'view.heldShare',
+      'view.steadyGuessedShare',
+      'view.meanAgeMs',
+      'disagreements.honoured',
+      'disagreements.pastUnlagServerTime',
       'serverTickMs.max',
       'commands.lost',
       'commands.overBudget',
@@ -347,6 +357,32 @@ describe('sim: the verdict', () => {
       /verdict: 2 figures flagged\n {2}lagCompensation\.viewsRefused = 3/,
     );
     expect(formatFlags([])).toMatch(/no figure past its threshold/);
+    // Outside outages is what counts when it is measured; a disagreement on an honoured view is a bug.
+    const steady = judgeRun(
+      base({
+        'hitAgreement.exact': 0.999,
+        'disagreements.honoured': 2,
+        'view.extrapolatedShare': 0.2,
+        'view.steadyGuessedShare': 0.004,
+      }),
+    );
+    expect(steady.map((f) => f.figure)).toEqual(['hitAgreement.exact']);
+    expect(steady[0].cause).toMatch(/2 rays disagree on views the server honoured/);
+    expect(judgeRun(base({ 'view.steadyGuessedShare': 0.02 })).map((f) => f.figure)).toEqual([
+      'view.steadyGuessedShare',
+    ]);
+  });
+
+  it('counts guessed views outside outages only: not the start, not an event and the second after it', () => {
+    const spikes = NAMED_PROFILES.spikes;
+    const first = spikes.events[0];
+    expect(steadyBetween(null, 0, 1000)).toBe(false);
+    expect(steadyBetween(null, STEADY_AFTER_MS, STEADY_AFTER_MS + 1000)).toBe(true);
+    expect(steadyBetween(spikes, first.atMs - 1000, first.atMs)).toBe(true);
+    expect(steadyBetween(spikes, first.atMs - 1000, first.atMs + 1)).toBe(false);
+    const over = first.atMs + first.durationMs + OUTAGE_RECOVERY_MS;
+    expect(steadyBetween(spikes, over - 1, over + 999)).toBe(false);
+    expect(steadyBetween(spikes, over, over + 1000)).toBe(true);
   });
 
   it('--strict makes a flagged run exit 1, and a clean one 0', () => {

@@ -48,7 +48,7 @@ port.on('message', (request: GroupRequest) => {
     type: 'window',
     datagrams,
     shots: ledger.takePending(),
-    summaries: request.summarize ? group.summaries(request.untilMs) : null,
+    summaries: request.summarize ? group.summaries() : null,
   };
   port.postMessage(reply, [datagrams]);
 });

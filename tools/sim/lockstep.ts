@@ -127,8 +127,10 @@ export function lockstepWindowMs(
 /** What the metrics read of one client at the end of a bucket. */
 export interface ClientSummary {
   connected: boolean;
-  /** How far in the past remote players were drawn (the server's present less the view), or null. */
-  viewAgeMs: number | null;
+  /** The server time remote players were last drawn at (the view: ms), or null before any. */
+  viewServerMs: number | null;
+  /** When the client last drew (its last update, on the run's clock). */
+  drawnAtMs: number;
   corrections: number;
   visibleCorrections: number;
   correctionUnits: number;
@@ -140,14 +142,15 @@ export interface ClientSummary {
   held: number;
 }
 
-export function summarizeClient(c: Client, nowMs: number): ClientSummary {
+export function summarizeClient(c: Client): ClientSummary {
   const view = c.view;
   const p = c.predictor.stats;
-  const drawn = c.state === 'connected' && c.clock.synced && view.tickB !== 0 && c.tickRate > 0;
+  const drawn = c.state === 'connected' && view.tickB !== 0 && c.tickRate > 0 && c.lastUpdateMs >= 0;
   const viewTick = view.tickA + (view.tickB - view.tickA) * view.fraction;
   return {
     connected: c.state === 'connected',
-    viewAgeMs: drawn ? c.clock.serverNow(nowMs) - (viewTick * 1000) / c.tickRate : null,
+    viewServerMs: drawn ? (viewTick * 1000) / c.tickRate : null,
+    drawnAtMs: c.lastUpdateMs,
     corrections: p.corrections,
     visibleCorrections: p.visibleCorrections,
     correctionUnits: p.correctionDistanceTotal,
@@ -236,8 +239,8 @@ export class BotGroup {
     for (let next = this.nextFrameMs; next <= untilMs; next = this.nextFrameMs) this.frames(next);
   }
 
-  summaries(nowMs: number): ClientSummary[] {
-    return this.bots.map((b) => summarizeClient(b.client, nowMs));
+  summaries(): ClientSummary[] {
+    return this.bots.map((b) => summarizeClient(b.client));
   }
 
   disconnect(): void {

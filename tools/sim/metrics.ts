@@ -4,6 +4,7 @@
 import type { ArenaRules } from '../../games/arena/server/rules.ts';
 import type { ArenaPlayerState, ArenaWorld } from '../../games/arena/shared/game.ts';
 import type { ArenaShotLedger } from '../../games/arena/testing/shots.ts';
+import type { NetworkProfile } from '../../src/net/profile.ts';
 import { LAG_COMPENSATION_MODES, type LagCompensationMode } from '../../src/server/lag-compensation.ts';
 import type { GameServer, ServerClient } from '../../src/server/server.ts';
 import { percentile, type Samples } from '../stats.ts';
@@ -45,10 +46,26 @@ export interface SimSources {
   readonly serverClients: readonly ServerClient<ArenaPlayerState>[];
   /** Every bot's client as read at `nowMs` (the end of the bucket just run). */
   readonly clients: (nowMs: number) => readonly ClientSummary[];
+  /** Each bot's network profile (null: none), in the order of `clients`. */
+  readonly profiles: readonly (NetworkProfile | null)[];
   readonly ledger: ArenaShotLedger;
   readonly rules: ArenaRules | null;
   readonly tickTimes: Samples;
 }
+
+/**
+ * Rays of the deciding mode whose verdicts differ, by what became of the command's named view
+ * (in the order of VIEW_OUTCOME_NAMES: the rule's verdicts, then the server's own refusals).
+ */
+export const DISAGREEMENT_FIGURES: readonly string[] = [
+  'disagreements.honoured',
+  'disagreements.noView',
+  'disagreements.notReceived',
+  'disagreements.olderThanDelay',
+  'disagreements.beyondUnlag',
+  'disagreements.framesNotSent',
+  'disagreements.pastUnlagServerTime',
+];
 
 /** Cumulative counters at one moment. */
 interface Totals {
@@ -89,6 +106,24 @@ function createTotals(): Totals {
 
 function share(part: number, whole: number): Figure {
   return whole > 0 ? part / whole : null;
+}
+
+/** The first seconds of a run, while the clients connect and fill their view, are not steady. */
+export const STEADY_AFTER_MS = 2000;
+/** After an outage (a profile event) ends, the view gets this long to recover before it is steady again. */
+export const OUTAGE_RECOVERY_MS = 1000;
+
+/**
+ * Whether the time [fromMs, toMs) is steady for a client on `profile`: past the start, and clear of
+ * every outage (each of the profile's events, and OUTAGE_RECOVERY_MS after it).
+ */
+export function steadyBetween(profile: NetworkProfile | null, fromMs: number, toMs: number): boolean {
+  if (fromMs < STEADY_AFTER_MS) return false;
+  if (profile === null) return true;
+  for (const e of profile.events) {
+    if (fromMs < e.atMs + e.durationMs + OUTAGE_RECOVERY_MS && toMs > e.atMs) return false;
+  }
+  return true;
 }
 
 /** Names of the series, in the order the JSON lists them. */
@@ -132,20 +167,42 @@ export class SimMetrics {
   /** How far in the past remote players were drawn (server present minus the view), sampled. */
   private viewAgeSum = 0;
   private viewAgeCount = 0;
+  /** Frames each client drew by then, interpolated + extrapolated + held, and guessed (the latter two). */
+  private readonly drawnBefore: Float64Array;
+  private readonly guessedBefore: Float64Array;
+  /** Frames drawn, and of those guessed, in steady time (steadyBetween). */
+  private steadyDrawn = 0;
+  private steadyGuessed = 0;
 
   constructor(private readonly sources: SimSources) {
     this.series = Object.fromEntries(SERIES_NAMES.map((name) => [name, []])) as unknown as Record<
       SeriesName,
       Figure[]
     >;
+    this.drawnBefore = new Float64Array(sources.profiles.length);
+    this.guessedBefore = new Float64Array(sources.profiles.length);
   }
 
   /** Closes the bucket that ends at `nowMs` (ms since the start): appends one value to every series. */
   sample(nowMs: number): void {
+    const server = this.sources.server;
+    const tickMs = server.tickIntervalMs;
     const clients = this.sources.clients(nowMs);
-    for (const c of clients) {
-      if (c.viewAgeMs === null) continue;
-      this.viewAgeSum += c.viewAgeMs;
+    for (let i = 0; i < clients.length; i++) {
+      const c = clients[i];
+      const drawn = c.interpolated + c.extrapolated + c.held;
+      const guessed = c.extrapolated + c.held;
+      if (steadyBetween(this.sources.profiles[i] ?? null, this.lastSampleMs, nowMs)) {
+        this.steadyDrawn += drawn - this.drawnBefore[i];
+        this.steadyGuessed += guessed - this.guessedBefore[i];
+      }
+      this.drawnBefore[i] = drawn;
+      this.guessedBefore[i] = guessed;
+      if (c.viewServerMs === null) continue;
+      // The server's present when the client last drew (its ticks run on the same clock), minus
+      // the server time the client drew remote players at.
+      const present = server.tick * tickMs + (c.drawnAtMs - server.newestTickAtMs);
+      this.viewAgeSum += present - c.viewServerMs;
       this.viewAgeCount++;
     }
     if (nowMs >= 10_000) {
@@ -230,6 +287,9 @@ export class SimMetrics {
       f[`hitAgreement.${mode}.agreed`] = a.agreed;
       f[`hitAgreement.${mode}.uncompensated`] = a.uncompensated;
     }
+    for (let o = 0; o < DISAGREEMENT_FIGURES.length; o++) {
+      f[DISAGREEMENT_FIGURES[o]] = ledger.disagreedByOutcome[o];
+    }
     const decided = ledger.agreement(decisive);
     f['shots.uncompensatedShare'] = share(decided.uncompensated, decided.compared);
     f['shots.rays'] = ledger.rays(decisive);
@@ -272,6 +332,7 @@ export class SimMetrics {
     f['view.interpolatedShare'] = share(t.interpolated, drawn);
     f['view.extrapolatedShare'] = share(t.extrapolated, drawn);
     f['view.heldShare'] = share(t.held, drawn);
+    f['view.steadyGuessedShare'] = share(this.steadyGuessed, this.steadyDrawn);
     f['commands.executed'] = executed;
     f['commands.lost'] = lost;
     f['commands.overBudget'] = overBudget;

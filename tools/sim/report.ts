@@ -1,8 +1,8 @@
 // The sim's printed report: a header line for the plan, and the figures as a grouped table with
 // each row's JSON name beside it.
 
-import { LAG_COMPENSATION_MODES } from '../../src/server/lag-compensation.ts';
-import type { Figure } from './metrics.ts';
+import { LAG_COMPENSATION_MODES, VIEW_OUTCOME_NAMES } from '../../src/server/lag-compensation.ts';
+import { DISAGREEMENT_FIGURES, type Figure, OUTAGE_RECOVERY_MS, STEADY_AFTER_MS } from './metrics.ts';
 import type { SimOptionsSummary } from './options.ts';
 import type { SimResult } from './runner.ts';
 
@@ -38,6 +38,8 @@ export function formatReport(result: SimResult): string {
   const f = result.figures;
   const get = (name: string): Figure => (Object.hasOwn(f, name) ? f[name] : null);
   const decisive = result.options.lagCompensation;
+  let disagreed = 0;
+  for (const name of DISAGREEMENT_FIGURES) disagreed += get(name) ?? 0;
   const groups: [string, Row[]][] = [];
   groups.push([
     "hit agreement: share of rays whose client verdict (hit or miss, which player, which box) equals the server's; all modes judge the same rays",
@@ -59,6 +61,17 @@ export function formatReport(result: SimResult): string {
         percent(get('shots.uncompensatedShare')),
         `${count(get(`hitAgreement.${decisive}.uncompensated`))} rays: the client knew the server would not honour the view, showed no hit, counted as agreed`,
         'shots.uncompensatedShare',
+      ],
+      [
+        'disagreeing rays',
+        count(disagreed),
+        disagreed === 0
+          ? 'by what became of the named view'
+          : DISAGREEMENT_FIGURES.map((name, o) => [VIEW_OUTCOME_NAMES[o], get(name) ?? 0] as const)
+              .filter(([, n]) => n > 0)
+              .map(([why, n]) => `${count(n)} ${why}`)
+              .join(', '),
+        'disagreements.*',
       ],
       ["hits on the shooters' screens", count(get('shots.clientHits')), '', 'shots.clientHits'],
       ['hits on the server (deciding mode)', count(get('shots.serverHits')), '', 'shots.serverHits'],
@@ -152,11 +165,22 @@ export function formatReport(result: SimResult): string {
     [
       ['interpolated', percent(get('view.interpolatedShare')), '', 'view.interpolatedShare'],
       ['extrapolated', percent(get('view.extrapolatedShare')), 'history ran dry', 'view.extrapolatedShare'],
-      ['held', percent(get('view.heldShare')), 'past the extrapolation cap', 'view.heldShare'],
+      [
+        'held',
+        percent(get('view.heldShare')),
+        'past the extrapolation cap, or before the first frames',
+        'view.heldShare',
+      ],
+      [
+        'guessed outside outages',
+        percent(get('view.steadyGuessedShare')),
+        `extrapolated + held, leaving out the first ${STEADY_AFTER_MS / 1000} s and each profile event with the ${OUTAGE_RECOVERY_MS / 1000} s after it`,
+        'view.steadyGuessedShare',
+      ],
       [
         'mean view age',
         fixed(get('view.meanAgeMs'), 0, ' ms'),
-        "how far in the past remote players are drawn (the client's estimate of the server's present minus the view), sampled each second",
+        "how far in the past remote players are drawn: the server's present when the client drew minus the view's server time, sampled each second",
         'view.meanAgeMs',
       ],
     ],

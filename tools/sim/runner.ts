@@ -206,7 +206,7 @@ function startMemory(plan: SimPlan, fight: Fight, tickTimes: Samples): Session {
         });
         nowMs = end;
       }
-      group.summaries(untilMs).forEach((s, j) => {
+      group.summaries().forEach((s, j) => {
         summaries[groups[0][j]] = s;
       });
     },
@@ -305,7 +305,7 @@ async function connectUdp(
   };
   return {
     server,
-    summaries: (nowMs) => bots.map((b) => summarizeClient(b.client, nowMs)),
+    summaries: () => bots.map((b) => summarizeClient(b.client)),
     advance: (untilMs) =>
       new Promise<void>((resolve, reject) => {
         const loop = () => {
@@ -382,6 +382,7 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
     server: session.server,
     serverClients: fight.serverClients,
     clients: (nowMs) => session.summaries(nowMs),
+    profiles: plan.bots.map((b) => b.profile),
     ledger: fight.ledger,
     rules: fight.rules,
     tickTimes,

@@ -12,7 +12,10 @@ export interface Flag {
   cause: string;
 }
 
-/** Share of frames drawn from guesses (extrapolated or held) that is flagged. */
+/**
+ * Share of frames drawn from guesses (extrapolated or held) that is flagged, outside outages
+ * (view.steadyGuessedShare: the start and each profile event with the second after it left out).
+ */
 export const GUESSED_VIEW_LIMIT = 0.01;
 
 /** The flags of a run's figures (empty: nothing to say). */
@@ -26,14 +29,17 @@ export function judgeRun(result: SimResult): Flag[] {
   const byRule = get('lagCompensation.viewsRefusedByRule') ?? 0;
   const unforeseen = refused - byRule;
   if (agreement !== null && agreement < 1) {
+    const onHonoured = get('disagreements.honoured') ?? 0;
     flags.push({
       figure: `hitAgreement.${deciding}`,
       value: agreement,
       threshold: '100 %',
       cause:
-        unforeseen > 0
-          ? `the server refused ${unforeseen} named views the client expected it to honour (frames not sent or forgotten, or older than maxUnlagMs in server time): an up-link slower than the client's round trip said (a queue building, a latency spike)`
-          : 'disagreements on honoured views: the client and the server rebuilt different worlds for the same named view',
+        onHonoured > 0
+          ? `${onHonoured} rays disagree on views the server honoured: the client and the server rebuilt different worlds for the same named view (a bug)`
+          : unforeseen > 0
+            ? `the server refused ${unforeseen} named views the client expected it to honour (frames not sent or forgotten, or older than maxUnlagMs in server time): the command took longer to arrive than the client could know (a latency spike after it was sent, a queue building)`
+            : 'rays disagree on views refused by the rule the client also runs (a bug in what the client shows)',
     });
   } else if (refused > 0) {
     flags.push({
@@ -43,14 +49,15 @@ export function judgeRun(result: SimResult): Flag[] {
       cause: `${byRule} views refused by the view acceptance rule (the client knew and showed no hit), ${unforeseen} for frames forgotten or older than maxUnlagMs: the view fell behind the newest frame (a stall, latency spikes) or the link queued`,
     });
   }
-  const guessed = (get('view.extrapolatedShare') ?? 0) + (get('view.heldShare') ?? 0);
+  const steady = get('view.steadyGuessedShare');
+  const guessed = steady ?? (get('view.extrapolatedShare') ?? 0) + (get('view.heldShare') ?? 0);
   if (guessed > GUESSED_VIEW_LIMIT) {
     flags.push({
-      figure: 'view.extrapolatedShare + view.heldShare',
+      figure: steady === null ? 'view.extrapolatedShare + view.heldShare' : 'view.steadyGuessedShare',
       value: guessed,
       threshold: `${GUESSED_VIEW_LIMIT * 100} %`,
       cause:
-        'remote players drawn from guesses: snapshots arrive further apart than the interpolation delay covers (loss, jitter, choke); try --interp-delay adaptive or a larger delay',
+        'remote players drawn from guesses outside outages: snapshots arrive further apart than the interpolation delay covers (loss, jitter, choke); try a larger --interp-delay',
     });
   }
   const choke = get('choke.share');
