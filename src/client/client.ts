@@ -107,7 +107,8 @@ export interface ClientConfig {
   seed: number;
   /**
    * How far behind the newest server time remote entities are drawn, ms. 0 (the default) means
-   * max(100, two snapshot intervals); 'adaptive' follows measured snapshot jitter.
+   * max(100, two snapshot intervals); 'adaptive' (AdaptiveDelay) is the smallest delay that kept
+   * the view interpolating 99.5 % of the time lately, measured from how stale snapshots get.
    */
   interpolationDelayMs: number | 'adaptive';
   prediction: Partial<PredictionConfig>;
@@ -908,7 +909,11 @@ export class GameClient<P, W> {
       session.newestFrameAtMs = this.nowMs;
       const rtt = session.connection.channel?.stats.rttMs ?? 0;
       session.clock.onServerTime(this.nowMs, (f.serverTick * 1000) / tickRate, rtt);
-      session.adaptiveDelay?.onSnapshot(this.nowMs, (f.serverTick * 1000) / tickRate);
+      session.adaptiveDelay?.onSnapshot(
+        this.nowMs,
+        (f.serverTick * 1000) / tickRate,
+        session.clock.receivedNow(this.nowMs),
+      );
       if (!session.spawned) {
         session.spawned = true;
         session.predictor.reset(f.player, f.ackedCommand);

@@ -1,5 +1,6 @@
 // The interpolation delay: how far in the past remote entities are drawn. The paper's default
-// (the larger of 100 ms and two snapshot intervals), or one that adapts to measured jitter.
+// (the larger of 100 ms and two snapshot intervals), or one that adapts to the link: the
+// smallest delay that would have kept the view interpolating a set share of the time lately.
 
 import { clamp } from '../sim/math.ts';
 
@@ -13,60 +14,80 @@ export function defaultInterpolationDelayMs(updateRate: number): number {
 
 /** Tuning of an AdaptiveDelay; every field has a default (DEFAULT_ADAPTIVE_DELAY_CONFIG). */
 export interface AdaptiveDelayConfig {
-  /** Snapshot rate expected before any is measured (snapshots per second). */
+  /** Snapshot rate expected before any is measured (snapshots per second): the first delay is two intervals. */
   updateRateHz: number;
   /** The delay never goes below this (ms). */
   minDelayMs: number;
   /** The delay never goes above this (ms). */
   maxDelayMs: number;
-  /** Snapshot intervals the delay covers, before jitter (2: one lost snapshot is bridged). */
-  intervals: number;
-  /** Standard deviations of arrival jitter added on top. */
-  jitterDeviations: number;
-  /** Weight of each new measurement in the interval and jitter filters, in (0, 1]. */
-  smoothingFactor: number;
+  /**
+   * Share of the time the delay aims to keep the view interpolating, in (0, 1]: the target is this
+   * quantile of the measured staleness (below), so about 1 - coverage of the frames are drawn past
+   * the newest snapshot while the link behaves as it did lately.
+   */
+  coverage: number;
+  /** Added to the quantile (ms): the clock's smoothing and what the window has not seen yet. */
+  marginMs: number;
+  /**
+   * How long the staleness is remembered (ms): two halves, the older one forgotten as a new one
+   * starts, so the delay covers the bursts of the last windowMs / 2 to windowMs and is wide
+   * before the next one instead of being caught out by it.
+   */
+  windowMs: number;
+  /**
+   * A gap between snapshots after which the staleness would pass this (ms) is an outage (a stall,
+   * a latency spike): no delay worth having covers it, so it is left out of the quantile and counted.
+   */
+  outageMs: number;
   /** Fastest the delay comes down towards its target (ms of delay per second of local time). */
   maxChangeMsPerSecond: number;
   /**
-   * Fastest the delay goes up towards its target (ms per second): faster than it comes down, so
-   * it is wide again before the next burst of a bursty link (the render clock then runs up to
-   * this share slower than real time: 40 ms/s is 4 %).
+   * Fastest the delay goes up towards its target (ms per second): faster than it comes down (the
+   * render clock then runs up to this share slower than real time: 40 ms/s is 4 %).
    */
   maxRiseMsPerSecond: number;
-  /**
-   * The jitter the target covers is the largest measured lately: a peak that decays to the
-   * current jitter with this time constant (ms). A link that had a burst of jitter or loss is
-   * taken to have another, so the delay stays wide between them instead of shrinking and being
-   * caught out by the next.
-   */
-  jitterHoldMs: number;
+  /** It rises only for this long (ms) after a gap outgrew it. */
+  riseHoldMs: number;
+  /** For this long after the first snapshot (ms) it may rise warmUpRiseFactor times faster. */
+  warmUpMs: number;
+  warmUpRiseFactor: number;
 }
 
 export const DEFAULT_ADAPTIVE_DELAY_CONFIG: Readonly<AdaptiveDelayConfig> = Object.freeze({
   updateRateHz: 20,
   minDelayMs: 0,
   maxDelayMs: 500,
-  intervals: 2,
-  jitterDeviations: 2,
-  smoothingFactor: 1 / 16,
-  maxChangeMsPerSecond: 10,
+  coverage: 0.995,
+  marginMs: 4,
+  windowMs: 10_000,
+  outageMs: 600,
+  maxChangeMsPerSecond: 20,
   maxRiseMsPerSecond: 40,
-  jitterHoldMs: 10_000,
+  riseHoldMs: 1000,
+  warmUpMs: 5000,
+  warmUpRiseFactor: 5,
 });
+
+/** Width of one bin of the staleness histograms, ms. */
+const BIN_MS = 2;
 
 function checkDelayConfig(c: AdaptiveDelayConfig): void {
   const positive: (keyof AdaptiveDelayConfig)[] = [
     'updateRateHz',
+    'windowMs',
+    'outageMs',
     'maxChangeMsPerSecond',
     'maxRiseMsPerSecond',
-    'jitterHoldMs',
+    'riseHoldMs',
+    'warmUpMs',
+    'warmUpRiseFactor',
   ];
   for (const field of positive) {
     if (!(c[field] > 0 && Number.isFinite(c[field]))) {
       throw new Error(`AdaptiveDelay: ${field} must be a finite number > 0, got ${c[field]}`);
     }
   }
-  const nonNegative: (keyof AdaptiveDelayConfig)[] = ['minDelayMs', 'intervals', 'jitterDeviations'];
+  const nonNegative: (keyof AdaptiveDelayConfig)[] = ['minDelayMs', 'marginMs'];
   for (const field of nonNegative) {
     if (!(c[field] >= 0 && Number.isFinite(c[field]))) {
       throw new Error(`AdaptiveDelay: ${field} must be a finite number >= 0, got ${c[field]}`);
@@ -77,86 +98,94 @@ function checkDelayConfig(c: AdaptiveDelayConfig): void {
       `AdaptiveDelay: maxDelayMs must be finite and >= minDelayMs (${c.minDelayMs}), got ${c.maxDelayMs}`,
     );
   }
-  if (!(c.smoothingFactor > 0 && c.smoothingFactor <= 1)) {
-    throw new Error(`AdaptiveDelay: smoothingFactor must be in (0, 1], got ${c.smoothingFactor}`);
+  if (!(c.coverage > 0 && c.coverage <= 1)) {
+    throw new Error(`AdaptiveDelay: coverage must be in (0, 1], got ${c.coverage}`);
   }
 }
 
 /**
- * An interpolation delay that follows the measured snapshot spacing and arrival jitter:
- * target = clamp(intervals * interval + jitterDeviations * jitter, minDelayMs, maxDelayMs), where
- * interval is the filtered server-time spacing of snapshots (losses widen it) and jitter the
- * filtered standard deviation of their transit time (arrival minus server time), held at its
- * recent peak (jitterHoldMs). The delay comes down at most maxChangeMsPerSecond and goes up at
- * most maxRiseMsPerSecond, so the render clock speeds up or slows down by
- * at most that much. Pure: time passed in.
+ * An interpolation delay that follows how stale the newest snapshot gets. Render time is the
+ * clock's newest received server time minus the delay, so a frame interpolates exactly when the
+ * delay is at least the staleness: that clock time minus the server time of the newest snapshot
+ * held. Between two arrivals the staleness grows with local time; each gap adds that ramp, weighted
+ * by its length, to a histogram of the last `windowMs`. The target is the histogram's `coverage`
+ * quantile plus `marginMs`: the smallest delay that would have kept the view interpolating that
+ * share of the time (two snapshot intervals on a clean link take a little over one interval, a
+ * lossy or jittery link takes what its gaps take). Gaps that would pass `outageMs` are outages,
+ * left out. The delay comes down at most maxChangeMsPerSecond and goes up at most
+ * maxRiseMsPerSecond, and only while gaps outgrow it (riseHoldMs): a latency step that is over
+ * raised the target but is not chased. While a connection starts (warmUpMs) it rises faster.
+ * Pure (time passed in); allocates only when built.
  */
 export class AdaptiveDelay {
   readonly config: Readonly<AdaptiveDelayConfig>;
-  /** Filtered spacing between consecutive snapshots, in server ms. */
-  intervalMs: number;
-  /** Filtered standard deviation of snapshot transit time, ms. */
-  jitterMs = 0;
-  /** The largest jitter lately (decaying to jitterMs over jitterHoldMs): what the target covers. */
-  heldJitterMs = 0;
   /** Where the delay is heading, ms. */
   targetDelayMs: number;
+  /** Gaps left out as outages. */
+  outages = 0;
   /** Snapshots ignored because a time was not finite. */
   rejectedSamples = 0;
 
-  private transitMeanMs = 0;
-  private transitVariance = 0;
+  /** Time (ms) spent at each staleness bin: the current half of the window and the one before. */
+  private current: Float64Array;
+  private previous: Float64Array;
+  private currentStartMs = -Infinity;
+  private lastArrivalMs = -Infinity;
   private lastServerMs = -Infinity;
-  private heldAtMs = -Infinity;
-  private hasTransit = false;
+  /** Staleness right after the last arrival, ms. */
+  private staleAfterMs = 0;
   private anchorLocalMs = -Infinity;
   private anchorDelayMs: number;
+  private firstArrivalMs = Infinity;
+  /** When a gap last outgrew the delay (the view ran past the newest snapshot). */
+  private caughtOutAtMs = -Infinity;
 
   constructor(config: Partial<AdaptiveDelayConfig> = {}) {
     const c = { ...DEFAULT_ADAPTIVE_DELAY_CONFIG, ...config };
     checkDelayConfig(c);
     this.config = Object.freeze(c);
-    this.intervalMs = 1000 / c.updateRateHz;
-    this.targetDelayMs = this.computeTarget();
+    const bins = Math.ceil(c.outageMs / BIN_MS) + 1;
+    this.current = new Float64Array(bins);
+    this.previous = new Float64Array(bins);
+    this.targetDelayMs = clamp((2 * 1000) / c.updateRateHz, c.minDelayMs, c.maxDelayMs);
     this.anchorDelayMs = this.targetDelayMs;
   }
 
   /**
-   * Records a snapshot built at `serverTimeMs` that arrived at `localNowMs`. Out-of-order and
-   * duplicate snapshots count towards jitter but not spacing; a single measurement counts for at
-   * most maxDelayMs, so one long pause or clock jump cannot blow the filters up. Returns false
-   * (and counts it) if a time is not finite; never throws.
+   * Records a snapshot newer than any before, built at `serverTimeMs`, that arrived at `localNowMs`
+   * when the clock's newest received server time read `receivedNowMs` (ServerClock.receivedNow
+   * then). Older or duplicate snapshots are not given.
+   * Returns false (and counts it) if a time is not finite; never throws.
    */
-  onSnapshot(localNowMs: number, serverTimeMs: number): boolean {
-    if (!Number.isFinite(localNowMs) || !Number.isFinite(serverTimeMs)) {
+  onSnapshot(localNowMs: number, serverTimeMs: number, receivedNowMs: number): boolean {
+    if (!Number.isFinite(localNowMs) || !Number.isFinite(serverTimeMs) || !Number.isFinite(receivedNowMs)) {
       this.rejectedSamples++;
       return false;
     }
-    const a = this.config.smoothingFactor;
     this.anchorDelayMs = this.delayMs(localNowMs);
     this.anchorLocalMs = localNowMs;
-    const transit = localNowMs - serverTimeMs;
-    const cap = this.config.maxDelayMs;
-    if (this.hasTransit) {
-      const deviation = transit - this.transitMeanMs;
-      const d = clamp(deviation, -cap, cap);
-      this.transitMeanMs += a * d;
-      this.transitVariance = (1 - a) * (this.transitVariance + a * d * d);
-    } else {
-      this.transitMeanMs = transit;
-      this.hasTransit = true;
+    if (this.currentStartMs === -Infinity) {
+      this.currentStartMs = localNowMs;
+      this.firstArrivalMs = localNowMs;
     }
-    this.jitterMs = Math.sqrt(this.transitVariance);
-    const since = localNowMs > this.heldAtMs ? localNowMs - this.heldAtMs : 0;
-    const decayed = this.heldJitterMs * Math.exp(-since / this.config.jitterHoldMs);
-    this.heldJitterMs = decayed > this.jitterMs ? decayed : this.jitterMs;
-    this.heldAtMs = localNowMs;
+    if (localNowMs - this.currentStartMs >= this.config.windowMs / 2) {
+      const old = this.previous;
+      this.previous = this.current;
+      this.current = old.fill(0);
+      this.currentStartMs = localNowMs;
+    }
+    if (this.lastArrivalMs !== -Infinity && serverTimeMs > this.lastServerMs) {
+      const gap = localNowMs - this.lastArrivalMs;
+      const from = this.staleAfterMs;
+      const to = Math.max(from, receivedNowMs - this.lastServerMs);
+      if (to >= this.config.outageMs) this.outages++;
+      else if (gap > 0) this.addRamp(from, to, gap);
+      if (to > this.anchorDelayMs) this.caughtOutAtMs = localNowMs;
+    }
     if (serverTimeMs > this.lastServerMs) {
-      if (this.lastServerMs !== -Infinity) {
-        const spacing = serverTimeMs - this.lastServerMs;
-        this.intervalMs += a * (Math.min(spacing, cap) - this.intervalMs);
-      }
+      this.lastArrivalMs = localNowMs;
       this.lastServerMs = serverTimeMs;
+      this.staleAfterMs = Math.max(0, receivedNowMs - serverTimeMs);
     }
     this.targetDelayMs = this.computeTarget();
     return true;
@@ -166,16 +195,57 @@ export class AdaptiveDelay {
   delayMs(localNowMs: number): number {
     const elapsed = localNowMs > this.anchorLocalMs ? localNowMs - this.anchorLocalMs : 0;
     const gap = this.targetDelayMs - this.anchorDelayMs;
-    const rise = (this.config.maxRiseMsPerSecond / 1000) * elapsed;
-    const fall = (this.config.maxChangeMsPerSecond / 1000) * elapsed;
+    // It rises only while gaps outgrow it (within riseHoldMs): a wider target learnt from a
+    // latency step that is over is not chased.
+    const c = this.config;
+    const rising = localNowMs - this.caughtOutAtMs <= c.riseHoldMs;
+    // While the first measurements come in (a new connection), it may rise warmUpRiseFactor
+    // times faster: the first seconds on a bad link are not spent drawing guesses.
+    const warm = localNowMs - this.firstArrivalMs < c.warmUpMs ? c.warmUpRiseFactor : 1;
+    const rise = rising ? (c.maxRiseMsPerSecond / 1000) * warm * elapsed : 0;
+    const fall = (c.maxChangeMsPerSecond / 1000) * elapsed;
     if (gap > rise) return this.anchorDelayMs + rise;
+    if (gap > 0 && !rising) return this.anchorDelayMs;
     if (gap < -fall) return this.anchorDelayMs - fall;
     return this.targetDelayMs;
   }
 
+  /** `weightMs` of time spread evenly over staleness fromMs..toMs. */
+  private addRamp(fromMs: number, toMs: number, weightMs: number): void {
+    const h = this.current;
+    const first = Math.floor(fromMs / BIN_MS);
+    const last = Math.min(h.length - 1, Math.floor(toMs / BIN_MS));
+    if (first >= last) {
+      h[Math.min(first, h.length - 1)] += weightMs;
+      return;
+    }
+    const perMs = weightMs / (toMs - fromMs);
+    for (let b = first; b <= last; b++) {
+      const lo = b === first ? fromMs : b * BIN_MS;
+      const hi = b === last ? toMs : (b + 1) * BIN_MS;
+      if (hi > lo) h[b] += (hi - lo) * perMs;
+    }
+  }
+
   private computeTarget(): number {
     const c = this.config;
-    const want = c.intervals * this.intervalMs + c.jitterDeviations * this.heldJitterMs;
-    return clamp(want, c.minDelayMs, c.maxDelayMs);
+    const cur = this.current;
+    const prev = this.previous;
+    let total = 0;
+    for (let b = 0; b < cur.length; b++) total += cur[b] + prev[b];
+    // Until a second of gaps is measured, keep the starting delay.
+    if (total < 1000) return this.targetDelayMs;
+    const want = total * c.coverage;
+    let sum = 0;
+    let b = 0;
+    for (; b < cur.length; b++) {
+      const here = cur[b] + prev[b];
+      if (sum + here >= want) {
+        const within = here > 0 ? (want - sum) / here : 1;
+        return clamp((b + within) * BIN_MS + c.marginMs, c.minDelayMs, c.maxDelayMs);
+      }
+      sum += here;
+    }
+    return clamp(cur.length * BIN_MS + c.marginMs, c.minDelayMs, c.maxDelayMs);
   }
 }
