@@ -2,7 +2,7 @@
 // with every unacknowledged one, read the server's packets, predict the local player, render.
 // Driven by time passed in: `update(nowMs, input)` once per frame.
 
-import { DEFAULT_PROTOCOL_ID, DEFAULT_PROTOCOL_VERSION, PACKET_HEADER_BYTES } from '../net/channel.ts';
+import { DEFAULT_PROTOCOL_ID, DEFAULT_PROTOCOL_VERSION } from '../net/channel.ts';
 import { ClientConnection, type ConnectionState } from '../net/client-connection.ts';
 import { type ConnectToken, MAX_CONNECT_TOKEN_BYTES, TOKEN_CLIENT_KEY_BYTES } from '../net/connect-token.ts';
 import { PACKET_TAG_BYTES, type PacketCipher } from '../net/packet-crypto.ts';
@@ -14,6 +14,7 @@ import {
   checkEventTable,
   createServerFrame,
   createWireEvent,
+  FIRST_SEQUENCE_SHORT_REACH,
   MAX_COMMAND_BASE_GAP,
   MAX_COMMAND_SKIP,
   MAX_COMMANDS_PER_PACKET,
@@ -73,11 +74,12 @@ export interface ClientConfig {
    */
   upRateBytesPerSecond: number;
   /**
-   * How often a command is repeated. 'acknowledged': in every packet until a packet carrying it
-   * is acknowledged (the up-link grows with the round trip). 'bounded': in as many packets as the
-   * measured up-link loss needs plus one (`commandCopies`), within the up-link budget, and sent
-   * again once when every copy was lost (the up-link does not grow with the round trip; on a lossy
-   * link the budget may leave fewer copies than the loss needs, and some commands are lost).
+   * How often a command is repeated. 'bounded' (the default): in as many packets as the measured
+   * up-link loss needs (`commandCopies`: one on a loss-free link), within the up-link budget, and
+   * sent again whenever the acknowledgements show every copy lost (the up-link grows with loss,
+   * not with the round trip; where the loss needs more copies than the budget pays for, some
+   * commands are lost). 'acknowledged': in every packet until a packet carrying it is
+   * acknowledged (the up-link grows with the round trip, up to the budget).
    */
   commandRedundancy: 'acknowledged' | 'bounded';
   /** Connection attempts are resent this often until answered. */
@@ -124,8 +126,8 @@ export const DEFAULT_CLIENT_CONFIG: ClientConfig = {
   updateRate: 32,
   rateBytesPerSecond: 80_000,
   commandRate: 64,
-  upRateBytesPerSecond: 16_000,
-  commandRedundancy: 'acknowledged',
+  upRateBytesPerSecond: 2000,
+  commandRedundancy: 'bounded',
   connectRetryMs: 100,
   connectTimeoutMs: 10_000,
   timeoutMs: 10_000,
@@ -141,35 +143,56 @@ export const DEFAULT_CLIENT_CONFIG: ClientConfig = {
 const COPY_RING = 32;
 /**
  * Which packets carry a command's copies, counted from the packet that first carried it: the
- * first `copies` of these. Spread out, so a burst of losses a few packets long does not take
- * every copy, as it would of copies in consecutive packets.
+ * first `copies` of these (consecutive packets: at equal bytes, spreading the copies out did
+ * not lose fewer commands to burst loss than resending on loss detected from acknowledgements).
  */
-const COPY_OFFSETS = [0, 1, 2, 3, 4, 5, 6, 7];
+const COPY_OFFSETS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+/**
+ * A command not known received is sent again once this many command packets sent after its last
+ * copy (and two round-trip deviations after it) were acknowledged: the acknowledgements show the
+ * copy's packet lost, not overtaken.
+ */
+const RESEND_AFTER_PACKETS = 2;
 /** Commands whose receipt is remembered (a packet carrying them was acknowledged). */
 const RECEIVED_RING = 1024;
 /** Ranges of consecutive commands remembered per packet (for acknowledgement); more go unrecorded. */
 const MAX_RANGES = 16;
+/** Command packets acknowledged before the measured loss is trusted alone, and the loss assumed at first. */
+const STARTUP_PACKETS = 64;
+const STARTUP_LOSS = 0.2;
 /** A command is lost (every copy of it) at most this often, were packet losses independent. */
-const COMMAND_LOSS_TARGET = 0.001;
-/** Bytes of a command packet besides its commands: header, tag, reliable count, flags, run head. */
-const COMMAND_PACKET_FIXED_BYTES = PACKET_HEADER_BYTES + PACKET_TAG_BYTES + 7;
+const COMMAND_LOSS_TARGET = 0.0001;
 /**
- * Command packets per second kept within the up-link budget before copies are cut: the up-link
- * budget pays this many packets' fixed bytes first, and copies share what is left.
+ * Bytes of a command packet besides its commands: the sealed header in its short forms (prefix,
+ * sequence, ack, about a byte of ack bits), the tag, the reliable count, flags and run head.
  */
-const MIN_COMMAND_PACKET_RATE = 10;
+const COMMAND_PACKET_FIXED_BYTES = 5 + PACKET_TAG_BYTES + 4;
+/**
+ * Command packets per second kept within the up-link budget before copies are cut: the budget
+ * pays this many packets' fixed bytes first, and copies share what is left. Half of 60 frames a
+ * second: where loss asks for more copies than the budget pays for at one packet a frame, packets
+ * carry two new commands at most, not more (the server runs a packet's commands together, and
+ * bigger bundles arriving with jitter wait for the time budget).
+ */
+const MIN_COMMAND_PACKET_RATE = 20;
 
 /**
- * How many consecutive command packets carry each command when the measured packet loss is
- * `loss`: enough that every copy is lost at most COMMAND_LOSS_TARGET of the time (taking loss as
- * at least 2 %), plus one for bursts. 3 on a clean link, 6 at 25 % loss, never more than 8: the
- * up-link does not grow with the round trip, only with loss.
+ * How many consecutive command packets carry each command when the measured up-link packet loss
+ * is `loss`: one while no loss is measured (a lost packet's commands are sent again once the
+ * acknowledgements show it lost), else enough that every copy is lost at most
+ * COMMAND_LOSS_TARGET of the time, plus one for bursts and for loss the measure has not caught
+ * up with: 3 at 1 %, 5 at 10 %, 8 at 25 %, never more than 10. The up-link grows with loss, never
+ * with the round trip.
  */
 export function commandCopies(loss: number): number {
-  const p = loss > 0.02 ? Math.min(loss, 0.6) : 0.02;
+  if (!(loss > 0)) return 1;
+  const p = Math.min(loss, 0.6);
   const needed = Math.ceil(Math.log(COMMAND_LOSS_TARGET) / Math.log(p));
-  return Math.min(8, Math.max(1, needed) + 1);
+  return Math.min(COPY_OFFSETS.length, Math.max(1, needed) + 1);
 }
+
+/** The render time follows the commands' time while within this of the clock's, ms. */
+const RENDER_TRACK_MS = 2;
 
 /** No frame for this many snapshot intervals (plus STALL_MARGIN_MS): the link is stalled. */
 const STALL_INTERVALS = 4;
@@ -242,6 +265,8 @@ export interface ClientStats {
 /** What one command packet carried: its newest command and its ranges of commands. */
 interface SentCommands {
   newest: number;
+  /** Its number among the session's command packets (0, 1, 2...). */
+  count: number;
   sentMs: number;
   entry: number;
   ranges: number;
@@ -265,6 +290,7 @@ class Session<P, W> {
   /** Newest command carried by each sent packet, when it went and its packet history entry, by packet sequence. */
   readonly packetCommands = new SequenceBuffer<SentCommands>(1024, () => ({
     newest: 0,
+    count: 0,
     sentMs: 0,
     entry: -1,
     ranges: 0,
@@ -273,11 +299,15 @@ class Session<P, W> {
   }));
   /** Commands known received by the server (a packet carrying them was acknowledged), by number. */
   readonly received = new Float64Array(RECEIVED_RING).fill(-1);
-  /** When each command last went out (sentSeq tags the slot), local ms. */
+  /** The command packet (by count) each command last went out in (sentSeq tags the slot). */
   readonly sentSeq = new Float64Array(RECEIVED_RING).fill(-1);
+  readonly sentInPacket = new Float64Array(RECEIVED_RING);
   readonly sentAtMs = new Float64Array(RECEIVED_RING);
   /** Newest command the server is known to have received (its packet was acknowledged). */
   serverHasCommand = 0;
+  /** Newest command packet acknowledged, by count (-1: none), and when it went (local ms). */
+  newestAckedPacket = -1;
+  newestAckedSentMs = 0;
   /** Newest command of each of the last COPY_RING command packets, by command packet count. */
   readonly sentNewest = new Float64Array(COPY_RING);
   commandPackets = 0;
@@ -288,13 +318,16 @@ class Session<P, W> {
   msecRemainder = 0;
   /** The interpolation delay the view was last drawn with, ms. */
   viewDelayMs = 0;
+  /** The render time last drawn (ms) and the newest command then (-1: none). */
+  renderTimeMs = 0;
+  renderCommand = -1;
   /** Local time the newest frame arrived, ms. */
   newestFrameAtMs = 0;
   nextCommandSendMs = 0;
   /** The up-link budget allows the next command packet from this time on. */
   upFreeMs = 0;
   /** Filtered bytes each command costs in a packet, and filtered msec per command. */
-  bytesPerCommand = 6;
+  bytesPerCommand = 3;
   msecPerCommand = 16;
 
   constructor(client: GameClient<P, W>, connection: ClientConnection) {
@@ -347,7 +380,7 @@ export class GameClient<P, W> {
   private session: Session<P, W>;
   private readonly cmd: UserCommand = createUserCommand();
   private readonly sendCmds: UserCommand[] = [];
-  private readonly run: CommandRun = { count: 0, baseGap: 0 };
+  private readonly run: CommandRun = { count: 0, baseGap: 0, shortFirst: false };
   private readonly lookupCommand = (sequence: number) => this.session.predictor.command(sequence);
   /** The ranges of commands the packet being written carries, and its newest command so far. */
   private ranges = 0;
@@ -583,7 +616,7 @@ export class GameClient<P, W> {
       const tickMs = 1000 / tickRate;
       const delay = this.interpolationDelayMs(nowMs);
       let renderTimeMs = this.interpolate
-        ? session.clock.receivedNow(nowMs) - delay
+        ? this.trackRenderTime(session.clock.receivedNow(nowMs) - delay)
         : session.view.newestTick * tickMs;
       // Never further behind the newest frame than the delay (and half the rule's slack): the
       // view acceptance rule honours no older view. The smoothed clock lags the newest frame
@@ -594,6 +627,29 @@ export class GameClient<P, W> {
       session.viewDelayMs = delay;
       session.view.update(renderTimeMs / tickMs, tickMs);
     }
+  }
+
+  /**
+   * The render time this frame, near `targetMs` (the clock's): while commands are made, the view
+   * moves on by exactly the msec of the command made this frame and follows the clock only as far as it strays
+   * more than RENDER_TRACK_MS from it. So the view a command names is, almost always, its
+   * predecessor's moved on by that one's msec, which the command packets encode in a bit or two
+   * (serializeCompactUserCommand); the view stays within RENDER_TRACK_MS of the clock's.
+   */
+  private trackRenderTime(targetMs: number): number {
+    const session = this.session;
+    let t = targetMs;
+    if (session.renderCommand >= 0) {
+      const moved = session.predictor.newestSequence - session.renderCommand;
+      const made = moved === 1 ? session.predictor.command(session.renderCommand + 1) : undefined;
+      if (made !== undefined) {
+        const next = session.renderTimeMs + made.msec;
+        t = Math.min(targetMs + RENDER_TRACK_MS, Math.max(targetMs - RENDER_TRACK_MS, next));
+      }
+    }
+    session.renderCommand = session.predictor.newestSequence;
+    session.renderTimeMs = t;
+    return t;
   }
 
   private newSession(nowMs: number): Session<P, W> {
@@ -637,6 +693,10 @@ export class GameClient<P, W> {
       const sent = session.packetCommands.get(sequence);
       if (sent === undefined) return;
       if (sent.newest > session.serverHasCommand) session.serverHasCommand = sent.newest;
+      if (sent.count > session.newestAckedPacket) {
+        session.newestAckedPacket = sent.count;
+        session.newestAckedSentMs = sent.sentMs;
+      }
       for (let r = 0; r < sent.ranges; r++) {
         for (let seq = sent.lo[r]; seq <= sent.hi[r]; seq++) session.received[seq % RECEIVED_RING] = seq;
       }
@@ -726,6 +786,7 @@ export class GameClient<P, W> {
     const sequence = channel.send(nowMs, this.writeCommands);
     const sent = session.packetCommands.insert(sequence);
     sent.newest = session.predictor.newestSequence;
+    sent.count = session.commandPackets;
     sent.sentMs = nowMs;
     sent.ranges = this.ranges;
     for (let r = 0; r < this.ranges; r++) {
@@ -735,7 +796,7 @@ export class GameClient<P, W> {
     const bytes = channel.stats.bytesSent - before;
     if (this.run.count > 0) {
       const perCommand = Math.max(1, (bytes - COMMAND_PACKET_FIXED_BYTES) / this.run.count);
-      session.bytesPerCommand += (perCommand - session.bytesPerCommand) / 16;
+      session.bytesPerCommand += (perCommand - session.bytesPerCommand) / 64;
     }
     sent.entry = this.packets.record(nowMs, PACKET_OUT, bytes);
     // The budget is a bucket holding at most one interval's worth: a packet spends its bytes.
@@ -756,7 +817,13 @@ export class GameClient<P, W> {
    */
   private copiesNow(): number {
     const session = this.session;
-    const wanted = commandCopies(session.connection.channel?.stats.outgoingLoss ?? 0);
+    const stats = session.connection.channel?.stats;
+    // Until enough packets were acknowledged to measure the loss, it is taken to be at least
+    // STARTUP_LOSS, less as acknowledgements come in.
+    let loss = stats?.outgoingLoss ?? 0;
+    const acked = stats?.packetsAcked ?? 0;
+    if (acked < STARTUP_PACKETS) loss = Math.max(loss, (STARTUP_LOSS * 8) / (8 + acked));
+    const wanted = commandCopies(loss);
     const commandsPerSecond = 1000 / Math.max(1, session.msecPerCommand);
     const spare = this.config.upRateBytesPerSecond - MIN_COMMAND_PACKET_RATE * COMMAND_PACKET_FIXED_BYTES;
     const affordable = Math.floor(spare / (commandsPerSecond * session.bytesPerCommand));
@@ -765,11 +832,11 @@ export class GameClient<P, W> {
 
   /**
    * The commands of this packet, oldest first: any the server is not known to have whose last
-   * copy went longer ago than a round trip and its deviation plus two packet intervals (every
-   * copy was lost: sent again, once per such wait), then the new ones with copies of the ones
-   * first sent COPY_OFFSETS[1..copies) packets ago the server is not known to have (no packet
-   * carrying them acknowledged, not yet run). At most a packet's worth: the newest are kept. The
-   * server waits a reorder window for a missing command before skipping it.
+   * copy's packet the acknowledgements show lost (RESEND_AFTER_PACKETS later packets
+   * acknowledged: sent again, and again if that copy is lost too), then the new ones with copies
+   * of the ones first sent COPY_OFFSETS[1..copies) packets ago the server is not known to have
+   * (no packet carrying them acknowledged, not yet run). At most a packet's worth: the newest are
+   * kept. The server waits a reorder window for a missing command before skipping it.
    */
   private writeCommandRun(s: BitStream): void {
     const session = this.session;
@@ -787,13 +854,21 @@ export class GameClient<P, W> {
     const oldestBack = Math.min(COPY_OFFSETS[copies - 1], k);
     const copiesFrom =
       !bounded || oldestBack === k ? done + 1 : session.sentNewest[(k - oldestBack - 1) % COPY_RING] + 1;
-    const stats = session.connection.channel?.stats;
-    const overdueMs = (stats?.rttMs ?? 0) + 4 * (stats?.rttVarianceMs ?? 0) + 2000 / this.config.commandRate;
+    // A copy's packet is taken as lost once packets sent RESEND_AFTER_PACKETS and two round-trip
+    // deviations after it were acknowledged (not merely overtaken on a jittery route).
+    const lostBefore = session.newestAckedPacket - RESEND_AFTER_PACKETS;
+    const lostSentBefore =
+      session.newestAckedSentMs - 2 * (session.connection.channel?.stats.rttVarianceMs ?? 0);
     const lowest = Math.max(done + 1, copiesFrom - MAX_COMMAND_SKIP);
     for (let seq = lowest; seq < copiesFrom; seq++) {
       const i = seq % RECEIVED_RING;
       if (session.received[i] === seq) continue;
-      if (session.sentSeq[i] === seq && this.nowMs - session.sentAtMs[i] >= overdueMs) this.addToRun(seq);
+      if (
+        session.sentSeq[i] === seq &&
+        session.sentInPacket[i] <= lostBefore &&
+        session.sentAtMs[i] <= lostSentBefore
+      )
+        this.addToRun(seq);
       else this.closeRange();
     }
     for (let j = copies - 1; j >= 0; j--) {
@@ -816,6 +891,7 @@ export class GameClient<P, W> {
     for (let i = 0; i < count; i++) {
       const seq = this.sendCmds[i].sequence;
       session.sentSeq[seq % RECEIVED_RING] = seq;
+      session.sentInPacket[seq % RECEIVED_RING] = k;
       session.sentAtMs[seq % RECEIVED_RING] = this.nowMs;
     }
     // The first command is encoded against the newest one before it the server is known to
@@ -831,9 +907,23 @@ export class GameClient<P, W> {
         }
       }
     }
+    // The server reads a short first number near the newest command it received: at least the
+    // newest known received, at most the newest made.
+    this.run.shortFirst =
+      count > 0 &&
+      this.sendCmds[0].sequence - session.serverHasCommand <= FIRST_SEQUENCE_SHORT_REACH &&
+      newest - this.sendCmds[0].sequence <= FIRST_SEQUENCE_SHORT_REACH;
     this.flags.resetBaseline = session.snapshots.needsFullUpdate || session.players.needsFullUpdate;
     serializeClientFlags(s, this.flags);
-    serializeCommandRun(s, this.sendCmds, this.run, this.lookupCommand);
+    const tickRate = session.connection.tickRate;
+    serializeCommandRun(
+      s,
+      this.sendCmds,
+      this.run,
+      this.lookupCommand,
+      0,
+      tickRate > 0 ? 1000 / tickRate : 0,
+    );
     this.stats.commandsSent += count;
   }
 

@@ -17,6 +17,15 @@
 //            loss), x (1 - loss / 2); never below minBytesPerSecond;
 //   normal   (queue under half the threshold): rate grows by increasePerSecond of itself per second,
 //            up to maxBytesPerSecond.
+// A queue is not always the sender's: a route that got longer (a latency step, a spike) or
+// someone else's queue raises the round trip as much. The acknowledgements tell them apart
+// (dispersion: how long the acknowledged packets of the last deliveryWindowMs took to send,
+// over how long their acknowledgements took to arrive): a bottleneck the sender overfills
+// spreads them out (below 0.7), and the rate is cut at once to the delivered rate; packets that
+// arrive spaced as they were sent (0.85..1/0.85) mean the path itself changed, and after the
+// hold the base moves up to the new round trip (`latencySteps`) instead of the rate coming down;
+// in between (0.7..0.85) the rate is cut after the hold, by at most half; closer than they went
+// (a queue draining) or too few acknowledgements to tell: nothing is decided.
 // Pure: time is passed in; allocation-free.
 
 /** Tuning of a RateController; every field but maxBytesPerSecond has a default. */
@@ -61,6 +70,12 @@ export interface RateControllerStats {
   /** Decreases for a queue, and for loss with a queue. */
   delayDecreases: number;
   lossDecreases: number;
+  /**
+   * Times the round trip grew while the acknowledgements kept the spacing the packets were sent
+   * with (a longer route, someone else's queue: nothing sending less would fix): the base moved
+   * up to the new round trip instead of the rate coming down.
+   */
+  latencySteps: number;
   /** Acknowledgement samples taken. */
   samples: number;
 }
@@ -68,10 +83,21 @@ export interface RateControllerStats {
 const DELIVERY_BUCKETS = 8;
 /** A queue must show this long before the rate is cut, ms. */
 const OVERUSE_HOLD_MS = 200;
+/**
+ * Dispersion (the time the acknowledged packets took to be sent over the time their
+ * acknowledgements took to arrive) below this: the packets left faster than the path carries
+ * them, and the queue is the sender's own.
+ */
+const BOTTLENECK_DISPERSION = 0.7;
+/** Above this, and below 1 / this, the acknowledgements kept the sending spacing. */
+const STEADY_DISPERSION = 0.85;
+/** Dispersion is measured over at least this many acknowledgements spanning this long, ms. */
+const DISPERSION_MIN_ACKS = 4;
+const DISPERSION_MIN_SPAN_MS = 100;
 
 export class RateController {
   readonly config: Readonly<RateControllerConfig>;
-  readonly stats: RateControllerStats = { delayDecreases: 0, lossDecreases: 0, samples: 0 };
+  readonly stats: RateControllerStats = { delayDecreases: 0, lossDecreases: 0, latencySteps: 0, samples: 0 };
   /** Bytes per second it may send now. */
   rateBytesPerSecond: number;
   /** Smoothed round trip, its lowest of the window (the path without queues) and the difference, ms. */
@@ -82,13 +108,26 @@ export class RateController {
   rttDeviationMs = 0;
   /** Bytes acknowledged per second over the delivery window. */
   deliveredBytesPerSecond = 0;
+  /**
+   * Over the delivery window: how long the acknowledged packets took to be sent over how long
+   * their acknowledgements took to arrive (1: the path kept their spacing; below 1: they queued
+   * at a bottleneck; above 1: a queue draining). NaN until enough acknowledgements.
+   */
+  dispersion = Number.NaN;
 
   private hasSample = false;
+  private lastSampleMs = 0;
   /** Lowest smoothed round trip of the current and the previous half window. */
   private baseCurrent = Number.POSITIVE_INFINITY;
   private basePrevious = Number.POSITIVE_INFINITY;
   private baseSwitchMs = 0;
   private readonly bucketBytes = new Float64Array(DELIVERY_BUCKETS);
+  /** Per bucket: acknowledgements, and the earliest and latest send and acknowledgement times. */
+  private readonly bucketAcks = new Int32Array(DELIVERY_BUCKETS);
+  private readonly bucketFirstSent = new Float64Array(DELIVERY_BUCKETS);
+  private readonly bucketLastSent = new Float64Array(DELIVERY_BUCKETS);
+  private readonly bucketFirstAck = new Float64Array(DELIVERY_BUCKETS);
+  private readonly bucketLastAck = new Float64Array(DELIVERY_BUCKETS);
   private bucketStartMs = 0;
   private bucket = 0;
   private firstAckMs = -1;
@@ -116,6 +155,16 @@ export class RateController {
   onAck(nowMs: number, rttMs: number, bytes: number): void {
     if (!(rttMs >= 0 && Number.isFinite(rttMs) && Number.isFinite(nowMs))) return;
     this.stats.samples++;
+    // A round trip that jumps from one acknowledgement to the next (a queue grows packet by
+    // packet) is the path changing: the dispersion measured across the jump would mistake the
+    // gap for a bottleneck, so it starts again after it.
+    if (
+      this.hasSample &&
+      rttMs - this.lastSampleMs > Math.max(2 * this.config.queueThresholdMs, 4 * this.rttDeviationMs)
+    ) {
+      this.bucketAcks.fill(0);
+    }
+    this.lastSampleMs = rttMs;
     if (this.hasSample) {
       this.rttDeviationMs += (Math.abs(rttMs - this.smoothedRttMs) - this.rttDeviationMs) / 4;
       this.smoothedRttMs += (rttMs - this.smoothedRttMs) / 8;
@@ -137,6 +186,42 @@ export class RateController {
     this.baseRttMs = Math.min(this.baseCurrent, this.basePrevious);
     this.queueDelayMs = this.smoothedRttMs - this.baseRttMs;
     this.addDelivered(nowMs, bytes);
+    const b = this.bucket;
+    const sentMs = nowMs - rttMs;
+    if (this.bucketAcks[b] === 0) {
+      this.bucketFirstSent[b] = sentMs;
+      this.bucketLastSent[b] = sentMs;
+      this.bucketFirstAck[b] = nowMs;
+    } else {
+      if (sentMs < this.bucketFirstSent[b]) this.bucketFirstSent[b] = sentMs;
+      if (sentMs > this.bucketLastSent[b]) this.bucketLastSent[b] = sentMs;
+    }
+    this.bucketLastAck[b] = nowMs;
+    this.bucketAcks[b]++;
+    this.measureDispersion();
+  }
+
+  /** Dispersion over the live buckets (see `dispersion`). */
+  private measureDispersion(): void {
+    let acks = 0;
+    let firstSent = Number.POSITIVE_INFINITY;
+    let lastSent = Number.NEGATIVE_INFINITY;
+    let firstAck = Number.POSITIVE_INFINITY;
+    let lastAck = Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < DELIVERY_BUCKETS; i++) {
+      const n = this.bucketAcks[i];
+      if (n === 0) continue;
+      acks += n;
+      if (this.bucketFirstSent[i] < firstSent) firstSent = this.bucketFirstSent[i];
+      if (this.bucketLastSent[i] > lastSent) lastSent = this.bucketLastSent[i];
+      if (this.bucketFirstAck[i] < firstAck) firstAck = this.bucketFirstAck[i];
+      if (this.bucketLastAck[i] > lastAck) lastAck = this.bucketLastAck[i];
+    }
+    const ackSpan = lastAck - firstAck;
+    this.dispersion =
+      acks >= DISPERSION_MIN_ACKS && ackSpan >= DISPERSION_MIN_SPAN_MS
+        ? Math.max(0, lastSent - firstSent) / ackSpan
+        : Number.NaN;
   }
 
   /** Takes a decision if one is due at `nowMs`, given the share of packets lost (`loss`). */
@@ -152,11 +237,34 @@ export class RateController {
     if (queue > threshold) {
       // A queue held for a while, not one noisy sample.
       if (this.overuseSinceMs < 0) this.overuseSinceMs = nowMs;
-      if (nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS && nowMs >= this.holdUntilMs && measured) {
+      const d = this.dispersion;
+      const bottleneck = d < BOTTLENECK_DISPERSION;
+      // Not measured yet, or the acknowledgements arrive closer than the packets went (a queue
+      // draining, a route getting shorter): nothing to decide.
+      if (!(d <= 1 / STEADY_DISPERSION)) return;
+      if (d > STEADY_DISPERSION) {
+        // The packets arrive spaced as they were sent: the path got longer (or a queue not ours
+        // stands on it); sending less would not shorten it. The base moves up to it.
+        if (nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS) {
+          this.baseCurrent = this.smoothedRttMs;
+          this.basePrevious = this.smoothedRttMs;
+          this.baseSwitchMs = nowMs;
+          this.baseRttMs = this.smoothedRttMs;
+          this.queueDelayMs = 0;
+          this.overuseSinceMs = -1;
+          this.stats.latencySteps++;
+        }
+        return;
+      }
+      // A queue the sender builds itself is cut at once; any other after the hold.
+      const held = bottleneck || nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS;
+      if (held && nowMs >= this.holdUntilMs && (measured || bottleneck)) {
         const factor = queue > 3 * threshold ? c.drainFactor : c.decreaseFactor;
-        // The delivered rate is the bottleneck's when the queue is ours; when the sender was
-        // sending less than it may (app-limited), no more than half the rate goes at once.
-        let target = Math.max(factor * this.deliveredBytesPerSecond, 0.5 * this.rateBytesPerSecond);
+        // The delivered rate is the bottleneck's when the queue is ours (the acknowledgements
+        // show it: dispersion); otherwise (a sender that sent less than it may measures less than
+        // the link) no more than half the rate goes at once.
+        let target = factor * this.deliveredBytesPerSecond;
+        if (!bottleneck) target = Math.max(target, 0.5 * this.rateBytesPerSecond);
         if (loss > c.lossThreshold) target *= 1 - loss / 2;
         if (target < this.rateBytesPerSecond) {
           this.rateBytesPerSecond = Math.max(c.minBytesPerSecond, target);
@@ -181,6 +289,7 @@ export class RateController {
     while (nowMs - this.bucketStartMs >= width && steps < DELIVERY_BUCKETS) {
       this.bucket = (this.bucket + 1) % DELIVERY_BUCKETS;
       this.bucketBytes[this.bucket] = 0;
+      this.bucketAcks[this.bucket] = 0;
       this.bucketStartMs += width;
       steps++;
     }

@@ -5,9 +5,12 @@
 // Client packet payload:
 //   +-------------------+-------+--------------------------------------------------+
 //   | resetBaseline     | 1     | the client lost its snapshot baseline: send full  |
-//   | commandCount      | 7     | 0..64                                            |
-//   | firstSequence     | 32    | sequence of the first command (if count > 0)     |
-//   | commands          | var   | each delta-encoded against the previous one      |
+//   | commandCount      | expG  | 0..64 (exp-Golomb)                               |
+//   | firstSequence     | 1+8   | 1: its low 8 bits, nearest the server's newest    |
+//   |                   | or 1+32 | received command; 0: the whole number (count > 0) |
+//   | baseGap           | expG  | first minus its base (a received command), 0: none |
+//   | commands          | var   | compact form, each against the one before it,    |
+//   |                   |       | after 1 bit "next" or a skip 1..255 (SPEC.md 6)   |
 //   +-------------------+-------+--------------------------------------------------+
 //
 // Server packet payload (serializeServerFrame):
@@ -28,7 +31,7 @@ import { type BitStream, serializeExpGolomb } from './bitstream.ts';
 import type { PlayerStateHistory } from './player-state.ts';
 import { PrefixCode } from './prefix-code.ts';
 import type { NumberFieldSpec } from './schema.ts';
-import { createUserCommand, serializeUserCommand, type UserCommand } from './usercmd.ts';
+import { createUserCommand, serializeCompactUserCommand, type UserCommand } from './usercmd.ts';
 
 export const MAX_COMMANDS_PER_PACKET = 64;
 export const MAX_EVENTS_PER_FRAME = 63;
@@ -57,6 +60,13 @@ export interface CommandRun {
   count: number;
   /** The first command's number minus its base's (1..255), or 0: encoded against a zero command. */
   baseGap: number;
+  /**
+   * The first command's number goes as its low FIRST_SEQUENCE_SHORT_BITS bits, read as the number
+   * with those bits nearest the newest command the reader received (`near`). The writer sets it
+   * only when every number the reader can hold as its newest (from the newest command the server
+   * is known to have received to the newest sent) is within half the short span of the first.
+   */
+  shortFirst: boolean;
 }
 
 /**
@@ -69,26 +79,49 @@ export type CommandLookup = (sequence: number) => UserCommand | undefined;
 export const MAX_COMMAND_BASE_GAP = 255;
 /** Largest number of commands skipped between two commands of one run. */
 export const MAX_COMMAND_SKIP = 255;
+/** Bits of a first command number in its short form. */
+export const FIRST_SEQUENCE_SHORT_BITS = 8;
+/** A short first number is read within this many commands of the reader's newest, either way. */
+export const FIRST_SEQUENCE_SHORT_REACH = 2 ** (FIRST_SEQUENCE_SHORT_BITS - 1) - 1;
+const FIRST_SEQUENCE_SHORT_SPAN = 2 ** FIRST_SEQUENCE_SHORT_BITS;
 
 /**
  * Reads or writes the commands of a client packet: `cmds[0..count)`, in increasing sequence
- * order, not necessarily consecutive (a packet repeats older commands spread out, so a burst of
- * losses does not take every copy). The first is encoded against its base: a command the server
- * is known to have received (the writer chose `run.baseGap`; `lookup` gives it on both sides), or
- * a zero command; each other against the one before it in the packet, after one bit for "next
- * in sequence" or the number of commands skipped. Reading fails when the base is not held.
+ * order, not necessarily consecutive (a packet carries resent commands before its new ones). The
+ * count goes as an exp-Golomb code; the first number whole (32 bits) or short (`run.shortFirst`,
+ * extended near `near`, the newest command number the reader received); the base gap as an
+ * exp-Golomb code. The first command is encoded against its base: a command the server is known
+ * to have received (the writer chose `run.baseGap`; `lookup` gives it on both sides), or a zero
+ * command; each other against the one before it in the packet, after one bit for "next in
+ * sequence" or the number of commands skipped. Commands are in the compact form
+ * (`serializeCompactUserCommand`, its view predicted at `tickMs` a server tick). Reading fails when
+ * the base is not held or any value is out of range.
  */
 export function serializeCommandRun(
   s: BitStream,
   cmds: UserCommand[],
   run: CommandRun,
   lookup: CommandLookup,
+  near: number,
+  tickMs: number,
 ): boolean {
-  run.count = s.int(run.count, 0, MAX_COMMANDS_PER_PACKET);
+  run.count = serializeExpGolomb(s, run.count, MAX_COMMANDS_PER_PACKET);
   if (run.count === 0 || !s.ok) return s.ok;
   if (run.count > cmds.length) return s.fail('command run longer than the buffer');
-  const first = s.uint(cmds[0].sequence, 32);
-  run.baseGap = s.bool(run.baseGap > 0) ? s.int(run.baseGap, 1, MAX_COMMAND_BASE_GAP) : 0;
+  let first: number;
+  run.shortFirst = s.bool(run.shortFirst);
+  if (run.shortFirst) {
+    const low = s.uint(cmds[0].sequence % FIRST_SEQUENCE_SHORT_SPAN, FIRST_SEQUENCE_SHORT_BITS);
+    let diff =
+      (low - (near % FIRST_SEQUENCE_SHORT_SPAN) + FIRST_SEQUENCE_SHORT_SPAN) % FIRST_SEQUENCE_SHORT_SPAN;
+    if (diff > FIRST_SEQUENCE_SHORT_REACH) diff -= FIRST_SEQUENCE_SHORT_SPAN;
+    first = s.isReading ? near + diff : cmds[0].sequence;
+  } else {
+    first = s.uint(cmds[0].sequence, 32);
+  }
+  // Commands count from 1.
+  if (!(first >= 1 && first <= 0xffffffff)) return s.fail('command sequence out of range');
+  run.baseGap = serializeExpGolomb(s, run.baseGap, MAX_COMMAND_BASE_GAP);
   if (!s.ok) return false;
   let base = ZERO_COMMAND;
   if (run.baseGap > 0) {
@@ -104,7 +137,7 @@ export function serializeCommandRun(
       sequence += 1 + (s.bool(skip === 0) ? 0 : s.int(skip, 1, MAX_COMMAND_SKIP));
     }
     c.sequence = sequence;
-    serializeUserCommand(s, c, i === 0 ? base : cmds[i - 1], true);
+    serializeCompactUserCommand(s, c, i === 0 ? base : cmds[i - 1], tickMs);
   }
   if (s.ok && sequence > 0xffffffff) return s.fail('command sequence out of range');
   return s.ok;

@@ -29,7 +29,7 @@
 // 8..40 bits); the reader adds it to the base's and wraps the sum to 32 bits. An unchanged
 // command costs 22 bits (msec and 14 unchanged bits).
 
-import { type BitStream, quantizeAngle } from './bitstream.ts';
+import { type BitStream, quantizeAngle, serializeExpGolomb } from './bitstream.ts';
 
 export const CMD_MSEC_MIN = 1;
 export const CMD_MSEC_MAX = 250;
@@ -182,10 +182,22 @@ const MSEC_STEP_MAX = 4;
 const ANGLE_STEP_MAX = 255;
 const ANGLE_UNITS = 2 ** CMD_ANGLE_BITS;
 
-/** msec: `bool` same as the base's; else `bool` short, then a step of -4..4 or the full 8 bits. */
+/**
+ * msec: `bool` same as the base's; else `bool` a step of one, then its sign; else `bool` short,
+ * then a step of -4..4 or the full 8 bits.
+ */
 function serializeMsecStep(s: BitStream, msec: number, baseMsec: number): number {
-  if (s.bool(msec === baseMsec)) return baseMsec;
+  if (s.bool(msec === baseMsec)) {
+    if (!(baseMsec >= CMD_MSEC_MIN)) s.fail('command msec out of range');
+    return baseMsec;
+  }
   const step = msec - baseMsec;
+  // A frame time alternating around a whole number of ms (16.7 ms at 60 Hz) steps by one.
+  if (s.bool(baseMsec >= CMD_MSEC_MIN && (step === 1 || step === -1))) {
+    const v = baseMsec + (s.bool(step > 0) ? 1 : -1);
+    if (!(v >= CMD_MSEC_MIN && v <= CMD_MSEC_MAX)) s.fail('command msec step out of range');
+    return v;
+  }
   const canStep = baseMsec >= CMD_MSEC_MIN && step >= -MSEC_STEP_MAX && step <= MSEC_STEP_MAX;
   if (s.bool(canStep)) {
     const v = baseMsec + s.int(step, -MSEC_STEP_MAX, MSEC_STEP_MAX);
@@ -219,29 +231,33 @@ function unzigzag(z: number): number {
 }
 
 /**
- * Serializes `c` delta-encoded against `base` (the previous command in the packet, or a zero
- * command). The command must be quantized. Sequence is not written: the packet carries the
- * first sequence and the rest follow by +1. `compact` (command packets; demos keep the plain
- * form) writes msec as a small step from the base's when it can, and a changed angle as a step
- * of at most 255 units (of 65536 a turn) from the base's when it can.
+ * Serializes `c` delta-encoded against `base` (the previous command, or a zero command): the plain
+ * form, kept by demos. The command must be quantized. Sequence is not written: the caller carries
+ * it. Command packets use the compact form (`serializeCompactUserCommand`).
  */
-export function serializeUserCommand(
-  s: BitStream,
-  c: UserCommand,
-  base: UserCommand,
-  compact = false,
-): boolean {
-  if (!compact) {
-    c.msec = s.int(c.msec, CMD_MSEC_MIN, CMD_MSEC_MAX);
-    c.pitch = s.bool(c.pitch !== base.pitch) ? s.angle(c.pitch, CMD_ANGLE_BITS) : base.pitch;
-    c.yaw = s.bool(c.yaw !== base.yaw) ? s.angle(c.yaw, CMD_ANGLE_BITS) : base.yaw;
-    c.roll = s.bool(c.roll !== base.roll) ? s.angle(c.roll, CMD_ANGLE_BITS) : base.roll;
+export function serializeUserCommand(s: BitStream, c: UserCommand, base: UserCommand): boolean {
+  c.msec = s.int(c.msec, CMD_MSEC_MIN, CMD_MSEC_MAX);
+  c.pitch = s.bool(c.pitch !== base.pitch) ? s.angle(c.pitch, CMD_ANGLE_BITS) : base.pitch;
+  c.yaw = s.bool(c.yaw !== base.yaw) ? s.angle(c.yaw, CMD_ANGLE_BITS) : base.yaw;
+  c.roll = s.bool(c.roll !== base.roll) ? s.angle(c.roll, CMD_ANGLE_BITS) : base.roll;
+  serializeInput(s, c, base);
+  if (s.bool(c.randomSeed !== base.randomSeed)) {
+    const next = nextRandomSeed(base.randomSeed);
+    c.randomSeed = s.bool(c.randomSeed === next) ? next : s.uint(c.randomSeed, 32);
   } else {
-    c.msec = serializeMsecStep(s, c.msec, base.msec);
-    c.pitch = s.bool(c.pitch !== base.pitch) ? serializeAngleStep(s, c.pitch, base.pitch) : base.pitch;
-    c.yaw = s.bool(c.yaw !== base.yaw) ? serializeAngleStep(s, c.yaw, base.yaw) : base.yaw;
-    c.roll = s.bool(c.roll !== base.roll) ? serializeAngleStep(s, c.roll, base.roll) : base.roll;
+    c.randomSeed = base.randomSeed;
   }
+  c.lerpMsec = s.bool(c.lerpMsec !== base.lerpMsec) ? s.int(c.lerpMsec, 0, CMD_LERP_MSEC_MAX) : base.lerpMsec;
+  serializeViewTicks(s, c, base);
+  c.viewFraction = s.bool(c.viewFraction !== base.viewFraction)
+    ? s.int(c.viewFraction * CMD_VIEW_FRACTION_STEPS, 0, FRACTION_MAX_STEPS) / CMD_VIEW_FRACTION_STEPS
+    : base.viewFraction;
+  serializeViewNewest(s, c, base);
+  return s.ok;
+}
+
+/** Moves, buttons and impulse: each a changed bit, then its value if changed. */
+function serializeInput(s: BitStream, c: UserCommand, base: UserCommand): void {
   c.forwardMove = s.bool(c.forwardMove !== base.forwardMove)
     ? s.int(c.forwardMove, -CMD_MOVE_MAX, CMD_MOVE_MAX)
     : base.forwardMove;
@@ -251,13 +267,10 @@ export function serializeUserCommand(
   c.upMove = s.bool(c.upMove !== base.upMove) ? s.int(c.upMove, -CMD_MOVE_MAX, CMD_MOVE_MAX) : base.upMove;
   c.buttons = s.bool(c.buttons !== base.buttons) ? s.uint(c.buttons, 16) : base.buttons;
   c.impulse = s.bool(c.impulse !== base.impulse) ? s.uint(c.impulse, 8) : base.impulse;
-  if (s.bool(c.randomSeed !== base.randomSeed)) {
-    const next = nextRandomSeed(base.randomSeed);
-    c.randomSeed = s.bool(c.randomSeed === next) ? next : s.uint(c.randomSeed, 32);
-  } else {
-    c.randomSeed = base.randomSeed;
-  }
-  c.lerpMsec = s.bool(c.lerpMsec !== base.lerpMsec) ? s.int(c.lerpMsec, 0, CMD_LERP_MSEC_MAX) : base.lerpMsec;
+}
+
+/** The view ticks: A changed (absolute against a base without a view, else a wrapped signed difference), B - A changed. */
+function serializeViewTicks(s: BitStream, c: UserCommand, base: UserCommand): void {
   if (s.bool(c.viewTickA !== base.viewTickA)) {
     if (base.viewTickA === 0) {
       c.viewTickA = s.uint(c.viewTickA, 32);
@@ -273,14 +286,127 @@ export function serializeUserCommand(
     ? s.int(c.viewTickB - c.viewTickA, 0, CMD_VIEW_DELTA_MAX)
     : baseDelta;
   c.viewTickB = c.viewTickA + delta;
-  c.viewFraction = s.bool(c.viewFraction !== base.viewFraction)
-    ? s.int(c.viewFraction * CMD_VIEW_FRACTION_STEPS, 0, CMD_VIEW_FRACTION_MAX * CMD_VIEW_FRACTION_STEPS) /
-      CMD_VIEW_FRACTION_STEPS
-    : base.viewFraction;
+}
+
+/** viewNewest - viewTickB: changed bit, then 0..255. */
+function serializeViewNewest(s: BitStream, c: UserCommand, base: UserCommand): void {
   const baseNewest = base.viewNewest - base.viewTickB;
   const newest = s.bool(c.viewNewest - c.viewTickB !== baseNewest)
     ? s.int(c.viewNewest - c.viewTickB, 0, CMD_VIEW_NEWEST_MAX)
     : baseNewest;
   c.viewNewest = c.viewTickB + newest;
+}
+
+/** Largest view fraction on the wire, in steps of 1/4096. */
+const FRACTION_MAX_STEPS = CMD_VIEW_FRACTION_MAX * CMD_VIEW_FRACTION_STEPS;
+/** Largest view fraction residual written short (compact form), in steps. */
+const FRACTION_RESIDUAL_MAX = 255;
+const LAST_TICK = 0xffffffff;
+
+/**
+ * Where the view of command `sequence` is expected to be, from its base: the base's view moved on
+ * by the base's msec for each command between them (the view a command names is the one drawn the
+ * frame before it was made, so the view advances by the previous commands' durations). Sets
+ * `viewPrediction` to the position in ticks and the pair of ticks around it (the base's pair, or,
+ * once the position passed B, the pair as many spacings on). Both ends compute it with the same
+ * IEEE arithmetic.
+ */
+function predictView(base: UserCommand, sequence: number, tickMs: number): void {
+  const p = viewPrediction;
+  const span = base.viewTickB - base.viewTickA;
+  const steps = Math.min(sequence - base.sequence, MAX_PREDICTED_STEPS);
+  p.at = base.viewTickA + base.viewFraction * span + (steps * base.msec) / tickMs;
+  p.tickA = base.viewTickA;
+  p.tickB = base.viewTickB;
+  if (span > 0 && p.at >= base.viewTickB) {
+    p.tickA = base.viewTickA + Math.floor((p.at - base.viewTickA) / span) * span;
+    p.tickB = p.tickA + span;
+  }
+}
+
+/** Commands a view prediction moves on by at most (a base is at most 255 before its command). */
+const MAX_PREDICTED_STEPS = 255;
+const viewPrediction = { at: 0, tickA: 0, tickB: 0 };
+
+/**
+ * Serializes `c` delta-encoded against `base` in the compact form of command packets (SPEC.md
+ * section 6): msec as a small step from the base's; a changed angle as a step of at most 255 units
+ * (of 65536 a turn); roll, moves, buttons, impulse and lerpMsec in one bit when all are the base's;
+ * the seed in one bit when it is the base's successor once per command between them; the view ticks in one bit when they are
+ * where the base's view moved on by its msec per command between them at `tickMs` a server tick
+ * (`predictView`), and the view fraction as a residual of at most 255 steps from that position
+ * (an exp-Golomb code: 1 bit when exact), or unchanged (a view held), or whole.
+ * `c.sequence` and `base.sequence` must be set (the run sets them before reading). The command must be
+ * quantized; a read fails (returns false) on any value out of its range.
+ */
+export function serializeCompactUserCommand(
+  s: BitStream,
+  c: UserCommand,
+  base: UserCommand,
+  tickMs: number,
+): boolean {
+  c.msec = serializeMsecStep(s, c.msec, base.msec);
+  c.pitch = s.bool(c.pitch !== base.pitch) ? serializeAngleStep(s, c.pitch, base.pitch) : base.pitch;
+  c.yaw = s.bool(c.yaw !== base.yaw) ? serializeAngleStep(s, c.yaw, base.yaw) : base.yaw;
+  const sameInput =
+    c.roll === base.roll &&
+    c.forwardMove === base.forwardMove &&
+    c.sideMove === base.sideMove &&
+    c.upMove === base.upMove &&
+    c.buttons === base.buttons &&
+    c.impulse === base.impulse &&
+    c.lerpMsec === base.lerpMsec;
+  if (s.bool(sameInput)) {
+    c.roll = base.roll;
+    c.forwardMove = base.forwardMove;
+    c.sideMove = base.sideMove;
+    c.upMove = base.upMove;
+    c.buttons = base.buttons;
+    c.impulse = base.impulse;
+    c.lerpMsec = base.lerpMsec;
+  } else {
+    c.roll = s.bool(c.roll !== base.roll) ? serializeAngleStep(s, c.roll, base.roll) : base.roll;
+    serializeInput(s, c, base);
+    c.lerpMsec = s.bool(c.lerpMsec !== base.lerpMsec)
+      ? s.int(c.lerpMsec, 0, CMD_LERP_MSEC_MAX)
+      : base.lerpMsec;
+  }
+  // Each command's seed is its predecessor's successor: the base's, moved on once per command.
+  let next = base.randomSeed;
+  const seedSteps =
+    c.sequence > base.sequence ? Math.min(c.sequence - base.sequence, MAX_PREDICTED_STEPS) : 1;
+  for (let i = 0; i < seedSteps; i++) next = nextRandomSeed(next);
+  if (s.bool(c.randomSeed === next)) c.randomSeed = next;
+  else c.randomSeed = s.bool(c.randomSeed === base.randomSeed) ? base.randomSeed : s.uint(c.randomSeed, 32);
+  const canPredict = tickMs > 0 && base.viewTickB > 0 && c.sequence > base.sequence;
+  const p = viewPrediction;
+  if (canPredict) predictView(base, c.sequence, tickMs);
+  const predicted = canPredict && p.tickB <= LAST_TICK && c.viewTickA === p.tickA && c.viewTickB === p.tickB;
+  if (canPredict && p.tickB <= LAST_TICK && s.bool(predicted)) {
+    c.viewTickA = p.tickA;
+    c.viewTickB = p.tickB;
+  } else {
+    serializeViewTicks(s, c, base);
+  }
+  let guess = Math.round(base.viewFraction * CMD_VIEW_FRACTION_STEPS);
+  const span = c.viewTickB - c.viewTickA;
+  if (canPredict && span > 0) {
+    guess = Math.round(((p.at - c.viewTickA) / span) * CMD_VIEW_FRACTION_STEPS);
+    if (!(guess > 0)) guess = 0;
+    else if (guess > FRACTION_MAX_STEPS) guess = FRACTION_MAX_STEPS;
+  }
+  const steps = Math.round(c.viewFraction * CMD_VIEW_FRACTION_STEPS);
+  const residual = steps - guess;
+  let v: number;
+  if (s.bool(residual >= -FRACTION_RESIDUAL_MAX && residual <= FRACTION_RESIDUAL_MAX)) {
+    v = guess + unzigzag(serializeExpGolomb(s, zigzag(residual), 2 * FRACTION_RESIDUAL_MAX));
+    if (!(v >= 0 && v <= FRACTION_MAX_STEPS)) s.fail('command view fraction out of range');
+  } else if (s.bool(c.viewFraction === base.viewFraction)) {
+    v = Math.round(base.viewFraction * CMD_VIEW_FRACTION_STEPS);
+  } else {
+    v = s.int(steps, 0, FRACTION_MAX_STEPS);
+  }
+  c.viewFraction = v / CMD_VIEW_FRACTION_STEPS;
+  serializeViewNewest(s, c, base);
   return s.ok;
 }

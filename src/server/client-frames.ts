@@ -28,8 +28,9 @@ export const MIN_FRAME_BYTES = 300;
  * due by the update rate but held back by the rate is counted as choke.
  *
  * With a rate controller (src/net/rate-control.ts) the rate used is the lower of the configured
- * one and what the controller found the link carries without a queue. Each frame then gets
- * rate / update rate bytes (at least MIN_FRAME_BYTES): on a slow link snapshots shrink first
+ * one and what the controller found the link carries without a queue. While the controller's is
+ * the lower, each frame gets rate / update rate bytes (at least MIN_FRAME_BYTES): on a slow link
+ * snapshots shrink first
  * (the snapshot writer sends the highest priority entities and defers the rest), and below
  * MIN_FRAME_BYTES frames go further apart (choke), instead of a queue growing on the link.
  */
@@ -67,9 +68,13 @@ export class FramePacing {
     return c === null ? this.rateBytesPerSecond : Math.min(this.rateBytesPerSecond, c.rateBytesPerSecond);
   }
 
-  /** Bytes the next frame may take (its whole packet); unbounded without rate control. */
+  /**
+   * Bytes the next frame may take (its whole packet): unbounded without rate control, or while
+   * the configured rate is what binds (frames then go further apart as they grow: footnote 7).
+   */
   get frameBudgetBytes(): number {
-    if (this.control === null) return Number.POSITIVE_INFINITY;
+    const c = this.control;
+    if (c === null || c.rateBytesPerSecond >= this.rateBytesPerSecond) return Number.POSITIVE_INFINITY;
     return Math.max(MIN_FRAME_BYTES, this.effectiveRate / this.updateRate);
   }
 

@@ -66,6 +66,18 @@ export function reorderWindowFor(rttMs: number, rttDeviationMs: number): number 
   return Math.min(MAX_REORDER_WINDOW_MS, MIN_REORDER_WINDOW_MS + rtt + 4 * d + RESEND_MARGIN_MS);
 }
 
+/** Most jitter allowance (ms): a backlog beyond a bundle and this drains whatever the route. */
+export const MAX_JITTER_ALLOWANCE_MS = 100;
+
+/**
+ * The jitter allowance for a client whose round trip deviates by `rttDeviationMs` on average:
+ * twice that (packets early by up to two deviations), at most MAX_JITTER_ALLOWANCE_MS.
+ */
+export function jitterAllowanceFor(rttDeviationMs: number): number {
+  const d = Number.isFinite(rttDeviationMs) ? Math.max(0, rttDeviationMs) : 0;
+  return Math.min(MAX_JITTER_ALLOWANCE_MS, 2 * d);
+}
+
 export interface CommandStats {
   /** Commands executed. */
   executed: number;
@@ -143,6 +155,15 @@ export class CommandQueue {
   readonly lookup = (sequence: number): UserCommand | undefined => this.received.get(sequence);
   /** The reorder window in use (ms): see CommandBudgetConfig.reorderWindowMs. */
   reorderWindowMs: number;
+  /** Newest command number received (a command run's short first number is read near it). */
+  newestReceived = 0;
+  /**
+   * How much more than one arrival's bundle may wait without counting as a backlog to drain (ms):
+   * packets arriving early by the route's jitter bring their commands before the budget has
+   * refilled for them. The server sets it per client from the round-trip deviation
+   * (`jitterAllowanceFor`).
+   */
+  jitterAllowanceMs = 0;
 
   /** Newest command seen, capped at lastDone + MAX_LOST_PER_CLAIM + 1 when it arrived. */
   private newestSeen = 0;
@@ -185,6 +206,7 @@ export class CommandQueue {
   receive(cmd: UserCommand): void {
     const seq = cmd.sequence;
     copyUserCommand(this.received.insert(seq), cmd);
+    if (seq > this.newestReceived) this.newestReceived = seq;
     if (seq > this.newestSeen) {
       this.newestSeen = Math.min(seq, this.lastDone + MAX_LOST_PER_CLAIM + 1);
     } else if (seq < this.newestSeen && seq > this.lastDone && !this.pending.has(seq)) {
@@ -230,7 +252,7 @@ export class CommandQueue {
     this.clockMs += ms;
     // Commands that came together in one packet wait for each other's budget: that much (up to
     // MAX_BUNDLE_ALLOWANCE_MS) is not a backlog.
-    const allowance = Math.min(this.bundleMs, MAX_BUNDLE_ALLOWANCE_MS);
+    const allowance = Math.min(this.bundleMs, MAX_BUNDLE_ALLOWANCE_MS) + this.jitterAllowanceMs;
     if (this.queuedMs > this.budgetMs + allowance) this.drainMs += ms * catchUpRate;
     else this.drainMs = 0;
   }

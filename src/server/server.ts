@@ -30,7 +30,13 @@ import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
 import type { Vec3 } from '../sim/math.ts';
 import { SequenceBuffer } from '../sim/ring.ts';
 import { createFrameBits, FramePacing, FrameWriter } from './client-frames.ts';
-import { CommandQueue, type CommandStats, MIN_REORDER_WINDOW_MS, reorderWindowFor } from './commands.ts';
+import {
+  CommandQueue,
+  type CommandStats,
+  jitterAllowanceFor,
+  MIN_REORDER_WINDOW_MS,
+  reorderWindowFor,
+} from './commands.ts';
 import { DEFAULT_ENTITY_STORE_CONFIG, EntityStore } from './entities.ts';
 import { EventCapture, EventLog, eventLogSize } from './events.ts';
 import type { ServerHooks } from './hooks.ts';
@@ -74,9 +80,10 @@ export interface ServerConfig {
   defaultRateBytesPerSecond: number;
   /**
    * Finding each client's usable down-link rate from round-trip growth and loss (delay-based
-   * congestion control, src/net/rate-control.ts): the rate a client asked for (or the default)
-   * is then only the upper bound. false (the default, until it is tuned for links whose
-   * latency changes in steps): send at the configured rate whatever the link.
+   * congestion control, src/net/rate-control.ts; on by default, `{}`, or its tuning): the rate a
+   * client asked for (or the default) is then only the upper bound, and a slow link shows
+   * smaller snapshots and choke instead of a queue. false: send at the configured rate whatever
+   * the link.
    */
   rateControl: Partial<Omit<RateControllerConfig, 'maxBytesPerSecond'>> | false;
   /** Secret for challenge cookies (random when omitted). */
@@ -122,7 +129,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   maxHandshakesPerSecond: 5000,
   defaultUpdateRate: 32,
   defaultRateBytesPerSecond: 80_000,
-  rateControl: false,
+  rateControl: {},
   entityHistoryTicks: DEFAULT_ENTITY_STORE_CONFIG.historyTicks,
   snapshots: {},
   eventRadius: 2000,
@@ -366,7 +373,7 @@ export class GameServer<P, W> {
   }
 
   private readonly cmds: UserCommand[] = [];
-  private readonly run: CommandRun = { count: 0, baseGap: 0 };
+  private readonly run: CommandRun = { count: 0, baseGap: 0, shortFirst: false };
   private readonly flags: ClientFlags = { resetBaseline: false };
   private readonly entityScratch: Float64Array;
   private readonly frames: FrameWriter<P, W>;
@@ -714,6 +721,7 @@ export class GameServer<P, W> {
       client.commands.addRealTime(this.tickIntervalMs);
       const link = client.connection.channel.stats;
       client.commands.reorderWindowMs = reorderWindowFor(link.rttMs, link.rttVarianceMs);
+      client.commands.jitterAllowanceMs = jitterAllowanceFor(link.rttVarianceMs);
       events.source = client.slot;
       for (let n = 0; n < this.config.maxCommandsPerTick; n++) {
         const cmd = client.commands.next();
@@ -846,7 +854,14 @@ export class GameServer<P, W> {
     const run = this.run;
     if (
       !serializeClientFlags(s, this.flags) ||
-      !serializeCommandRun(s, this.cmds, run, client.commands.lookup)
+      !serializeCommandRun(
+        s,
+        this.cmds,
+        run,
+        client.commands.lookup,
+        client.commands.newestReceived,
+        this.tickIntervalMs,
+      )
     ) {
       client.badPayloads++;
       return;

@@ -4,8 +4,17 @@
 import { describe, expect, it } from 'vitest';
 import { RateController } from '../../src/net/rate-control.ts';
 
-/** Runs `seconds` of a sender wanting `wantBytesPerSecond` over a link of `linkBytesPerSecond`. */
-function run(linkBytesPerSecond: number, wantBytesPerSecond: number, baseRttMs: number, seconds: number) {
+/**
+ * Runs `seconds` of a sender wanting `wantBytesPerSecond` over a link of `linkBytesPerSecond`
+ * whose round trip without a queue is `baseRttMs` (or `pathMs(sentMs)`, a path that changes).
+ */
+function run(
+  linkBytesPerSecond: number,
+  wantBytesPerSecond: number,
+  baseRttMs: number,
+  seconds: number,
+  pathMs: (sentMs: number) => number = () => baseRttMs,
+) {
   const control = new RateController({ maxBytesPerSecond: 80_000 });
   const packetMs = 1000 / 64;
   let linkFreeMs = 0;
@@ -25,7 +34,7 @@ function run(linkBytesPerSecond: number, wantBytesPerSecond: number, baseRttMs: 
     linkFreeMs = start + (bytes * 1000) / linkBytesPerSecond;
     const queueMs = start - now;
     if (now > (seconds - 20) * 1000) queueSamples.push(queueMs);
-    const rtt = baseRttMs + queueMs + (bytes * 1000) / linkBytesPerSecond;
+    const rtt = pathMs(now) + queueMs + (bytes * 1000) / linkBytesPerSecond;
     acks.push({ atMs: now + rtt, rttMs: rtt, bytes });
     acks.sort((x, y) => x.atMs - y.atMs);
   }
@@ -47,6 +56,23 @@ describe('RateController', () => {
     expect(control.stats.delayDecreases).toBe(0);
     expect(control.rateBytesPerSecond).toBe(80_000);
     expect(meanQueue).toBeLessThan(1);
+  });
+
+  it('tells a longer route from a queue: latency steps and spikes move the base, the rate stays', () => {
+    // 40 ms, then 400 ms from 10 s on, and a 1.2 s spike each way from 20 to 21.5 s.
+    const path = (t: number) => (t >= 20_000 && t < 21_500 ? 2440 : t >= 10_000 ? 400 : 40);
+    const { control } = run(1_000_000, 20_000, 40, 30, path);
+    expect(control.stats.latencySteps).toBeGreaterThan(0);
+    expect(control.stats.delayDecreases + control.stats.lossDecreases).toBe(0);
+    expect(control.rateBytesPerSecond).toBe(80_000);
+    expect(control.baseRttMs).toBeGreaterThan(300);
+  });
+
+  it('still finds a slow link behind a route that got longer', () => {
+    const { control, meanQueue } = run(8000, 20_000, 100, 60, (t) => (t >= 5000 ? 600 : 100));
+    expect(control.stats.delayDecreases).toBeGreaterThan(0);
+    expect(control.rateBytesPerSecond).toBeLessThan(10_000);
+    expect(meanQueue).toBeLessThan(100);
   });
 
   it('names a bad setting', () => {

@@ -172,7 +172,7 @@ export function bandwidthSection(options: BandwidthOptions = DEFAULT_BANDWIDTH_O
     '  packet headers: the rest but the tag (the sealed channel header: prefix, sequence and ack in their short',
     '  or long forms, the ack bits bytes not all ones; the reliable section; padding to whole bytes), and tag: the',
     '  16-byte Poly1305 tag of every packet. UDP/IP headers (28 B a packet) are not counted. up: the command packets',
-    '  (each repeats every command not yet acknowledged). entity updates: entity entries written to the client',
+    '  (each command in as many packets as the measured loss needs). entity updates: entity entries written to the client',
     '  (N-1: never its own).',
   ]);
   table('Bandwidth, Backstep: per snapshot (the same runs)', perFrame, [

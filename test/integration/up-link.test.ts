@@ -1,0 +1,77 @@
+// The up-link end to end: command packets from real clients over the conditioner, on simulated
+// time. Each command goes in as many packets as the measured loss needs, so the bytes a client
+// sends grow with loss and never with the round trip, and stay within the up-link budget.
+
+import { Match } from 'backstep/testing';
+import { describe, expect, it } from 'vitest';
+import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { aimBot } from '../../games/arena/testing/shots.ts';
+import { DEFAULT_CLIENT_CONFIG } from '../../src/client/client.ts';
+import { parseProfile } from '../../src/net/profile.ts';
+
+const WARM_UP_MS = 10_000;
+const MEASURE_MS = 20_000;
+
+/** Two aiming clients on a link of `rttMs` round trip and `loss`; the first one's up-link figures. */
+function upLink(seed: number, rttMs: number, loss: number) {
+  const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, seed);
+  const profile = parseProfile({ name: 'link', latencyMs: rttMs / 2, jitterMs: rttMs / 20, loss });
+  const entries = [0, 1].map((i) => match.addClient({ profile, drive: aimBot(seed + i), frameJitterMs: 2 }));
+  match.run(WARM_UP_MS);
+  const client = entries[0].client;
+  const server = match.server.clients[client.slot];
+  if (server === null || server === undefined) throw new Error(`seed ${seed}: client not connected`);
+  const bytes0 = server.channel.stats.bytesReceived;
+  const sent0 = client.stats.commandsSent;
+  const made0 = client.predictor.newestSequence;
+  const packets0 = client.stats.commandPackets;
+  match.run(MEASURE_MS);
+  const seconds = MEASURE_MS / 1000;
+  const figures = {
+    bytesPerSecond: (server.channel.stats.bytesReceived - bytes0) / seconds,
+    packetsPerSecond: (client.stats.commandPackets - packets0) / seconds,
+    copiesPerCommand: (client.stats.commandsSent - sent0) / (client.predictor.newestSequence - made0),
+    lost: server.commandStats.lost,
+    overBudget: server.commandStats.overBudget,
+    corrections: client.predictor.stats.corrections,
+  };
+  match.close();
+  return figures;
+}
+
+describe('the up-link', () => {
+  it('does not grow with the round trip: one copy of each command on a loss-free link, one packet a frame', () => {
+    const near = upLink(71, 50, 0);
+    const far = upLink(72, 1000, 0);
+    const msg = `seeds 71, 72: ${JSON.stringify({ near, far })}`;
+    for (const f of [near, far]) {
+      expect(f.bytesPerSecond, msg).toBeLessThanOrEqual(DEFAULT_CLIENT_CONFIG.upRateBytesPerSecond);
+      expect(f.packetsPerSecond, msg).toBeGreaterThan(55);
+      expect(f.copiesPerCommand, msg).toBeLessThan(1.05);
+      expect(f.lost, msg).toBe(0);
+    }
+    // Only each packet's first command costs more: it is encoded against the newest command known
+    // received, a round trip back (20 times further at 1000 ms than at 50 ms).
+    expect(far.bytesPerSecond / near.bytesPerSecond, msg).toBeLessThan(1.25);
+  });
+
+  it('repeats each command as often as the measured loss needs, and none is lost', () => {
+    const f = upLink(73, 200, 0.1);
+    const msg = `seed 73: ${JSON.stringify(f)}`;
+    // 10 % loss: the smallest n with 0.1^n <= 0.0001, plus one; the budget pays for four or five.
+    expect(f.copiesPerCommand, msg).toBeGreaterThan(3.5);
+    expect(f.copiesPerCommand, msg).toBeLessThan(5.5);
+    expect(f.lost, msg).toBe(0);
+    expect(f.overBudget, msg).toBe(0);
+    expect(f.bytesPerSecond, msg).toBeLessThanOrEqual(DEFAULT_CLIENT_CONFIG.upRateBytesPerSecond);
+  });
+
+  it('stays within its budget where the loss asks for more copies than it pays for', () => {
+    const f = upLink(74, 500, 0.3);
+    const msg = `seed 74: ${JSON.stringify(f)}`;
+    expect(f.bytesPerSecond, msg).toBeLessThanOrEqual(DEFAULT_CLIENT_CONFIG.upRateBytesPerSecond);
+    // Packets go further apart (at most three new commands each) rather than copies vanish.
+    expect(f.packetsPerSecond, msg).toBeGreaterThanOrEqual(19);
+    expect(f.copiesPerCommand, msg).toBeGreaterThan(3);
+  });
+});
