@@ -148,17 +148,17 @@ const COPY_RING = 32;
  */
 const COPY_OFFSETS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
 /**
- * A command not known received is sent again once this many command packets sent after its last
- * copy (and two round-trip deviations after it) were acknowledged: the acknowledgements show the
- * copy's packet lost, not overtaken.
+ * A command not known received is sent again once a command packet sent after its last copy (and
+ * two round-trip deviations after it) was acknowledged: the acknowledgements show the copy's
+ * packet lost, not overtaken.
  */
-const RESEND_AFTER_PACKETS = 2;
+const RESEND_AFTER_PACKETS = 1;
 /** Commands whose receipt is remembered (a packet carrying them was acknowledged). */
 const RECEIVED_RING = 1024;
 /** Ranges of consecutive commands remembered per packet (for acknowledgement); more go unrecorded. */
 const MAX_RANGES = 16;
 /** Command packets acknowledged before the measured loss is trusted alone, and the loss assumed at first. */
-const STARTUP_PACKETS = 64;
+const STARTUP_PACKETS = 128;
 const STARTUP_LOSS = 0.2;
 /** A command is lost (every copy of it) at most this often, were packet losses independent. */
 const COMMAND_LOSS_TARGET = 0.0001;

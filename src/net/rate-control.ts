@@ -92,8 +92,8 @@ const BOTTLENECK_DISPERSION = 0.7;
 /** Above this, and below 1 / this, the acknowledgements kept the sending spacing. */
 const STEADY_DISPERSION = 0.85;
 /** Dispersion is measured over at least this many acknowledgements spanning this long, ms. */
-const DISPERSION_MIN_ACKS = 4;
-const DISPERSION_MIN_SPAN_MS = 100;
+const DISPERSION_MIN_ACKS = 8;
+const DISPERSION_MIN_SPAN_MS = 300;
 
 export class RateController {
   readonly config: Readonly<RateControllerConfig>;
@@ -114,6 +114,11 @@ export class RateController {
    * at a bottleneck; above 1: a queue draining). NaN until enough acknowledgements.
    */
   dispersion = Number.NaN;
+  /**
+   * Bytes per second the acknowledgements of the dispersion's packets arrived at: the
+   * bottleneck's rate when they queued there (unlike the delivered rate, not lowered by a pause).
+   */
+  spanDeliveredBytesPerSecond = 0;
 
   private hasSample = false;
   private lastSampleMs = 0;
@@ -124,6 +129,7 @@ export class RateController {
   private readonly bucketBytes = new Float64Array(DELIVERY_BUCKETS);
   /** Per bucket: acknowledgements, and the earliest and latest send and acknowledgement times. */
   private readonly bucketAcks = new Int32Array(DELIVERY_BUCKETS);
+  private readonly bucketAckBytes = new Float64Array(DELIVERY_BUCKETS);
   private readonly bucketFirstSent = new Float64Array(DELIVERY_BUCKETS);
   private readonly bucketLastSent = new Float64Array(DELIVERY_BUCKETS);
   private readonly bucketFirstAck = new Float64Array(DELIVERY_BUCKETS);
@@ -163,6 +169,7 @@ export class RateController {
       rttMs - this.lastSampleMs > Math.max(2 * this.config.queueThresholdMs, 4 * this.rttDeviationMs)
     ) {
       this.bucketAcks.fill(0);
+      this.bucketAckBytes.fill(0);
     }
     this.lastSampleMs = rttMs;
     if (this.hasSample) {
@@ -198,12 +205,14 @@ export class RateController {
     }
     this.bucketLastAck[b] = nowMs;
     this.bucketAcks[b]++;
+    this.bucketAckBytes[b] += bytes;
     this.measureDispersion();
   }
 
   /** Dispersion over the live buckets (see `dispersion`). */
   private measureDispersion(): void {
     let acks = 0;
+    let bytes = 0;
     let firstSent = Number.POSITIVE_INFINITY;
     let lastSent = Number.NEGATIVE_INFINITY;
     let firstAck = Number.POSITIVE_INFINITY;
@@ -212,12 +221,14 @@ export class RateController {
       const n = this.bucketAcks[i];
       if (n === 0) continue;
       acks += n;
+      bytes += this.bucketAckBytes[i];
       if (this.bucketFirstSent[i] < firstSent) firstSent = this.bucketFirstSent[i];
       if (this.bucketLastSent[i] > lastSent) lastSent = this.bucketLastSent[i];
       if (this.bucketFirstAck[i] < firstAck) firstAck = this.bucketFirstAck[i];
       if (this.bucketLastAck[i] > lastAck) lastAck = this.bucketLastAck[i];
     }
     const ackSpan = lastAck - firstAck;
+    this.spanDeliveredBytesPerSecond = ackSpan > 0 ? (bytes * 1000) / ackSpan : 0;
     this.dispersion =
       acks >= DISPERSION_MIN_ACKS && ackSpan >= DISPERSION_MIN_SPAN_MS
         ? Math.max(0, lastSent - firstSent) / ackSpan
@@ -263,7 +274,7 @@ export class RateController {
         // The delivered rate is the bottleneck's when the queue is ours (the acknowledgements
         // show it: dispersion); otherwise (a sender that sent less than it may measures less than
         // the link) no more than half the rate goes at once.
-        let target = factor * this.deliveredBytesPerSecond;
+        let target = factor * (bottleneck ? this.spanDeliveredBytesPerSecond : this.deliveredBytesPerSecond);
         if (!bottleneck) target = Math.max(target, 0.5 * this.rateBytesPerSecond);
         if (loss > c.lossThreshold) target *= 1 - loss / 2;
         if (target < this.rateBytesPerSecond) {
@@ -290,6 +301,7 @@ export class RateController {
       this.bucket = (this.bucket + 1) % DELIVERY_BUCKETS;
       this.bucketBytes[this.bucket] = 0;
       this.bucketAcks[this.bucket] = 0;
+      this.bucketAckBytes[this.bucket] = 0;
       this.bucketStartMs += width;
       steps++;
     }
