@@ -194,7 +194,7 @@ export class ServerClient<P> {
    * The newest frame each received packet acknowledged (-1: none), by the client's packet sequence.
    * @internal
    */
-  packetAcks = new SequenceBuffer<{ tick: number }>(256, () => ({ tick: -1 }));
+  packetAcks = new SequenceBuffer<PacketAck>(256, createPacketAck);
   /**
    * Writes this client's frame into a packet (made once: no allocation per frame).
    * @internal
@@ -270,7 +270,7 @@ export class ServerClient<P> {
     this.pacing = pacing;
     this.eventCursor = eventCursor;
     this.frameTicks = new SequenceBuffer<SentFrame>(1024, createSentFrame);
-    this.packetAcks = new SequenceBuffer<{ tick: number }>(256, () => ({ tick: -1 }));
+    this.packetAcks = new SequenceBuffer<PacketAck>(256, createPacketAck);
     this.awayUntilMs = -1;
     this.listen(connection);
   }
@@ -873,18 +873,22 @@ export class GameServer<P, W> {
 
   /**
    * A command names the newest frame it had. Every packet the client sent before making it
-   * acknowledged frames it had by then: a claim older than the newest frame acknowledged by the
-   * packet before the one that first carried the command (less ackSlackMs) is raised to it, so a
-   * client cannot push its view back by claiming to have missed frames it acknowledged. A packet
-   * adds at least one new command, so the command at `k` places from the newest was first sent
-   * at most `k` packets ago; the packet before that acknowledged no more than the client had.
+   * acknowledged frames it had by then: a claim older than the newest frame acknowledged by a
+   * packet sent before the command was made (less ackSlackMs) is raised to it, so a client cannot
+   * push its view back by claiming to have missed frames it acknowledged. Every packet carries
+   * the newest command made when it was sent, so a packet whose newest command is older than
+   * this one was sent before this one was made: the newest such packet that arrived, within the
+   * last PACKETS_BACK, gives the floor. A command resent long after it was made (its copies
+   * lost) is judged by the packets sent before it was made, not by those that carried it.
    */
   private checkClaimedNewest(client: ServerClient<P>, count: number): void {
     const channel = client.channel;
     const sequence = channel.lastReceivedSequence;
     const ack = channel.lastReceivedAck;
     const acked = ack < 0 ? undefined : client.frameTicks.get(ack);
-    client.packetAcks.insert(sequence).tick = acked === undefined ? -1 : acked.tick;
+    const entry = client.packetAcks.insert(sequence);
+    entry.tick = acked === undefined ? -1 : acked.tick;
+    entry.newestCommand = count > 0 ? this.cmds[count - 1].sequence : -1;
     const lag = this.lagCompensation;
     if (lag === null) return;
     const slackTicks = Math.ceil(lag.config.ackSlackMs / this.tickIntervalMs);
@@ -893,9 +897,9 @@ export class GameServer<P, W> {
       if (cmd.viewTickB === 0 || cmd.sequence <= client.commands.lastDone) continue;
       // The packets sent before this command was made: the newest of them that arrived.
       let floor = -1;
-      for (let back = count - i; back < count - i + 8; back++) {
+      for (let back = 1; back <= PACKETS_BACK; back++) {
         const before = client.packetAcks.get((sequence - back) & 0xffff);
-        if (before !== undefined) {
+        if (before !== undefined && before.newestCommand >= 0 && before.newestCommand < cmd.sequence) {
           floor = before.tick - slackTicks;
           break;
         }
@@ -906,6 +910,19 @@ export class GameServer<P, W> {
       }
     }
   }
+}
+
+/** How far back checkClaimedNewest looks for a packet sent before a command was made. */
+const PACKETS_BACK = 64;
+
+/** What a client packet acknowledged, and the newest command it carried (-1: none). */
+interface PacketAck {
+  tick: number;
+  newestCommand: number;
+}
+
+function createPacketAck(): PacketAck {
+  return { tick: -1, newestCommand: -1 };
 }
 
 function validateServerConfig(c: ServerConfig): void {

@@ -82,6 +82,9 @@ describe('lag compensation: hit agreement', () => {
       expect(estimate.compared, msg).toBe(exact.compared);
       expect(off.compared, msg).toBe(exact.compared);
       expect(match.server.lagCompensation?.stats.exactViews, msg).toBeGreaterThan(0);
+      // Honest clients' claims of the newest frame they had are never raised, resent commands
+      // (all copies of them lost) included.
+      expect(match.server.lagCompensation?.stats.newestRaised, msg).toBe(0);
       // The ledger keeps totals: only the shots still in flight wait, not a minute of them.
       expect(ledger.pendingShots, msg).toBeLessThan(8 * 64);
       if (rtt >= 150) expect(off.share, msg).toBeLessThan(exact.share);
@@ -225,6 +228,55 @@ describe('lag compensation: the view acceptance rule', () => {
     expect(ledger.uncompensatedHitsShown, `${msg}: uncompensated rays shown as hits`).toBe(0);
     const exact = ledger.agreement('exact');
     expect(exact.agreed, msg).toBe(exact.compared);
+    match.close();
+  });
+
+  it('raises a claimed newest frame older than what the client had acknowledged before making the command', () => {
+    const seed = 92;
+    const msg = `seed ${seed}`;
+    const ledger = new ArenaShotLedger();
+    const match = new Match(arenaGame, seed, {}, ledger.serverHooks());
+    const profile = parseProfile({ name: 'dsl-like', latencyMs: 30, jitterMs: 2, loss: 0.05 });
+    const clients: Client[] = [];
+    const patched = new WeakSet<object>();
+    for (let i = 0; i < 4; i++) {
+      let client: Client | null = null;
+      const aim = aimBot(seed + i, { aimErrorUnits: 8 });
+      client = match.addClient({
+        profile,
+        // Client 0 cheats: it draws a view 16 ticks (250 ms) old and claims its newest frame is
+        // 16 ticks older than it is, so that view looks like the usual delay behind it.
+        drive: (c, nowMs, input) => {
+          aim(c, nowMs, input);
+          if (i !== 0) return;
+          const view = c.view;
+          if (!patched.has(view)) {
+            patched.add(view);
+            const real = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(view), 'newestTick')?.get;
+            if (real === undefined) throw new Error('view.newestTick is not a getter');
+            Object.defineProperty(view, 'newestTick', {
+              get: () => {
+                const t = real.call(view) as number;
+                return t > 16 ? t - 16 : t;
+              },
+            });
+          }
+          if (view.tickA > 16) {
+            view.tickA -= 16;
+            view.tickB -= 16;
+          }
+        },
+        hooks: ledger.clientHooks(() => client as Client),
+      }).client;
+      clients.push(client);
+    }
+    match.run(30_000);
+    const stats = match.server.lagCompensation!.stats;
+    // The cheater's claims are raised to what its packets acknowledged, and its old views then
+    // fail the rule; honest clients' are never raised (their uncompensated views stay few).
+    expect(stats.newestRaised, msg).toBeGreaterThan(500);
+    expect(stats.viewsRefusedByRule, msg).toBeGreaterThan(50);
+    for (const c of clients.slice(1)) expect(c.stats.viewsUncompensated, msg).toBeLessThan(20);
     match.close();
   });
 });
