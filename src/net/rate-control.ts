@@ -25,7 +25,13 @@
 // arrive spaced as they were sent (0.85..1/0.85) mean the path itself changed, and after the
 // hold the base moves up to the new round trip (`latencySteps`) instead of the rate coming down;
 // in between (0.7..0.85) the rate is cut after the hold, by at most half; closer than they went
-// (a queue draining) or too few acknowledgements to tell: nothing is decided.
+// (a queue draining) or too few acknowledgements to tell: nothing is decided. Two things keep a
+// route that changed from passing for a bottleneck: the dispersion counts only packets sent since
+// the round trip last jumped by more than four times its jitter (a handover lengthens both legs,
+// and a packet sent just before it returns over the new up-leg: the round trip climbs in steps
+// that, mixed, spread like a queue), and a spread (acknowledgement span less sending span) within
+// four times the jitter (RFC 3550's mean change from one acknowledgement to the next, which a
+// steadily growing queue hardly moves) is taken for jitter, the path keeping the packets' spacing.
 // Pure: time is passed in; allocation-free.
 
 /** Tuning of a RateController; every field but maxBytesPerSecond has a default. */
@@ -94,6 +100,12 @@ const STEADY_DISPERSION = 0.85;
 /** Dispersion is measured over at least this many acknowledgements spanning this long, ms. */
 const DISPERSION_MIN_ACKS = 8;
 const DISPERSION_MIN_SPAN_MS = 300;
+/**
+ * The first and the last acknowledgement of the dispersion each come early or late by the
+ * route's jitter: a spread (acknowledgement span less sending span) within this many times
+ * `rttJitterMs` is taken for jitter, the path keeping the packets' spacing as far as can be told.
+ */
+const JITTER_SPREAD = 4;
 
 export class RateController {
   readonly config: Readonly<RateControllerConfig>;
@@ -106,6 +118,12 @@ export class RateController {
   queueDelayMs = 0;
   /** Mean deviation of round-trip samples, ms. */
   rttDeviationMs = 0;
+  /**
+   * Mean change of the round trip from one acknowledgement to the next, ms (RFC 3550's
+   * interarrival jitter): unlike the deviation from the smoothed round trip, a queue that grows
+   * steadily barely moves it, so it measures the route's jitter and not a trend.
+   */
+  rttJitterMs = 0;
   /** Bytes acknowledged per second over the delivery window. */
   deliveredBytesPerSecond = 0;
   /**
@@ -119,6 +137,8 @@ export class RateController {
    * bottleneck's rate when they queued there (unlike the delivered rate, not lowered by a pause).
    */
   spanDeliveredBytesPerSecond = 0;
+  /** Over the same acknowledgements: their span less the packets' sending span, ms. */
+  spreadMs = 0;
 
   private hasSample = false;
   private lastSampleMs = 0;
@@ -140,6 +160,14 @@ export class RateController {
   private lastUpdateMs = -1;
   private holdUntilMs = 0;
   private overuseSinceMs = -1;
+  /**
+   * The dispersion counts only packets sent from here on: when the round trip last jumped (the
+   * path changed). A route that gets longer on both legs at once climbs in two jumps (a packet
+   * sent just before the change comes back over the new up-leg), and on a jittery route the jump
+   * test sees only the first: packets sent before it was seen may have crossed either path, and
+   * mixed with the later ones their acknowledgements spread like a bottleneck's.
+   */
+  private dispersionFromSentMs = Number.NEGATIVE_INFINITY;
 
   constructor(config: Partial<RateControllerConfig> & { maxBytesPerSecond: number }) {
     const c = { ...DEFAULT_RATE_CONTROLLER_CONFIG, ...config };
@@ -161,16 +189,20 @@ export class RateController {
   onAck(nowMs: number, rttMs: number, bytes: number): void {
     if (!(rttMs >= 0 && Number.isFinite(rttMs) && Number.isFinite(nowMs))) return;
     this.stats.samples++;
-    // A round trip that jumps from one acknowledgement to the next (a queue grows packet by
-    // packet) is the path changing: the dispersion measured across the jump would mistake the
+    // A round trip that jumps from one acknowledgement to the next by more than the route's
+    // jitter explains (a queue grows packet by packet) is the path changing: the dispersion
+    // measured across the jump would mistake the
     // gap for a bottleneck, so it starts again after it.
     if (
       this.hasSample &&
-      rttMs - this.lastSampleMs > Math.max(2 * this.config.queueThresholdMs, 4 * this.rttDeviationMs)
+      rttMs - this.lastSampleMs > Math.max(2 * this.config.queueThresholdMs, 4 * this.rttJitterMs)
     ) {
       this.bucketAcks.fill(0);
       this.bucketAckBytes.fill(0);
+      this.dispersionFromSentMs = nowMs;
+      this.dispersion = Number.NaN;
     }
+    if (this.hasSample) this.rttJitterMs += (Math.abs(rttMs - this.lastSampleMs) - this.rttJitterMs) / 16;
     this.lastSampleMs = rttMs;
     if (this.hasSample) {
       this.rttDeviationMs += (Math.abs(rttMs - this.smoothedRttMs) - this.rttDeviationMs) / 4;
@@ -195,6 +227,7 @@ export class RateController {
     this.addDelivered(nowMs, bytes);
     const b = this.bucket;
     const sentMs = nowMs - rttMs;
+    if (sentMs < this.dispersionFromSentMs) return;
     if (this.bucketAcks[b] === 0) {
       this.bucketFirstSent[b] = sentMs;
       this.bucketLastSent[b] = sentMs;
@@ -228,6 +261,7 @@ export class RateController {
       if (this.bucketLastAck[i] > lastAck) lastAck = this.bucketLastAck[i];
     }
     const ackSpan = lastAck - firstAck;
+    this.spreadMs = ackSpan - Math.max(0, lastSent - firstSent);
     this.spanDeliveredBytesPerSecond = ackSpan > 0 ? (bytes * 1000) / ackSpan : 0;
     this.dispersion =
       acks >= DISPERSION_MIN_ACKS && ackSpan >= DISPERSION_MIN_SPAN_MS
@@ -249,11 +283,14 @@ export class RateController {
       // A queue held for a while, not one noisy sample.
       if (this.overuseSinceMs < 0) this.overuseSinceMs = nowMs;
       const d = this.dispersion;
-      const bottleneck = d < BOTTLENECK_DISPERSION;
-      // Not measured yet, or the acknowledgements arrive closer than the packets went (a queue
-      // draining, a route getting shorter): nothing to decide.
-      if (!(d <= 1 / STEADY_DISPERSION)) return;
-      if (d > STEADY_DISPERSION) {
+      // Not measured yet: nothing to decide.
+      if (!(d >= 0)) return;
+      const jitterOnly = Math.abs(this.spreadMs) <= JITTER_SPREAD * this.rttJitterMs;
+      const bottleneck = d < BOTTLENECK_DISPERSION && !jitterOnly;
+      // The acknowledgements arrive closer than the packets went (a queue draining, a route
+      // getting shorter): nothing to decide.
+      if (d > 1 / STEADY_DISPERSION && !jitterOnly) return;
+      if (d > STEADY_DISPERSION || jitterOnly) {
         // The packets arrive spaced as they were sent: the path got longer (or a queue not ours
         // stands on it); sending less would not shorten it. The base moves up to it.
         if (nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS) {

@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { RateController } from '../../src/net/rate-control.ts';
+import { Random } from '../../src/sim/random.ts';
 
 /**
  * Runs `seconds` of a sender wanting `wantBytesPerSecond` over a link of `linkBytesPerSecond`
@@ -66,6 +67,25 @@ describe('RateController', () => {
     expect(control.stats.delayDecreases + control.stats.lossDecreases).toBe(0);
     expect(control.rateBytesPerSecond).toBe(80_000);
     expect(control.baseRttMs).toBeGreaterThan(300);
+  });
+
+  it('takes a handover for a longer route, not a queue: both legs step up at once, each with its jitter', () => {
+    // A phone's handover: 60 ms each way with 20 ms of jitter, then for 2 s from 20 s on 300 ms
+    // each way with 50 ms of jitter, then back. A packet sent just before the step comes back
+    // over the new up-leg, so the round trip climbs in two jumps: taken together they look like
+    // acknowledgements spreading at a bottleneck. The sender wants a tenth of the link.
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const rng = new Random(seed);
+      const leg = (t: number) =>
+        t >= 20_000 && t < 22_000 ? 300 + rng.range(-50, 50) : 60 + rng.range(-20, 20);
+      const path = (t: number) => {
+        const down = leg(t);
+        return down + leg(t + down);
+      };
+      const { control } = run(200_000, 20_000, 120, 40, path);
+      expect(control.stats.delayDecreases + control.stats.lossDecreases, `seed ${seed}`).toBe(0);
+      expect(control.rateBytesPerSecond, `seed ${seed}`).toBe(80_000);
+    }
   });
 
   it('still finds a slow link behind a route that got longer', () => {
