@@ -44,11 +44,20 @@ export interface SnapshotWriterConfig {
   viewRadius: number;
   /** Distance in world units at which an entity's priority weight is halved (default 1024). */
   priorityDistance: number;
+  /**
+   * Ticks of frames remembered for lag compensation (`hasFrame`, `heldTick`), a power of two;
+   * at least the schema's `frameHistory` is kept whatever this says (default 0). Baselines are
+   * never older than `frameHistory`: this only lets the server rebuild a view a client named from
+   * a frame older than that (a command held for a missing one before it, section 6 of SPEC.md).
+   * Only ticks that had a frame cost memory.
+   */
+  rememberTicks: number;
 }
 
 export const DEFAULT_SNAPSHOT_WRITER_CONFIG: SnapshotWriterConfig = {
   viewRadius: Infinity,
   priorityDistance: 1024,
+  rememberTicks: 0,
 };
 
 export interface SnapshotWriterStats {
@@ -137,6 +146,8 @@ export function priorityBucketFast(p: number): number {
  */
 class Frame {
   tick = -1;
+  /** The tick this frame was last written for (even if the write failed), -1: never. */
+  writtenTick = -1;
   viewCount = 0;
   readonly held: Uint32Array;
   readonly view: Uint16Array;
@@ -178,7 +189,21 @@ export class SnapshotWriter {
   tally: CodeTally | null = null;
 
   private readonly store: EntityStore;
-  private readonly frames: Frame[];
+  /**
+   * The frames of the last remembered ticks (`rememberTicks`, at least `frameHistory`), pooled: a
+   * tick's frame is found through `slotOf` (tick modulo the ticks remembered), and only ticks with
+   * a frame hold one, so a client at half the tick rate keeps half as many frames in memory.
+   */
+  private readonly frames: Frame[] = [];
+  private readonly slotOf: Int32Array;
+  /** Pool indices in the order their frames were written (a ring of at most the ticks remembered). */
+  private readonly written: Int32Array;
+  private writtenHead = 0;
+  private writtenCount = 0;
+  /** Pool indices of frames older than the history, free to write again. */
+  private readonly free: Int32Array;
+  private freeCount = 0;
+  private readonly frameHistory: number;
   private readonly frameMask: number;
   private readonly priority: Float64Array;
   private readonly mark: Uint8Array;
@@ -220,9 +245,21 @@ export class SnapshotWriter {
     }
     this.store = store;
     const n = store.maxEntities;
-    this.frames = [];
-    for (let i = 0; i < frameHistory; i++) this.frames.push(new Frame(n));
-    this.frameMask = frameHistory - 1;
+    const { rememberTicks } = this.config;
+    if (
+      !(
+        rememberTicks === 0 ||
+        (Number.isInteger(rememberTicks) && (rememberTicks & (rememberTicks - 1)) === 0)
+      )
+    ) {
+      throw new RangeError(`SnapshotWriter: rememberTicks must be 0 or a power of two, got ${rememberTicks}`);
+    }
+    const remembered = Math.max(frameHistory, rememberTicks);
+    this.frameHistory = frameHistory;
+    this.frameMask = remembered - 1;
+    this.slotOf = new Int32Array(remembered).fill(-1);
+    this.written = new Int32Array(remembered);
+    this.free = new Int32Array(remembered);
     this.priority = new Float64Array(n);
     this.mark = new Uint8Array(n);
     this.op = new Int8Array(n).fill(NO_OP);
@@ -245,8 +282,54 @@ export class SnapshotWriter {
    */
   acknowledge(tick: number): void {
     if (!Number.isInteger(tick) || tick < this.firstValidTick || tick <= this.baselineTick) return;
-    if (this.frames[tick & this.frameMask].tick !== tick) return;
+    if (this.frameAt(tick) === null) return;
     this.baselineTick = tick;
+  }
+
+  /** Frames in memory (the pool): at most one per tick remembered that had a frame written. */
+  get framesKept(): number {
+    return this.frames.length;
+  }
+
+  /** The frame built at `tick`, or null when none is remembered. */
+  private frameAt(tick: number): Frame | null {
+    if (tick < 0) return null;
+    const i = this.slotOf[tick & this.frameMask];
+    if (i < 0) return null;
+    const f = this.frames[i];
+    return f.tick === tick ? f : null;
+  }
+
+  /**
+   * A frame to write for `tick` (newer than any written): the frames written more than the
+   * remembered ticks ago are forgotten first and their memory reused.
+   */
+  private acquireFrame(tick: number): Frame {
+    const history = this.frameMask + 1;
+    while (this.writtenCount > 0) {
+      const i = this.written[this.writtenHead];
+      const f = this.frames[i];
+      if (f.writtenTick > tick - history) break;
+      const slot = f.writtenTick & this.frameMask;
+      if (this.slotOf[slot] === i) this.slotOf[slot] = -1;
+      f.tick = -1;
+      this.free[this.freeCount++] = i;
+      this.writtenHead = (this.writtenHead + 1) & this.frameMask;
+      this.writtenCount--;
+    }
+    let i: number;
+    if (this.freeCount > 0) i = this.free[--this.freeCount];
+    else {
+      i = this.frames.length;
+      this.frames.push(new Frame(this.store.maxEntities));
+    }
+    const f = this.frames[i];
+    f.writtenTick = tick;
+    f.tick = -1;
+    this.slotOf[tick & this.frameMask] = i;
+    this.written[(this.writtenHead + this.writtenCount) & this.frameMask] = i;
+    this.writtenCount++;
+    return f;
   }
 
   /** The client lost track (it asked for a full update): the next frame goes against nothing. */
@@ -257,7 +340,7 @@ export class SnapshotWriter {
 
   /** True while the writer remembers the frame it built at `frameTick`. */
   hasFrame(frameTick: number): boolean {
-    return this.frames[frameTick & this.frameMask].tick === frameTick;
+    return Number.isInteger(frameTick) && this.frameAt(frameTick) !== null;
   }
 
   /**
@@ -265,8 +348,8 @@ export class SnapshotWriter {
    * -1 when the entity is not in that frame's view or the frame is not remembered.
    */
   heldTick(frameTick: number, index: number): number {
-    const f = this.frames[frameTick & this.frameMask];
-    if (f.tick !== frameTick || !(index >= 0 && index < f.held.length)) return -1;
+    const f = Number.isInteger(frameTick) ? this.frameAt(frameTick) : null;
+    if (f === null || !(index >= 0 && index < f.held.length)) return -1;
     const held = f.held[index];
     return held === NOT_HELD ? -1 : held;
   }
@@ -276,8 +359,8 @@ export class SnapshotWriter {
    * returns how many; -1 when the frame is not remembered.
    */
   frameView(frameTick: number, out: Uint16Array): number {
-    const f = this.frames[frameTick & this.frameMask];
-    if (f.tick !== frameTick) return -1;
+    const f = Number.isInteger(frameTick) ? this.frameAt(frameTick) : null;
+    if (f === null) return -1;
     out.set(f.view.subarray(0, f.viewCount));
     return f.viewCount;
   }
@@ -316,12 +399,10 @@ export class SnapshotWriter {
     if (!s.ok) return false;
     const cur = store.history(tick) as HistorySlot;
     let base: Frame | null = null;
-    if (this.baselineTick >= 0 && tick - this.baselineTick < this.frames.length) {
-      const f = this.frames[this.baselineTick & this.frameMask];
-      if (f.tick === this.baselineTick) base = f;
+    if (this.baselineTick >= 0 && tick - this.baselineTick < this.frameHistory) {
+      base = this.frameAt(this.baselineTick);
     }
-    const frame = this.frames[tick & this.frameMask];
-    frame.tick = -1;
+    const frame = this.acquireFrame(tick);
     frame.viewCount = 0;
     // What the client holds starts as what the baseline says (a frame's view is exactly its
     // entities not NOT_HELD); the frame then changes only what it sends.

@@ -124,3 +124,51 @@ describe('snapshot encode cache', () => {
     expect(cache.stats.reused, `seed ${seed}`).toBeGreaterThan(5000);
   });
 });
+
+describe('snapshot writer frames', () => {
+  it('remembers rememberTicks of frames for lag compensation, holding only frames it wrote, and bases deltas within frameHistory', () => {
+    const seed = 12;
+    const rng = new Random(seed);
+    const store = new EntityStore(schema, { historyTicks: 512 });
+    const ids: number[] = [];
+    for (let i = 0; i < 40; i++) ids.push(store.create(0));
+    // One frame every other tick, as at 32 snapshots a second on a 64 Hz tick.
+    const half = new SnapshotWriter(store, { rememberTicks: 256 });
+    const plain = new SnapshotWriter(store);
+    const s = new BitStream(1200);
+    const history = schema.frameHistory;
+    for (let tick = 1; tick <= 600; tick++) {
+      for (const e of ids) store.setField(e, 0, rng.range(-4000, 4000));
+      store.commit(tick);
+      if (tick % 2 === 0) {
+        s.beginWrite(1200);
+        expect(half.write(s, tick, 0, 0, 0, 9600, -1), `seed ${seed}, tick ${tick}`).toBe(true);
+        // Frame 10 is the only one acknowledged: it is the baseline while younger than the
+        // schema's frameHistory, and no longer after, though still remembered.
+        if (tick === 12) half.acknowledge(10);
+        if (tick > 12) {
+          const expected = tick - 10 < history ? 10 : -1;
+          expect(half.stats.lastBaselineTick, `seed ${seed}, tick ${tick}`).toBe(expected);
+        }
+      }
+      if (tick % 3 === 0) {
+        s.beginWrite(1200);
+        plain.write(s, tick, 0, 0, 0, 9600, -1);
+      }
+    }
+    const msg = `seed ${seed}`;
+    // The last 256 ticks' frames are remembered (every other tick), none before them.
+    expect(half.hasFrame(600), msg).toBe(true);
+    expect(half.hasFrame(600 - 254), msg).toBe(true);
+    expect(half.hasFrame(600 - 256), msg).toBe(false);
+    expect(half.hasFrame(599), msg).toBe(false);
+    expect(half.heldTick(600 - 254, ids[3]), msg).toBeGreaterThan(0);
+    expect(half.heldTick(600 - 256, ids[3]), msg).toBe(-1);
+    // Half the ticks remembered have a frame, and only those take memory.
+    expect(half.framesKept, msg).toBe(128);
+    expect(plain.hasFrame(600 - 3 * 21), msg).toBe(true);
+    expect(plain.hasFrame(600 - 3 * 22), msg).toBe(false);
+    expect(plain.framesKept, msg).toBe(Math.ceil(history / 3));
+    expect(() => new SnapshotWriter(store, { rememberTicks: 100 })).toThrow(/rememberTicks.*100/);
+  });
+});
