@@ -48,22 +48,24 @@ export interface CommandBudgetConfig {
 
 /** Shortest and longest reorder window the server uses (ms). */
 export const MIN_REORDER_WINDOW_MS = 20;
-export const MAX_REORDER_WINDOW_MS = 300;
+export const MAX_REORDER_WINDOW_MS = 1000;
 /** Time the client takes to notice every copy of a command was lost, beyond a round trip (ms). */
 const RESEND_MARGIN_MS = 70;
 
 /**
  * The reorder window for a client with round trip `rttMs` deviating by `rttDeviationMs` on
  * average: long enough for packets overtaken by four deviations, and for the client to notice
- * every copy of a command was lost and send it again (a round trip, four deviations and two
- * packet intervals), at least MIN_REORDER_WINDOW_MS, at most MAX_REORDER_WINDOW_MS (a command
- * lost for good holds its player still that long at most; past it, the backlog would be over
- * the time budget anyway).
+ * every copy of a command was lost and send it again, twice over (each time a round trip: a
+ * resend is itself lost in a loss burst as often as the copies were; plus four deviations and
+ * two packet intervals), at least MIN_REORDER_WINDOW_MS, at most MAX_REORDER_WINDOW_MS. Waiting
+ * costs the client nothing it will not get back: the commands behind the gap wait with the time
+ * budget still filling (up to the slack), and run as soon as it closes; skipping a command the
+ * client still resends costs its prediction a correction.
  */
 export function reorderWindowFor(rttMs: number, rttDeviationMs: number): number {
   const rtt = Number.isFinite(rttMs) ? Math.max(0, rttMs) : 0;
   const d = Number.isFinite(rttDeviationMs) ? Math.max(0, rttDeviationMs) : 0;
-  return Math.min(MAX_REORDER_WINDOW_MS, MIN_REORDER_WINDOW_MS + rtt + 4 * d + RESEND_MARGIN_MS);
+  return Math.min(MAX_REORDER_WINDOW_MS, MIN_REORDER_WINDOW_MS + 2 * rtt + 4 * d + RESEND_MARGIN_MS);
 }
 
 /** Most jitter allowance (ms): a backlog beyond a bundle and this drains whatever the route. */
@@ -142,6 +144,12 @@ export class CommandQueue {
   lastDone = 0;
   /** Milliseconds of simulation the client may still spend. */
   budgetMs: number;
+  /**
+   * How long the command `next()` last returned waited in the queue since its first copy arrived
+   * (real time, ms: the ticks' time passed to addRealTime since). Lag compensation bounds a view's
+   * age by when the command arrived, not by how long the server held it for a missing one.
+   */
+  lastWaitMs = 0;
 
   private readonly pending = new SequenceBuffer<UserCommand>(QUEUE_SIZE, createUserCommand);
   /**
@@ -173,6 +181,8 @@ export class CommandQueue {
   private farAhead = false;
   /** When the command at the head was first found missing with a newer one here (-1: not). */
   private gapSinceMs = -1;
+  /** The queue's clock when each pending command's first copy arrived, by number modulo the queue size. */
+  private readonly arrivedAtMs = new Float64Array(QUEUE_SIZE);
   /** Commands skipped as lost, by number modulo the queue size, to count late copies. */
   private readonly skipped = new Float64Array(QUEUE_SIZE);
   private queuedMs = 0;
@@ -225,6 +235,7 @@ export class CommandQueue {
     }
     const slot = this.pending.insert(seq);
     copyUserCommand(slot, cmd);
+    this.arrivedAtMs[seq % QUEUE_SIZE] = this.clockMs;
     if (clearInvalidInput(slot, this.config.validButtons, this.config.maxImpulse)) this.stats.invalidInput++;
     if (sanitize(slot)) this.stats.clamped++;
     this.queuedMs += slot.msec;
@@ -289,6 +300,7 @@ export class CommandQueue {
         this.queuedMs -= cmd.msec;
         this.pending.remove(cmd.sequence);
         this.lastDone = cmd.sequence;
+        this.lastWaitMs = this.clockMs - this.arrivedAtMs[cmd.sequence % QUEUE_SIZE];
         this.stats.executed++;
         this.stats.executedMs += cmd.msec;
         return cmd;

@@ -169,7 +169,10 @@ export class LagCompensator<P, W> {
    * Puts into `world` the targets `cmd` is judged against in `mode`, as seen by the shooter whose
    * player is entity `self`, whose snapshots `writer` wrote, with round trip `rttMs` (for the
    * estimate only), at server tick `tick` (the newest committed). The targets are chosen among `players[0 .. playerCount)`
-   * (entity indices). Call `finish(world)` after the command ran.
+   * (entity indices). `waitedTicks`: ticks the command waited on the server after it arrived (for
+   * a missing one before it); no world older than `maxUnlagMs` before its arrival is used, so a
+   * command held for another's sake is judged as if it had run on arrival. Call `finish(world)`
+   * after the command ran.
    */
   rewind(
     mode: LagCompensationMode,
@@ -182,10 +185,12 @@ export class LagCompensator<P, W> {
     tick: number,
     players: Int32Array,
     playerCount: number,
+    waitedTicks = 0,
   ): void {
     const r = this.report;
     const tickMs = this.tickIntervalMs;
-    const oldest = Math.max(0, tick - Math.floor(this.config.maxUnlagMs / tickMs));
+    const waited = waitedTicks > 0 ? Math.min(waitedTicks, tick) : 0;
+    const oldest = Math.max(0, tick - waited - Math.floor(this.config.maxUnlagMs / tickMs));
     r.mode = mode;
     r.outcome = VIEW_NONE;
     r.exact = false;

@@ -34,6 +34,7 @@ import {
   CommandQueue,
   type CommandStats,
   jitterAllowanceFor,
+  MAX_REORDER_WINDOW_MS,
   MIN_REORDER_WINDOW_MS,
   reorderWindowFor,
 } from './commands.ts';
@@ -53,7 +54,13 @@ export interface ServerConfig {
   protocolId: number;
   /** Clients of another version are refused with a reason. */
   protocolVersion: number;
-  /** How far a client's commands may run ahead of real time (see CommandQueue). */
+  /**
+   * How far a client's commands may run ahead of real time (see CommandQueue): real time a client
+   * left unused (a stall: a latency spike, a loss burst, a handover) is paid back up to this much
+   * when its late commands arrive together, so an honest client's prediction is not corrected
+   * for a stall that short. It is also the most a speed hack or a lag switch gains at any moment,
+   * and the bank is spent at most `maxCommandsPerTick` commands a tick. Default 2000 ms.
+   */
   commandSlackMs: number;
   /**
    * Most commands one client runs in a tick (each may cost a lag-compensated shot): a client at
@@ -120,7 +127,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   maxClients: 32,
   protocolId: DEFAULT_PROTOCOL_ID,
   protocolVersion: DEFAULT_PROTOCOL_VERSION,
-  commandSlackMs: 200,
+  commandSlackMs: 2000,
   maxCommandsPerTick: 8,
   maxPacketsPerSecond: 250,
   commandCatchUpRate: 0.1,
@@ -628,7 +635,7 @@ export class GameServer<P, W> {
       state,
       entity,
       this.createCommandQueue(),
-      new SnapshotWriter(this.entities, c.snapshots, this.snapshotCache),
+      new SnapshotWriter(this.entities, this.writerConfig(), this.snapshotCache),
       new PlayerStateHistory(this.game.player.serialize, this.entities.schema.frameHistory),
       this.createPacing(connection),
       this.events.head,
@@ -638,6 +645,20 @@ export class GameServer<P, W> {
     this.listPlayers();
     this.hooks.onConnect?.(this, client);
     return 0;
+  }
+
+  /**
+   * A client's snapshot writer settings: it remembers its frames for as long as lag compensation
+   * may name one, a command's longest wait for a missing one before it (MAX_REORDER_WINDOW_MS)
+   * plus `maxUnlagMs`.
+   */
+  private writerConfig(): Partial<SnapshotWriterConfig> {
+    const c = this.config;
+    const unlagMs = this.lagCompensation?.config.maxUnlagMs ?? 0;
+    const ticks = Math.ceil(((MAX_REORDER_WINDOW_MS + unlagMs) * c.tickRate) / 1000) + 2;
+    let remember = 1;
+    while (remember < ticks) remember *= 2;
+    return { rememberTicks: remember, ...c.snapshots };
   }
 
   private createCommandQueue(): CommandQueue {
@@ -671,7 +692,7 @@ export class GameServer<P, W> {
     client.rebind(
       connection,
       this.createCommandQueue(),
-      new SnapshotWriter(this.entities, this.config.snapshots, this.snapshotCache),
+      new SnapshotWriter(this.entities, this.writerConfig(), this.snapshotCache),
       this.createPacing(connection),
       this.events.head,
     );
@@ -795,6 +816,8 @@ export class GameServer<P, W> {
       this.tick - 1,
       this.playerEntities,
       this.playerCount,
+      // The tick it arrived before ran its commands first: waits beyond that are the server's.
+      Math.max(0, Math.round(client.commands.lastWaitMs / this.tickIntervalMs) - 1),
     );
     capture.reset(forward);
     this.game.player.move(state, cmd, this.world, capture);

@@ -13,7 +13,7 @@ import {
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { ArenaShotLedger, aimBot } from '../../games/arena/testing/shots.ts';
 import type { GameClient } from '../../src/client/client.ts';
-import { parseProfile } from '../../src/net/profile.ts';
+import { NAMED_PROFILES, parseProfile } from '../../src/net/profile.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
 import {
   type LagCompensationMode,
@@ -155,10 +155,13 @@ describe('lag compensation: hit agreement', () => {
       seed,
       { lagCompensation: { maxUnlagMs } },
       combineHooks(ledger.serverHooks(), {
-        onShot: (server) => {
+        onShot: (server, client) => {
           shots++;
           const report = server.lagCompensation!.report;
-          oldest = Math.min(oldest, report.viewTick - (server.tick - 1));
+          // The bound holds from the tick the command arrived before (a command held for a
+          // missing one before it is judged as on arrival).
+          const waited = Math.max(0, Math.round(client.commands.lastWaitMs / server.tickIntervalMs) - 1);
+          oldest = Math.min(oldest, report.viewTick - (server.tick - 1 - waited));
         },
       }),
     );
@@ -282,6 +285,42 @@ describe('lag compensation: the view acceptance rule', () => {
 });
 
 describe('lag compensation: what the client cannot foresee', () => {
+  it('judges a command the server held for a lost one before it by when it arrived', () => {
+    // Burst loss: a command whose copies were all lost is sent again once the client sees it, and
+    // the commands behind it wait on the server meanwhile. A shot among them names a view that
+    // grew older while it waited; the server still has its frames and honours it as on arrival.
+    const seed = 95;
+    const msg = `seed ${seed}`;
+    const ledger = new ArenaShotLedger();
+    let held = 0;
+    let heldHonoured = 0;
+    const hooks = combineHooks<ArenaPlayerState, ArenaWorld>(ledger.serverHooks(), {
+      onShot: (server, client) => {
+        if (client.commands.lastWaitMs < 150) return;
+        held++;
+        if (server.lagCompensation?.report.exact) heldHonoured++;
+      },
+    });
+    const match = new Match(arenaGame, seed, {}, hooks);
+    for (let i = 0; i < 4; i++) {
+      let client: Client | null = null;
+      client = match.addClient({
+        profile: NAMED_PROFILES.bursty,
+        drive: aimBot(seed + i, { aimErrorUnits: 8 }),
+        hooks: ledger.clientHooks(() => client as Client),
+      }).client;
+    }
+    match.run(30_000);
+    const stats = match.server.lagCompensation!.stats;
+    const exact = ledger.agreement('exact');
+    expect(held, msg).toBeGreaterThan(5);
+    expect(heldHonoured, msg).toBe(held);
+    expect(stats.viewsNotSent, msg).toBe(0);
+    expect(ledger.disagreedByOutcome[VIEW_HONOURED], msg).toBe(0);
+    expect(exact.compared, msg).toBeGreaterThan(500);
+    match.close();
+  });
+
   it('a command delayed past maxUnlagMs after it was sent is refused, and its disagreements are named', () => {
     const seed = 93;
     const msg = `seed ${seed}`;

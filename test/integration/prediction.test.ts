@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { runnerBot } from '../../games/arena/testing/bots.ts';
 import type { GameClient } from '../../src/client/client.ts';
-import { parseProfile } from '../../src/net/profile.ts';
+import { NAMED_PROFILES, parseProfile } from '../../src/net/profile.ts';
 import type { DatagramEndpoint } from '../../src/net/transport.ts';
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
@@ -98,6 +98,27 @@ describe('prediction over the conditioner', () => {
         match.close();
       });
     }
+  }
+
+  // A stall sends a client's commands late and together: after a 1.5 s latency spike each way
+  // (spikes), a handover (mobile) or seconds of a terrible link (flapping), the server runs the
+  // late backlog from the time the client left unused, and waits for a command whose copies were
+  // lost while the client can still send it again, so the client's prediction stands.
+  for (const name of ['spikes', 'mobile', 'flapping']) {
+    it(`predicts every command through the stalls of ${name}: nothing dropped, no correction`, () => {
+      const seed = 77 + name.length;
+      const match = new Match(arenaGame, seed);
+      const c = match.addClient({ profile: NAMED_PROFILES[name], drive: runnerBot(seed), frameJitterMs: 2 });
+      match.run(30_000);
+      const msg = `seed ${seed}, ${name}`;
+      expect(c.client.state, msg).toBe('connected');
+      const stats = match.server.clients[c.client.slot]!.commandStats;
+      expect(stats.executed, msg).toBeGreaterThan(1500);
+      expect(stats.overBudget, msg).toBe(0);
+      expect(stats.lost, msg).toBe(0);
+      expect(c.client.predictor.stats.corrections, msg).toBe(0);
+      match.close();
+    });
   }
 
   it('corrects an outside push within one round trip, smoothly', () => {
