@@ -29,9 +29,10 @@
 // route that changed from passing for a bottleneck: the dispersion counts only packets sent since
 // the round trip last jumped by more than four times its jitter (a handover lengthens both legs,
 // and a packet sent just before it returns over the new up-leg: the round trip climbs in steps
-// that, mixed, spread like a queue), and a spread (acknowledgement span less sending span) within
-// four times the jitter (RFC 3550's mean change from one acknowledgement to the next, which a
-// steadily growing queue hardly moves) is taken for jitter, the path keeping the packets' spacing.
+// that, mixed, spread like a queue), and a bottleneck must spread the acknowledgements (their span
+// less the packets' sending span) by more than four times the jitter (RFC 3550's mean change from
+// one acknowledgement to the next, which a steadily growing queue hardly moves); a smaller spread
+// is cut only as the in-between case, after the hold and by at most half.
 // Pure: time is passed in; allocation-free.
 
 /** Tuning of a RateController; every field but maxBytesPerSecond has a default. */
@@ -103,7 +104,7 @@ const DISPERSION_MIN_SPAN_MS = 300;
 /**
  * The first and the last acknowledgement of the dispersion each come early or late by the
  * route's jitter: a spread (acknowledgement span less sending span) within this many times
- * `rttJitterMs` is taken for jitter, the path keeping the packets' spacing as far as can be told.
+ * `rttJitterMs` does not show a bottleneck.
  */
 const JITTER_SPREAD = 4;
 
@@ -285,12 +286,12 @@ export class RateController {
       const d = this.dispersion;
       // Not measured yet: nothing to decide.
       if (!(d >= 0)) return;
-      const jitterOnly = Math.abs(this.spreadMs) <= JITTER_SPREAD * this.rttJitterMs;
-      const bottleneck = d < BOTTLENECK_DISPERSION && !jitterOnly;
+      // A bottleneck spreads the acknowledgements by more than jitter would.
+      const bottleneck = d < BOTTLENECK_DISPERSION && this.spreadMs > JITTER_SPREAD * this.rttJitterMs;
       // The acknowledgements arrive closer than the packets went (a queue draining, a route
       // getting shorter): nothing to decide.
-      if (d > 1 / STEADY_DISPERSION && !jitterOnly) return;
-      if (d > STEADY_DISPERSION || jitterOnly) {
+      if (d > 1 / STEADY_DISPERSION) return;
+      if (d > STEADY_DISPERSION) {
         // The packets arrive spaced as they were sent: the path got longer (or a queue not ours
         // stands on it); sending less would not shorten it. The base moves up to it.
         if (nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS) {

