@@ -39,6 +39,13 @@ export interface LinkStats {
   droppedRandom: number;
   droppedBurst: number;
   droppedQueue: number;
+  /**
+   * Packets that went through the bandwidth queue (when the link has a bandwidth), and the sum of
+   * the time they waited in it for the packets before them, ms: queueWaitMs / queued is the
+   * mean queueing delay this direction adds (the link's own serialization time is not in it).
+   */
+  queued: number;
+  queueWaitMs: number;
 }
 
 /** What happened to one submitted packet. Owned by the conditioner: valid until the next submit. */
@@ -72,6 +79,8 @@ export class LinkConditioner {
     droppedRandom: 0,
     droppedBurst: 0,
     droppedQueue: 0,
+    queued: 0,
+    queueWaitMs: 0,
   };
   private readonly random: Random;
   private readonly conditions: LinkConditions = createLinkConditions();
@@ -131,6 +140,8 @@ export class LinkConditioner {
         stats.droppedQueue++;
         return v;
       }
+      stats.queued++;
+      stats.queueWaitMs += startMs - nowMs;
       this.busyUntil = startMs + ((byteLength + WIRE_OVERHEAD_BYTES) * 8) / c.bandwidthKbps;
       departMs = this.busyUntil;
     }

@@ -8,31 +8,34 @@
 //   queue    smoothed round trip - base: how long packets now wait in queues;
 //   delivered  bytes acknowledged per second over the last deliveryWindowMs (what the path carried).
 // Each acknowledgement is a sample, and at most once per round trip the controller acts:
-//   overuse  (queue above the threshold, max(queueThresholdMs, twice the round-trip deviation)
-//            so that jitter alone is not taken for a queue, for OVERUSE_HOLD_MS): rate =
-//            decreaseFactor x delivered, the bottleneck's own rate less a share that drains the
-//            queue (drainFactor while the queue is over three thresholds), but at most half the
-//            rate at once (a sender that sent less than it may measures less than the link);
-//            with loss above lossThreshold as well (a drop-tail queue overflowing, not random
-//            loss), x (1 - loss / 2); never below minBytesPerSecond;
-//   normal   (queue under half the threshold): rate grows by increasePerSecond of itself per second,
-//            up to maxBytesPerSecond.
+//   overuse  (queue above the threshold, max(queueThresholdMs, twice the smaller of the round-trip
+//            deviation and three times its jitter) so that jitter alone is not taken for a queue,
+//            for OVERUSE_HOLD_MS): rate = decreaseFactor x delivered, the bottleneck's own rate
+//            less a share that drains the queue (drainFactor while the queue is over three
+//            thresholds), but at most half the rate at once (a sender that sent less than it may
+//            measures less than the link); with loss above lossThreshold as well (a drop-tail
+//            queue overflowing, not random loss), x (1 - loss / 2); never below minBytesPerSecond;
+//   normal   (queue under half the threshold): rate grows by increasePerSecond of itself per
+//            second (startupIncreasePerSecond until the first decrease: a connection starts at
+//            startBytesPerSecond, below most links, and climbs fast), up to maxBytesPerSecond.
 // A queue is not always the sender's: a route that got longer (a latency step, a spike) or
-// someone else's queue raises the round trip as much. The acknowledgements tell them apart
-// (dispersion: how long the acknowledged packets of the last deliveryWindowMs took to send,
-// over how long their acknowledgements took to arrive): a bottleneck the sender overfills
-// spreads them out (below 0.7), and the rate is cut at once to the delivered rate; packets that
-// arrive spaced as they were sent (0.85..1/0.85) mean the path itself changed, and after the
-// hold the base moves up to the new round trip (`latencySteps`) instead of the rate coming down;
-// in between (0.7..0.85) the rate is cut after the hold, by at most half; closer than they went
-// (a queue draining) or too few acknowledgements to tell: nothing is decided. Two things keep a
-// route that changed from passing for a bottleneck: the dispersion counts only packets sent since
-// the round trip last jumped by more than four times its jitter (a handover lengthens both legs,
-// and a packet sent just before it returns over the new up-leg: the round trip climbs in steps
-// that, mixed, spread like a queue), and a bottleneck must spread the acknowledgements (their span
-// less the packets' sending span) by more than four times the jitter (RFC 3550's mean change from
-// one acknowledgement to the next, which a steadily growing queue hardly moves); a smaller spread
-// is cut only as the in-between case, after the hold and by at most half.
+// someone else's queue raises the round trip as much. Such a change comes as a jump: the round
+// trip grows from one acknowledgement to the next by more than four times its jitter (RFC 3550's
+// mean change between acknowledgements, which a steadily growing queue hardly moves). After a
+// jump the dispersion (how long the acknowledged packets took to send over how long their
+// acknowledgements took to arrive) is measured afresh on packets sent since: a handover lengthens
+// both legs, and a packet sent just before it returns over the new up-leg, so the round trip
+// climbs in steps that, mixed, would spread like a queue. Then:
+//   bottleneck  dispersion below 0.7 and the acknowledgements spread (their span less the
+//               packets' sending span) by more than four jitters: the sender overfills the link,
+//               and the rate is cut at once to the delivered rate;
+//   new route   anything else as the first verdict after a jump: after the hold the base moves up
+//               to the new round trip (`latencySteps`) instead of the rate coming down;
+//   standing    acknowledgements spaced as sent (0.85..1/0.85) with no jump before: the sender
+//               keeps a queue standing by sending what the link carries; cut (at most half) only
+//               past three thresholds, below which it is as likely the measure's noise;
+//   in between  after the hold, cut by at most half;
+// acknowledgements closer than the packets went (a queue draining), or too few to tell: nothing.
 // Pure: time is passed in; allocation-free.
 
 /** Tuning of a RateController; every field but maxBytesPerSecond has a default. */
@@ -51,6 +54,12 @@ export interface RateControllerConfig {
   drainFactor: number;
   /** Growth of the rate while no queue shows, as a share of itself per second. */
   increasePerSecond: number;
+  /**
+   * ...until the first decrease: a connection starts low (startBytesPerSecond) and grows this
+   * much faster while the path shows no queue, so a slow link is found before a start rate above
+   * it builds seconds of queue, and a fast one is reached within seconds.
+   */
+  startupIncreasePerSecond: number;
   /** The base round trip is the lowest of this long, ms. */
   baseWindowMs: number;
   /** Delivered rate is measured over this long, ms. */
@@ -62,11 +71,12 @@ export interface RateControllerConfig {
 export const DEFAULT_RATE_CONTROLLER_CONFIG: Readonly<Omit<RateControllerConfig, 'maxBytesPerSecond'>> =
   Object.freeze({
     minBytesPerSecond: 1500,
-    startBytesPerSecond: 32_000,
+    startBytesPerSecond: 12_000,
     queueThresholdMs: 30,
     decreaseFactor: 0.85,
     drainFactor: 0.6,
     increasePerSecond: 0.08,
+    startupIncreasePerSecond: 0.5,
     baseWindowMs: 10_000,
     deliveryWindowMs: 1000,
     lossThreshold: 0.1,
@@ -107,6 +117,13 @@ const DISPERSION_MIN_SPAN_MS = 300;
  * `rttJitterMs` does not show a bottleneck.
  */
 const JITTER_SPREAD = 4;
+/**
+ * A queue the acknowledgements show no sign of (they keep the packets' spacing), with no jump of
+ * the round trip before it, is cut only past this many thresholds: the sender sends about what
+ * the bottleneck carries and keeps it standing. Below, it is as likely the measure's own noise
+ * on a jittery route.
+ */
+const STANDING_QUEUE_THRESHOLDS = 3;
 
 export class RateController {
   readonly config: Readonly<RateControllerConfig>;
@@ -169,6 +186,14 @@ export class RateController {
    * mixed with the later ones their acknowledgements spread like a bottleneck's.
    */
   private dispersionFromSentMs = Number.NEGATIVE_INFINITY;
+  /**
+   * The round trip jumped and no decision was taken since. Only a queue that came with a jump may
+   * be a longer route: one that built up without (acknowledgements keeping the packets' spacing
+   * because the sender sends about what the bottleneck carries) is a standing queue of its own.
+   */
+  private stepPending = false;
+  /** A decrease was taken: the startup is over. */
+  private decreased = false;
 
   constructor(config: Partial<RateControllerConfig> & { maxBytesPerSecond: number }) {
     const c = { ...DEFAULT_RATE_CONTROLLER_CONFIG, ...config };
@@ -202,6 +227,7 @@ export class RateController {
       this.bucketAckBytes.fill(0);
       this.dispersionFromSentMs = nowMs;
       this.dispersion = Number.NaN;
+      this.stepPending = true;
     }
     if (this.hasSample) this.rttJitterMs += (Math.abs(rttMs - this.lastSampleMs) - this.rttJitterMs) / 16;
     this.lastSampleMs = rttMs;
@@ -277,7 +303,7 @@ export class RateController {
     if (!this.hasSample || !(dt >= 0)) return;
     const c = this.config;
     this.addDelivered(nowMs, 0);
-    const threshold = Math.max(c.queueThresholdMs, 2 * this.rttDeviationMs);
+    const threshold = Math.max(c.queueThresholdMs, 2 * Math.min(this.rttDeviationMs, 3 * this.rttJitterMs));
     const queue = this.queueDelayMs;
     const measured = nowMs - this.firstAckMs >= c.deliveryWindowMs / 2;
     if (queue > threshold) {
@@ -291,9 +317,11 @@ export class RateController {
       // The acknowledgements arrive closer than the packets went (a queue draining, a route
       // getting shorter): nothing to decide.
       if (d > 1 / STEADY_DISPERSION) return;
-      if (d > STEADY_DISPERSION) {
-        // The packets arrive spaced as they were sent: the path got longer (or a queue not ours
-        // stands on it); sending less would not shorten it. The base moves up to it.
+      // The packets arrive spaced as they were sent, after the round trip jumped: the path got
+      // longer (or a queue not ours stands on it); sending less would not shorten it.
+      // Right after a jump, anything short of a clear bottleneck is taken for the new route.
+      if (this.stepPending && (d > STEADY_DISPERSION || !bottleneck)) {
+        // The base moves up to it.
         if (nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS) {
           this.baseCurrent = this.smoothedRttMs;
           this.basePrevious = this.smoothedRttMs;
@@ -301,10 +329,14 @@ export class RateController {
           this.baseRttMs = this.smoothedRttMs;
           this.queueDelayMs = 0;
           this.overuseSinceMs = -1;
+          this.stepPending = false;
           this.stats.latencySteps++;
         }
         return;
       }
+      // Acknowledgements keeping the packets' spacing with no jump before: a standing queue, the
+      // sender's own if it is well past what the route's jitter makes of the measure.
+      if (d > STEADY_DISPERSION && queue <= STANDING_QUEUE_THRESHOLDS * threshold) return;
       // A queue the sender builds itself is cut at once; any other after the hold.
       const held = bottleneck || nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS;
       if (held && nowMs >= this.holdUntilMs && (measured || bottleneck)) {
@@ -315,6 +347,8 @@ export class RateController {
         let target = factor * (bottleneck ? this.spanDeliveredBytesPerSecond : this.deliveredBytesPerSecond);
         if (!bottleneck) target = Math.max(target, 0.5 * this.rateBytesPerSecond);
         if (loss > c.lossThreshold) target *= 1 - loss / 2;
+        this.stepPending = false;
+        this.decreased = true;
         if (target < this.rateBytesPerSecond) {
           this.rateBytesPerSecond = Math.max(c.minBytesPerSecond, target);
           if (loss > c.lossThreshold) this.stats.lossDecreases++;
@@ -326,7 +360,8 @@ export class RateController {
     }
     this.overuseSinceMs = -1;
     if (queue < threshold / 2 && nowMs >= this.holdUntilMs) {
-      const grown = this.rateBytesPerSecond * (1 + (c.increasePerSecond * dt) / 1000);
+      const increase = this.decreased ? c.increasePerSecond : c.startupIncreasePerSecond;
+      const grown = this.rateBytesPerSecond * (1 + (increase * dt) / 1000);
       this.rateBytesPerSecond = Math.min(c.maxBytesPerSecond, grown);
     }
   }
@@ -365,7 +400,7 @@ function checkConfig(c: RateControllerConfig): void {
       throw new RangeError(`rate control: ${key} must be a finite number > 0, got ${String(c[key])}`);
     }
   }
-  for (const key of ['queueThresholdMs', 'increasePerSecond'] as const) {
+  for (const key of ['queueThresholdMs', 'increasePerSecond', 'startupIncreasePerSecond'] as const) {
     if (!(c[key] >= 0 && Number.isFinite(c[key]))) {
       throw new RangeError(`rate control: ${key} must be a finite number >= 0, got ${String(c[key])}`);
     }

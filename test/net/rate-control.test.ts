@@ -7,7 +7,8 @@ import { Random } from '../../src/sim/random.ts';
 
 /**
  * Runs `seconds` of a sender wanting `wantBytesPerSecond` over a link of `linkBytesPerSecond`
- * whose round trip without a queue is `baseRttMs` (or `pathMs(sentMs)`, a path that changes).
+ * whose round trip without a queue is `baseRttMs` (or `pathMs(sentMs)`, a path that changes);
+ * `minRate` is the least rate the controller allowed from `minFromMs` on.
  */
 function run(
   linkBytesPerSecond: number,
@@ -15,6 +16,7 @@ function run(
   baseRttMs: number,
   seconds: number,
   pathMs: (sentMs: number) => number = () => baseRttMs,
+  minFromMs = 0,
 ) {
   const control = new RateController({ maxBytesPerSecond: 80_000 });
   const packetMs = 1000 / 64;
@@ -29,7 +31,7 @@ function run(
       control.onAck(a.atMs, a.rttMs, a.bytes);
     }
     control.update(now, 0);
-    minRate = Math.min(minRate, control.rateBytesPerSecond);
+    if (now >= minFromMs) minRate = Math.min(minRate, control.rateBytesPerSecond);
     if (now < sendFreeMs) continue;
     const bytes = Math.min(1200, (wantBytesPerSecond * packetMs) / 1000);
     sendFreeMs = now + (bytes * 1000) / control.rateBytesPerSecond;
@@ -51,6 +53,15 @@ describe('RateController', () => {
     expect(control.stats.delayDecreases).toBeGreaterThan(0);
     expect(control.rateBytesPerSecond).toBeLessThan(10_000);
     expect(control.rateBytesPerSecond).toBeGreaterThan(4000);
+    expect(meanQueue).toBeLessThan(100);
+  });
+
+  it('keeps no standing queue when the sender wants just over the link', () => {
+    // Acknowledgements come back spaced as the packets went (the link carries about what is sent):
+    // with no jump of the round trip before, that is the sender's own queue, not a longer route.
+    const { control, meanQueue } = run(8000, 9000, 600, 60);
+    expect(control.stats.latencySteps).toBe(0);
+    expect(control.stats.delayDecreases).toBeGreaterThan(0);
     expect(meanQueue).toBeLessThan(100);
   });
 
@@ -85,7 +96,8 @@ describe('RateController', () => {
         const down = leg(t);
         return down + leg(t + down);
       };
-      const { control, minRate } = run(200_000, 20_000, 120, 40, path);
+      // The least rate from 15 s on: the startup is long over, the handover to come.
+      const { control, minRate } = run(200_000, 20_000, 120, 40, path, 15_000);
       expect(minRate, `seed ${seed}`).toBeGreaterThan(20_000);
       expect(control.rateBytesPerSecond, `seed ${seed}`).toBe(80_000);
     }

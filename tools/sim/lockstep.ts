@@ -25,6 +25,7 @@ import {
   GameClient,
   type InputSample,
 } from '../../src/client/client.ts';
+import type { LinkStats } from '../../src/net/conditioner.ts';
 import { nodeCipher } from '../../src/net/node-packet-crypto.ts';
 import { conditionsAt, createLinkConditions, type NetworkProfile } from '../../src/net/profile.ts';
 import type { MemoryEndpoint, MemoryNetwork } from '../../src/net/transports/memory.ts';
@@ -140,9 +141,23 @@ export interface ClientSummary {
   interpolated: number;
   extrapolated: number;
   held: number;
+  /**
+   * The bot's links, from their conditioners (0 without a bandwidth): packets that went through
+   * each direction's bandwidth queue and the time they waited in it, ms.
+   */
+  queuedDown: number;
+  queueWaitDownMs: number;
+  queuedUp: number;
+  queueWaitUpMs: number;
 }
 
-export function summarizeClient(c: Client): ClientSummary {
+/** The link stats a summary reads: each direction's conditioner, when the bot has a profile. */
+export interface SummaryLinks {
+  readonly up: LinkStats | null;
+  readonly down: LinkStats | null;
+}
+
+export function summarizeClient(c: Client, links: SummaryLinks | null = null): ClientSummary {
   const view = c.view;
   const p = c.predictor.stats;
   const drawn = c.state === 'connected' && view.tickB !== 0 && c.tickRate > 0 && c.lastUpdateMs >= 0;
@@ -160,6 +175,10 @@ export function summarizeClient(c: Client): ClientSummary {
     interpolated: c.view.stats.interpolated,
     extrapolated: c.view.stats.extrapolated,
     held: c.view.stats.held,
+    queuedDown: links?.down?.queued ?? 0,
+    queueWaitDownMs: links?.down?.queueWaitMs ?? 0,
+    queuedUp: links?.up?.queued ?? 0,
+    queueWaitUpMs: links?.up?.queueWaitMs ?? 0,
   };
 }
 
@@ -240,7 +259,7 @@ export class BotGroup {
   }
 
   summaries(): ClientSummary[] {
-    return this.bots.map((b) => summarizeClient(b.client));
+    return this.bots.map((b) => summarizeClient(b.client, b.endpoint.stats));
   }
 
   disconnect(): void {

@@ -163,6 +163,13 @@ export class SimMetrics {
   /** Server-side round trips sampled once a second after the first 10 s (the link settled). */
   private rttSum = 0;
   private rttCount = 0;
+  /**
+   * The bots' link queues (packets, wait ms; down, then up), summed over the bots: when the round
+   * trip began to be sampled (10 s), and at the last sample.
+   */
+  private readonly queueFrom = new Float64Array(4);
+  private readonly queueAt = new Float64Array(4);
+  private queueFromSet = false;
   private rttMax = 0;
   /** How far in the past remote players were drawn (server present minus the view), sampled. */
   private viewAgeSum = 0;
@@ -204,6 +211,17 @@ export class SimMetrics {
       const present = server.tick * tickMs + (c.drawnAtMs - server.newestTickAtMs);
       this.viewAgeSum += present - c.viewServerMs;
       this.viewAgeCount++;
+    }
+    this.queueAt.fill(0);
+    for (const c of clients) {
+      this.queueAt[0] += c.queuedDown;
+      this.queueAt[1] += c.queueWaitDownMs;
+      this.queueAt[2] += c.queuedUp;
+      this.queueAt[3] += c.queueWaitUpMs;
+    }
+    if (nowMs >= 10_000 && !this.queueFromSet) {
+      this.queueFrom.set(this.queueAt);
+      this.queueFromSet = true;
     }
     if (nowMs >= 10_000) {
       for (const sc of this.sources.serverClients) {
@@ -315,6 +333,15 @@ export class SimMetrics {
     f['view.meanAgeMs'] = share(this.viewAgeSum, this.viewAgeCount);
     f['rtt.meanMs'] = share(this.rttSum, this.rttCount);
     f['rtt.maxMs'] = this.rttCount > 0 ? this.rttMax : null;
+    // The time packets waited in the links' bandwidth queues after 10 s, mean per packet each way:
+    // their sum is what queues added to the round trip, the rest is the path's own.
+    const q = this.queueAt;
+    const q0 = this.queueFromSet ? this.queueFrom : q;
+    const down = share(q[1] - q0[1], q[0] - q0[0]);
+    const up = share(q[3] - q0[3], q[2] - q0[2]);
+    f['rtt.queueDownMs'] = down;
+    f['rtt.queueUpMs'] = up;
+    f['rtt.queueMs'] = down === null && up === null ? null : (down ?? 0) + (up ?? 0);
     let base = 0;
     let rate = 0;
     let controlled = 0;

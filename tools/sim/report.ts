@@ -143,8 +143,14 @@ export function formatReport(result: SimResult): string {
       [
         'round trip',
         fixed(get('rtt.meanMs'), 0, ' ms'),
-        `server side, mean after 10 s (max ${fixed(get('rtt.maxMs'), 0, ' ms')}); without queues ${fixed(get('rtt.baseMs'), 0, ' ms')}`,
+        `server side, mean after 10 s (max ${fixed(get('rtt.maxMs'), 0, ' ms')}); the rate control's base ${fixed(get('rtt.baseMs'), 0, ' ms')}`,
         'rtt.meanMs',
+      ],
+      [
+        'queues on the links',
+        fixed(get('rtt.queueMs'), 0, ' ms'),
+        `added to the round trip after 10 s: mean wait in the bandwidth queues, down ${fixed(get('rtt.queueDownMs'), 0, ' ms')}, up ${fixed(get('rtt.queueUpMs'), 0, ' ms')} (links with a bandwidth only)`,
+        'rtt.queueMs',
       ],
       [
         'down rate found',

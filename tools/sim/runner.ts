@@ -305,7 +305,13 @@ async function connectUdp(
   };
   return {
     server,
-    summaries: () => bots.map((b) => summarizeClient(b.client)),
+    summaries: () =>
+      bots.map((b) =>
+        summarizeClient(
+          b.client,
+          b.conditioned === null ? null : { up: b.conditioned.up.stats, down: b.conditioned.down.stats },
+        ),
+      ),
     advance: (untilMs) =>
       new Promise<void>((resolve, reject) => {
         const loop = () => {
