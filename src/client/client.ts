@@ -303,6 +303,11 @@ class Session<P, W> {
   readonly sentSeq = new Float64Array(RECEIVED_RING).fill(-1);
   readonly sentInPacket = new Float64Array(RECEIVED_RING);
   readonly sentAtMs = new Float64Array(RECEIVED_RING);
+  /**
+   * A command sent again (every copy lost) goes in every packet up to this one (by count), as
+   * many as a first send's copies: one copy a time lets a loss burst swallow each resend.
+   */
+  readonly resendUntil = new Float64Array(RECEIVED_RING).fill(-1);
   /** Newest command the server is known to have received (its packet was acknowledged). */
   serverHasCommand = 0;
   /** Newest command packet acknowledged, by count (-1: none), and when it went (local ms). */
@@ -862,13 +867,15 @@ export class GameClient<P, W> {
     const lowest = Math.max(done + 1, copiesFrom - MAX_COMMAND_SKIP);
     for (let seq = lowest; seq < copiesFrom; seq++) {
       const i = seq % RECEIVED_RING;
-      if (session.received[i] === seq) continue;
-      if (
-        session.sentSeq[i] === seq &&
-        session.sentInPacket[i] <= lostBefore &&
-        session.sentAtMs[i] <= lostSentBefore
-      )
+      if (session.received[i] === seq || session.sentSeq[i] !== seq) {
+        this.closeRange();
+        continue;
+      }
+      if (session.sentInPacket[i] <= lostBefore && session.sentAtMs[i] <= lostSentBefore) {
+        // Every copy lost: sent again, with a first send's copies from here on.
+        session.resendUntil[i] = k + copies - 1;
         this.addToRun(seq);
+      } else if (session.resendUntil[i] >= k) this.addToRun(seq);
       else this.closeRange();
     }
     for (let j = copies - 1; j >= 0; j--) {

@@ -163,6 +163,13 @@ export class CommandQueue {
   readonly lookup = (sequence: number): UserCommand | undefined => this.received.get(sequence);
   /** The reorder window in use (ms): see CommandBudgetConfig.reorderWindowMs. */
   reorderWindowMs: number;
+  /**
+   * Whether the client is hearing the server (it acknowledged a recent packet; the server sets it
+   * each tick). A client that hears nothing (a loss burst or a stall on the down-link) cannot learn
+   * that a command's copies were lost, so the reorder window runs only while it hears; a missing
+   * command is still skipped after MAX_REORDER_WINDOW_MS in all.
+   */
+  clientHearing = true;
   /** Newest command number received (a command run's short first number is read near it). */
   newestReceived = 0;
   /**
@@ -181,6 +188,8 @@ export class CommandQueue {
   private farAhead = false;
   /** When the command at the head was first found missing with a newer one here (-1: not). */
   private gapSinceMs = -1;
+  /** Of the time since, how long the client could hear the server (`clientHearing`). */
+  private gapHeardMs = 0;
   /** The queue's clock when each pending command's first copy arrived, by number modulo the queue size. */
   private readonly arrivedAtMs = new Float64Array(QUEUE_SIZE);
   /** Commands skipped as lost, by number modulo the queue size, to count late copies. */
@@ -261,6 +270,7 @@ export class CommandQueue {
     const cap = head !== undefined && head.msec > commandSlackMs ? head.msec : commandSlackMs;
     this.budgetMs = Math.min(cap, this.budgetMs + ms);
     this.clockMs += ms;
+    if (this.gapSinceMs >= 0 && this.clientHearing) this.gapHeardMs += ms;
     // Commands that came together in one packet wait for each other's budget: that much (up to
     // MAX_BUNDLE_ALLOWANCE_MS) is not a backlog.
     const allowance = Math.min(this.bundleMs, MAX_BUNDLE_ALLOWANCE_MS) + this.jitterAllowanceMs;
@@ -287,8 +297,16 @@ export class CommandQueue {
           this.farAhead = false;
           return undefined;
         }
-        if (this.gapSinceMs < 0) this.gapSinceMs = this.clockMs;
-        if (!this.farAhead && this.clockMs - this.gapSinceMs < this.reorderWindowMs) return undefined;
+        if (this.gapSinceMs < 0) {
+          this.gapSinceMs = this.clockMs;
+          this.gapHeardMs = 0;
+        }
+        if (
+          !this.farAhead &&
+          this.gapHeardMs < this.reorderWindowMs &&
+          this.clockMs - this.gapSinceMs < MAX_REORDER_WINDOW_MS
+        )
+          return undefined;
         this.lastDone = seq;
         this.stats.lost++;
         this.skipped[seq % QUEUE_SIZE] = seq;

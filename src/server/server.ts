@@ -203,6 +203,12 @@ export class ServerClient<P> {
    */
   packetAcks = new SequenceBuffer<PacketAck>(256, createPacketAck);
   /**
+   * When the newest frame the client acknowledged was sent (server ms): whether it hears the
+   * server now (its command queue's `clientHearing`).
+   * @internal
+   */
+  heardSentMs = Number.NEGATIVE_INFINITY;
+  /**
    * Writes this client's frame into a packet (made once: no allocation per frame).
    * @internal
    */
@@ -278,6 +284,7 @@ export class ServerClient<P> {
     this.eventCursor = eventCursor;
     this.frameTicks = new SequenceBuffer<SentFrame>(1024, createSentFrame);
     this.packetAcks = new SequenceBuffer<PacketAck>(256, createPacketAck);
+    this.heardSentMs = Number.NEGATIVE_INFINITY;
     this.awayUntilMs = -1;
     this.listen(connection);
   }
@@ -291,6 +298,7 @@ export class ServerClient<P> {
     connection.channel.onAck = (sequence, rttSampleMs) => {
       const frame = this.frameTicks.get(sequence);
       if (frame === undefined) return;
+      if (frame.sentMs > this.heardSentMs) this.heardSentMs = frame.sentMs;
       this.snapshots.acknowledge(frame.tick);
       this.pacing.onAck(frame.sentMs, rttSampleMs, frame.bytes);
     };
@@ -742,6 +750,11 @@ export class GameServer<P, W> {
       client.commands.addRealTime(this.tickIntervalMs);
       const link = client.connection.channel.stats;
       client.commands.reorderWindowMs = reorderWindowFor(link.rttMs, link.rttVarianceMs);
+      // The client hears the server while it acknowledges frames sent lately: within a round trip,
+      // four deviations, two snapshot intervals and two ticks.
+      client.commands.clientHearing =
+        this.nowMs - client.heardSentMs <=
+        link.rttMs + 4 * link.rttVarianceMs + 2000 / client.pacing.updateRate + 2 * this.tickIntervalMs;
       client.commands.jitterAllowanceMs = jitterAllowanceFor(link.rttVarianceMs);
       events.source = client.slot;
       for (let n = 0; n < this.config.maxCommandsPerTick; n++) {

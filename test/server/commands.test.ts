@@ -89,6 +89,39 @@ describe('CommandQueue', () => {
     expect(q.stats.lost).toBe(0);
   });
 
+  it('runs the reorder window only while the client hears the server, and skips after the longest wait in all', () => {
+    const q = queue(2000, 100);
+    q.receive(cmd(1));
+    q.addRealTime(16);
+    expect(drain(q)).toEqual([1]);
+    // 2 is missing and 3 is here. The client hears nothing (a loss burst on the down-link): it
+    // cannot know 2 was lost, so the window does not run.
+    q.receive(cmd(3));
+    q.clientHearing = false;
+    expect(drain(q)).toEqual([]);
+    for (let i = 0; i < 20; i++) q.addRealTime(16);
+    expect(drain(q)).toEqual([]);
+    // It hears again: the window runs from here, and 2, sent again, arrives within it.
+    q.clientHearing = true;
+    q.addRealTime(80);
+    expect(drain(q)).toEqual([]);
+    q.receive(cmd(2));
+    expect(drain(q)).toEqual([2, 3]);
+    expect(q.stats.lost).toBe(0);
+    // 4 is missing, 5 is here, the client never hears: 4 is skipped after MAX_REORDER_WINDOW_MS.
+    q.receive(cmd(5));
+    q.clientHearing = false;
+    expect(drain(q)).toEqual([]);
+    let waited = 0;
+    while (drain(q).length === 0 && waited < 5000) {
+      q.addRealTime(16);
+      waited += 16;
+    }
+    expect(waited).toBeGreaterThanOrEqual(MAX_REORDER_WINDOW_MS);
+    expect(waited).toBeLessThan(MAX_REORDER_WINDOW_MS + 16);
+    expect(q.stats.lost).toBe(1);
+  });
+
   it('sets the window from the round trip and its deviation, within its bounds', () => {
     const none = reorderWindowFor(0, 0);
     expect(none).toBeGreaterThan(MIN_REORDER_WINDOW_MS);
