@@ -766,7 +766,7 @@ export class GameClient<P, W> {
    * Whether the server will honour `cmd`'s named view: the view acceptance rule (the server runs
    * the same function), and frame A still within the server's history when the command arrives
    * (maxUnlagMs in server time; the server remembers its frames longer: estimated from the clock
-   * and the round trip, with margins of four round-trip deviations and two snapshot intervals). While no frame has arrived for
+   * and the round trip, with a margin of two snapshot intervals). While no frame has arrived for
    * STALL_INTERVALS snapshot intervals the link is taken to be stalled both ways (a latency spike
    * delays the command as much as the frames), and no view is counted on.
    */
@@ -777,8 +777,7 @@ export class GameClient<P, W> {
     const intervalMs = 1000 / this.config.updateRate;
     if (this.nowMs - session.newestFrameAtMs > STALL_INTERVALS * intervalMs + STALL_MARGIN_MS) return false;
     const tickMs = 1000 / tickRate;
-    const stats = session.connection.channel?.stats;
-    const rtt = (stats?.rttMs ?? 0) + 4 * (stats?.rttVarianceMs ?? 0);
+    const rtt = session.connection.channel?.stats.rttMs ?? 0;
     const arrivalMs = session.clock.receivedNow(this.nowMs) + rtt + 2 * tickMs + 2 * intervalMs;
     return cmd.viewTickA * tickMs >= arrivalMs - this.viewLimits.maxUnlagMs;
   }

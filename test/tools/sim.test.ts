@@ -77,6 +77,8 @@ describe('sim: reproducible from the seed', () => {
       'prediction.meanCorrectionUnits',
       'prediction.maxVisibleErrorUnits',
       'choke.share',
+      'choke.steadyShare',
+      'rtt.queueMs',
       'view.extrapolatedShare',
       'view.heldShare',
       'view.steadyGuessedShare',
@@ -367,6 +369,11 @@ describe('sim: the verdict', () => {
       }),
     );
     expect(steady.map((f) => f.figure)).toEqual(['hitAgreement.exact']);
+    // Choke while the rate control climbs from its start is not flagged; after it, it is.
+    const start = base({ 'hitAgreement.exact': 1, 'choke.share': 0.01, 'choke.steadyShare': 0 });
+    expect(judgeRun(start)).toEqual([]);
+    const late = base({ 'hitAgreement.exact': 1, 'choke.share': 0.01, 'choke.steadyShare': 0.005 });
+    expect(judgeRun(late).map((f) => f.figure)).toEqual(['choke.steadyShare']);
     expect(steady[0].cause).toMatch(/2 rays disagree on views the server honoured/);
     expect(judgeRun(base({ 'view.steadyGuessedShare': 0.02 })).map((f) => f.figure)).toEqual([
       'view.steadyGuessedShare',

@@ -108,6 +108,13 @@ function share(part: number, whole: number): Figure {
   return whole > 0 ? part / whole : null;
 }
 
+/**
+ * A connection's rate control starts low (12,000 B/s) and climbs 50 % a second until the link
+ * shows a queue: frames it holds back meanwhile are the start's, not the link's (choke.steadyShare
+ * leaves out the buckets that begin before this).
+ */
+export const RATE_STARTUP_MS = 5000;
+
 /** The first seconds of a run, while the clients connect and fill their view, are not steady. */
 export const STEADY_AFTER_MS = 2000;
 /** After an outage (a profile event) ends, the view gets this long to recover before it is steady again. */
@@ -163,6 +170,9 @@ export class SimMetrics {
   /** Server-side round trips sampled once a second after the first 10 s (the link settled). */
   private rttSum = 0;
   private rttCount = 0;
+  /** Frames held back and frames due after the rate control's start (RATE_STARTUP_MS). */
+  private steadyChoked = 0;
+  private steadyFrames = 0;
   /**
    * The bots' link queues (packets, wait ms; down, then up), summed over the bots: when the round
    * trip began to be sampled (10 s), and at the last sample.
@@ -254,6 +264,10 @@ export class SimMetrics {
     push('view.heldShare', share(cur.held - prev.held, drawn));
     const choked = cur.choked - prev.choked;
     push('choke.share', share(choked, choked + cur.framesSent - prev.framesSent));
+    if (this.lastSampleMs >= RATE_STARTUP_MS) {
+      this.steadyChoked += choked;
+      this.steadyFrames += choked + cur.framesSent - prev.framesSent;
+    }
     push('kills', cur.kills - prev.kills);
     push('shots.aroundCorner', cur.aroundCorner - prev.aroundCorner);
     const bucket = this.sources.tickTimes.sorted(this.bucketFirstTick);
@@ -330,6 +344,7 @@ export class SimMetrics {
     f['bytesPerClientPerSecond.up'] = n > 0 && seconds > 0 ? t.bytesUp / n / seconds : null;
     f['choke.share'] = share(t.choked, t.choked + t.framesSent);
     f['choke.frames'] = t.choked;
+    f['choke.steadyShare'] = share(this.steadyChoked, this.steadyFrames);
     f['view.meanAgeMs'] = share(this.viewAgeSum, this.viewAgeCount);
     f['rtt.meanMs'] = share(this.rttSum, this.rttCount);
     f['rtt.maxMs'] = this.rttCount > 0 ? this.rttMax : null;

@@ -2,7 +2,13 @@
 // each row's JSON name beside it.
 
 import { LAG_COMPENSATION_MODES, VIEW_OUTCOME_NAMES } from '../../src/server/lag-compensation.ts';
-import { DISAGREEMENT_FIGURES, type Figure, OUTAGE_RECOVERY_MS, STEADY_AFTER_MS } from './metrics.ts';
+import {
+  DISAGREEMENT_FIGURES,
+  type Figure,
+  OUTAGE_RECOVERY_MS,
+  RATE_STARTUP_MS,
+  STEADY_AFTER_MS,
+} from './metrics.ts';
 import type { SimOptionsSummary } from './options.ts';
 import type { SimResult } from './runner.ts';
 
@@ -163,6 +169,12 @@ export function formatReport(result: SimResult): string {
         percent(get('choke.share')),
         `${count(get('choke.frames'))} frames held back by the rate, ${count(get('snapshots.sent'))} sent`,
         'choke.share',
+      ],
+      [
+        'choke after the start',
+        percent(get('choke.steadyShare')),
+        `leaving out the first ${RATE_STARTUP_MS / 1000} s, while the rate control climbs from its start`,
+        'choke.steadyShare',
       ],
     ],
   ]);

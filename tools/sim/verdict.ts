@@ -60,10 +60,11 @@ export function judgeRun(result: SimResult): Flag[] {
         'remote players drawn from guesses outside outages: snapshots arrive further apart than the interpolation delay covers (loss, jitter, choke); try a larger --interp-delay',
     });
   }
-  const choke = get('choke.share');
+  const steadyChoke = get('choke.steadyShare');
+  const choke = steadyChoke ?? get('choke.share');
   if (choke !== null && choke > 0) {
     flags.push({
-      figure: 'choke.share',
+      figure: steadyChoke === null ? 'choke.share' : 'choke.steadyShare',
       value: choke,
       threshold: '0 %',
       cause:
