@@ -282,6 +282,9 @@ describe('snapshots over the conditioner', () => {
     const startFrames = sc.framesSent;
     const startBytes = sc.channel.stats.bytesSent;
     const startChoke = sc.choked;
+    // The rate control starts every connection at 12,000 B/s and climbs: the fast client's start
+    // may choke (200 drones' first full updates); from here on it never does.
+    const startFastChoke = fc.choked;
     match.run(20_000);
     const frames = sc.framesSent - startFrames;
     const bytes = sc.channel.stats.bytesSent - startBytes;
@@ -292,7 +295,7 @@ describe('snapshots over the conditioner', () => {
     expect(frames / 20, msg).toBeLessThan(28);
     expect(sc.choked - startChoke, msg).toBeGreaterThan(50);
     expect(slow.client.stats.choked, msg).toBeGreaterThan(50);
-    expect(fc.choked, msg).toBe(0);
+    expect(fc.choked - startFastChoke, msg).toBe(0);
     // Footnote 7: after each packet, the next waits for the update interval and for the rate
     // (its size / rate), whichever is later (to the next server tick); spacing varies with size.
     const tickMs = match.server.tickIntervalMs;
