@@ -17,7 +17,8 @@
 //            queue overflowing, not random loss), x (1 - loss / 2); never below minBytesPerSecond;
 //   normal   (queue under half the threshold): rate grows by increasePerSecond of itself per
 //            second (startupIncreasePerSecond until the first decrease: a connection starts at
-//            startBytesPerSecond, below most links, and climbs fast), up to maxBytesPerSecond.
+//            startBytesPerSecond, below most links, and climbs fast, held back only by a queue
+//            over the threshold), up to maxBytesPerSecond.
 // A queue is not always the sender's: a route that got longer (a latency step, a spike) or
 // someone else's queue raises the round trip as much. Such a change comes as a jump: the round
 // trip grows from one acknowledgement to the next by more than four times its jitter (RFC 3550's
@@ -71,7 +72,7 @@ export interface RateControllerConfig {
 export const DEFAULT_RATE_CONTROLLER_CONFIG: Readonly<Omit<RateControllerConfig, 'maxBytesPerSecond'>> =
   Object.freeze({
     minBytesPerSecond: 1500,
-    startBytesPerSecond: 12_000,
+    startBytesPerSecond: 8_000,
     queueThresholdMs: 30,
     decreaseFactor: 0.85,
     drainFactor: 0.6,
@@ -359,7 +360,9 @@ export class RateController {
       return;
     }
     this.overuseSinceMs = -1;
-    if (queue < threshold / 2 && nowMs >= this.holdUntilMs) {
+    // Until the first decrease nothing is known of the link: the rate climbs unless a queue shows
+    // (after it, only while the queue is under half the threshold).
+    if (queue < (this.decreased ? threshold / 2 : threshold) && nowMs >= this.holdUntilMs) {
       const increase = this.decreased ? c.increasePerSecond : c.startupIncreasePerSecond;
       const grown = this.rateBytesPerSecond * (1 + (increase * dt) / 1000);
       this.rateBytesPerSecond = Math.min(c.maxBytesPerSecond, grown);

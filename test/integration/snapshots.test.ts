@@ -282,7 +282,7 @@ describe('snapshots over the conditioner', () => {
     const startFrames = sc.framesSent;
     const startBytes = sc.channel.stats.bytesSent;
     const startChoke = sc.choked;
-    // The rate control starts every connection at 12,000 B/s and climbs: the fast client's start
+    // The rate control starts every connection at 8,000 B/s and climbs: the fast client's start
     // may choke (200 drones' first full updates); from here on it never does.
     const startFastChoke = fc.choked;
     match.run(20_000);

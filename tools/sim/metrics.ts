@@ -109,7 +109,7 @@ function share(part: number, whole: number): Figure {
 }
 
 /**
- * A connection's rate control starts low (12,000 B/s) and climbs 50 % a second until the link
+ * A connection's rate control starts low (8,000 B/s) and climbs 50 % a second until the link
  * shows a queue: frames it holds back meanwhile are the start's, not the link's (choke.steadyShare
  * leaves out the buckets that begin before this).
  */
