@@ -282,8 +282,8 @@ export class CommandQueue {
    * The next command to execute, or undefined. A command that would overspend the budget waits;
    * while commands wait, the oldest are dropped as the drain allows, and at once when more than
    * max(slack, CMD_MSEC_MAX) waits (a client running faster than real time, or a stale backlog).
-   * Dropped commands are counted; no time is ever lent, so nothing a client leaves unused can be
-   * collected later.
+   * Dropped commands are counted; no time is ever lent, and what a client leaves unused is
+   * collected later only up to the slack.
    */
   next(): UserCommand | undefined {
     const waitLimit = Math.max(this.config.commandSlackMs, CMD_MSEC_MAX);
