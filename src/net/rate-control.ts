@@ -218,8 +218,7 @@ export class RateController {
     this.stats.samples++;
     // A round trip that jumps from one acknowledgement to the next by more than the route's
     // jitter explains (a queue grows packet by packet) is the path changing: the dispersion
-    // measured across the jump would mistake the
-    // gap for a bottleneck, so it starts again after it.
+    // measured across the jump would mistake the gap for a bottleneck, so it starts again after it.
     if (
       this.hasSample &&
       rttMs - this.lastSampleMs > Math.max(2 * this.config.queueThresholdMs, 4 * this.rttJitterMs)

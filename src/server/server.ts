@@ -28,7 +28,7 @@ import type { EntityType, EntityTypeSchema } from '../protocol/schema.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
 import type { Vec3 } from '../sim/math.ts';
-import { SequenceBuffer } from '../sim/ring.ts';
+import { nextPowerOfTwo, SequenceBuffer } from '../sim/ring.ts';
 import { createFrameBits, FramePacing, FrameWriter } from './client-frames.ts';
 import {
   CommandQueue,
@@ -664,9 +664,7 @@ export class GameServer<P, W> {
     const c = this.config;
     const unlagMs = this.lagCompensation?.config.maxUnlagMs ?? 0;
     const ticks = Math.ceil(((MAX_REORDER_WINDOW_MS + unlagMs) * c.tickRate) / 1000) + 2;
-    let remember = 1;
-    while (remember < ticks) remember *= 2;
-    return { rememberTicks: remember, ...c.snapshots };
+    return { rememberTicks: nextPowerOfTwo(ticks), ...c.snapshots };
   }
 
   private createCommandQueue(): CommandQueue {
