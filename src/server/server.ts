@@ -28,7 +28,7 @@ import type { EntityType, EntityTypeSchema } from '../protocol/schema.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
 import type { Vec3 } from '../sim/math.ts';
-import { nextPowerOfTwo, SequenceBuffer } from '../sim/ring.ts';
+import { SequenceBuffer } from '../sim/ring.ts';
 import { createFrameBits, FramePacing, FrameWriter } from './client-frames.ts';
 import {
   CommandQueue,
@@ -43,7 +43,7 @@ import { EventCapture, EventLog, eventLogSize } from './events.ts';
 import type { ServerHooks } from './hooks.ts';
 import { type LagCompensationConfig, type LagCompensationMode, LagCompensator } from './lag-compensation.ts';
 import { SnapshotEncodeCache } from './snapshot-cache.ts';
-import { SnapshotWriter, type SnapshotWriterConfig } from './snapshot-writer.ts';
+import { MAX_REMEMBER_TICKS, SnapshotWriter, type SnapshotWriterConfig } from './snapshot-writer.ts';
 import { type SpectatorConfig, SpectatorHub } from './spectators.ts';
 
 export interface ServerConfig {
@@ -656,15 +656,24 @@ export class GameServer<P, W> {
   }
 
   /**
+   * The longest a command can wait on the server after it arrived, in ticks: for a missing one
+   * before it (MAX_REORDER_WINDOW_MS), then behind the backlog the budget lets through (at most
+   * `commandSlackMs` of commands wait; more are dropped).
+   */
+  private maxWaitedTicks(): number {
+    const c = this.config;
+    return Math.ceil(((MAX_REORDER_WINDOW_MS + c.commandSlackMs) * c.tickRate) / 1000);
+  }
+
+  /**
    * A client's snapshot writer settings: it remembers its frames for as long as lag compensation
-   * may name one, a command's longest wait for a missing one before it (MAX_REORDER_WINDOW_MS)
-   * plus `maxUnlagMs`.
+   * may name one, a command's longest wait on the server (maxWaitedTicks) plus `maxUnlagMs`.
    */
   private writerConfig(): Partial<SnapshotWriterConfig> {
     const c = this.config;
     const unlagMs = this.lagCompensation?.config.maxUnlagMs ?? 0;
-    const ticks = Math.ceil(((MAX_REORDER_WINDOW_MS + unlagMs) * c.tickRate) / 1000) + 2;
-    return { rememberTicks: nextPowerOfTwo(ticks), ...c.snapshots };
+    const ticks = this.maxWaitedTicks() + Math.ceil((unlagMs * c.tickRate) / 1000) + 2;
+    return { rememberTicks: Math.min(ticks, MAX_REMEMBER_TICKS), ...c.snapshots };
   }
 
   private createCommandQueue(): CommandQueue {
@@ -827,8 +836,12 @@ export class GameServer<P, W> {
       this.tick - 1,
       this.playerEntities,
       this.playerCount,
-      // The tick it arrived before ran its commands first: waits beyond that are the server's.
-      Math.max(0, Math.round(client.commands.lastWaitMs / this.tickIntervalMs) - 1),
+      // The tick it arrived before ran its commands first: waits beyond that are the server's,
+      // as long as the writers remember frames (writerConfig).
+      Math.min(
+        this.maxWaitedTicks(),
+        Math.max(0, Math.round(client.commands.lastWaitMs / this.tickIntervalMs) - 1),
+      ),
     );
     capture.reset(forward);
     this.game.player.move(state, cmd, this.world, capture);

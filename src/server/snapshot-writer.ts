@@ -45,7 +45,7 @@ export interface SnapshotWriterConfig {
   /** Distance in world units at which an entity's priority weight is halved (default 1024). */
   priorityDistance: number;
   /**
-   * Ticks of frames remembered for lag compensation (`hasFrame`, `heldTick`), a power of two;
+   * Ticks of frames remembered for lag compensation (`hasFrame`, `heldTick`), a whole number;
    * at least the schema's `frameHistory` is kept whatever this says (default 0). Baselines are
    * never older than `frameHistory`: this only lets the server rebuild a view a client named from
    * a frame older than that (a command held for a missing one before it, section 6 of SPEC.md).
@@ -53,6 +53,9 @@ export interface SnapshotWriterConfig {
    */
   rememberTicks: number;
 }
+
+/** The most ticks a writer remembers frames for (rememberTicks): 64 s at 64 Hz. */
+export const MAX_REMEMBER_TICKS = 4096;
 
 export const DEFAULT_SNAPSHOT_WRITER_CONFIG: SnapshotWriterConfig = {
   viewRadius: Infinity,
@@ -204,7 +207,8 @@ export class SnapshotWriter {
   private readonly free: Int32Array;
   private freeCount = 0;
   private readonly frameHistory: number;
-  private readonly frameMask: number;
+  /** Ticks remembered: a frame's slot is its tick modulo this. */
+  private readonly remembered: number;
   private readonly priority: Float64Array;
   private readonly mark: Uint8Array;
   private readonly op: Int8Array;
@@ -246,17 +250,14 @@ export class SnapshotWriter {
     this.store = store;
     const n = store.maxEntities;
     const { rememberTicks } = this.config;
-    if (
-      !(
-        rememberTicks === 0 ||
-        (Number.isInteger(rememberTicks) && (rememberTicks & (rememberTicks - 1)) === 0)
-      )
-    ) {
-      throw new RangeError(`SnapshotWriter: rememberTicks must be 0 or a power of two, got ${rememberTicks}`);
+    if (!(Number.isInteger(rememberTicks) && rememberTicks >= 0 && rememberTicks <= MAX_REMEMBER_TICKS)) {
+      throw new RangeError(
+        `SnapshotWriter: rememberTicks must be a whole number in 0..${MAX_REMEMBER_TICKS}, got ${rememberTicks}`,
+      );
     }
     const remembered = Math.max(frameHistory, rememberTicks);
     this.frameHistory = frameHistory;
-    this.frameMask = remembered - 1;
+    this.remembered = remembered;
     this.slotOf = new Int32Array(remembered).fill(-1);
     this.written = new Int32Array(remembered);
     this.free = new Int32Array(remembered);
@@ -294,7 +295,7 @@ export class SnapshotWriter {
   /** The frame built at `tick`, or null when none is remembered. */
   private frameAt(tick: number): Frame | null {
     if (tick < 0) return null;
-    const i = this.slotOf[tick & this.frameMask];
+    const i = this.slotOf[tick % this.remembered];
     if (i < 0) return null;
     const f = this.frames[i];
     return f.tick === tick ? f : null;
@@ -305,16 +306,16 @@ export class SnapshotWriter {
    * remembered ticks ago are forgotten first and their memory reused.
    */
   private acquireFrame(tick: number): Frame {
-    const history = this.frameMask + 1;
+    const history = this.remembered;
     while (this.writtenCount > 0) {
       const i = this.written[this.writtenHead];
       const f = this.frames[i];
       if (f.writtenTick > tick - history) break;
-      const slot = f.writtenTick & this.frameMask;
+      const slot = f.writtenTick % history;
       if (this.slotOf[slot] === i) this.slotOf[slot] = -1;
       f.tick = -1;
       this.free[this.freeCount++] = i;
-      this.writtenHead = (this.writtenHead + 1) & this.frameMask;
+      this.writtenHead = this.writtenHead + 1 === history ? 0 : this.writtenHead + 1;
       this.writtenCount--;
     }
     let i: number;
@@ -326,8 +327,8 @@ export class SnapshotWriter {
     const f = this.frames[i];
     f.writtenTick = tick;
     f.tick = -1;
-    this.slotOf[tick & this.frameMask] = i;
-    this.written[(this.writtenHead + this.writtenCount) & this.frameMask] = i;
+    this.slotOf[tick % history] = i;
+    this.written[(this.writtenHead + this.writtenCount) % history] = i;
     this.writtenCount++;
     return f;
   }

@@ -133,7 +133,8 @@ describe('snapshot writer frames', () => {
     const ids: number[] = [];
     for (let i = 0; i < 40; i++) ids.push(store.create(0));
     // One frame every other tick, as at 32 snapshots a second on a 64 Hz tick.
-    const half = new SnapshotWriter(store, { rememberTicks: 256 });
+    // 130 ticks, as a 64 Hz server remembers (not a power of two).
+    const half = new SnapshotWriter(store, { rememberTicks: 130 });
     const plain = new SnapshotWriter(store);
     const s = new BitStream(1200);
     const history = schema.frameHistory;
@@ -157,18 +158,22 @@ describe('snapshot writer frames', () => {
       }
     }
     const msg = `seed ${seed}`;
-    // The last 256 ticks' frames are remembered (every other tick), none before them.
+    // The last 130 ticks' frames are remembered (every other tick), none before them.
     expect(half.hasFrame(600), msg).toBe(true);
-    expect(half.hasFrame(600 - 254), msg).toBe(true);
-    expect(half.hasFrame(600 - 256), msg).toBe(false);
+    expect(half.hasFrame(600 - 128), msg).toBe(true);
+    expect(half.hasFrame(600 - 130), msg).toBe(false);
     expect(half.hasFrame(599), msg).toBe(false);
-    expect(half.heldTick(600 - 254, ids[3]), msg).toBeGreaterThan(0);
-    expect(half.heldTick(600 - 256, ids[3]), msg).toBe(-1);
+    expect(half.heldTick(600 - 128, ids[3]), msg).toBeGreaterThan(0);
+    expect(half.heldTick(600 - 130, ids[3]), msg).toBe(-1);
     // Half the ticks remembered have a frame, and only those take memory.
-    expect(half.framesKept, msg).toBe(128);
+    expect(half.framesKept, msg).toBe(65);
     expect(plain.hasFrame(600 - 3 * 21), msg).toBe(true);
     expect(plain.hasFrame(600 - 3 * 22), msg).toBe(false);
     expect(plain.framesKept, msg).toBe(Math.ceil(history / 3));
-    expect(() => new SnapshotWriter(store, { rememberTicks: 100 })).toThrow(/rememberTicks.*100/);
+    for (const bad of [2.5, -1, 5000, Number.NaN]) {
+      expect(() => new SnapshotWriter(store, { rememberTicks: bad }), `${bad}`).toThrow(
+        new RegExp(`rememberTicks.*got ${bad}`),
+      );
+    }
   });
 });

@@ -34,7 +34,7 @@ export const DEFAULT_SERVER_TICK_OPTIONS: ServerTickOptions = {
   bots: [16, 32, 64, 128, 256, 512],
   largeBots: [128, 256, 512],
   seed: 1,
-  warmupMs: 1500,
+  warmupMs: 3000,
   measureMs: 8000,
   measureMsFor: { 256: 6000, 512: 4000 },
 };
