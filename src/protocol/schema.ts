@@ -555,6 +555,36 @@ export function decodeNumber(type: EntityTypeSchema, i: number, q: number): numb
   return q;
 }
 
+/**
+ * Decodes the position fields of the entity at `values[o ..]` into `out[at .. at + 3)` (a missing
+ * axis is 0), as decodeNumber does, written out so no number leaves a call (a hot path's
+ * loop over hundreds of entities allocates nothing).
+ */
+export function decodePosition(
+  type: EntityTypeSchema,
+  values: Int32Array,
+  o: number,
+  out: Float64Array,
+  at: number,
+): void {
+  const position = type.positionFields;
+  const kind = type.decodeKind;
+  for (let k = 0; k < 3; k++) {
+    const i = position[k];
+    if (i < 0) out[at + k] = 0;
+    else {
+      const q = values[o + i];
+      const d = kind[i];
+      out[at + k] =
+        d === DECODE_FLOAT
+          ? type.decodeMin[i] + q * type.decodeStep[i]
+          : d === DECODE_ANGLE
+            ? (q * 360) / type.decodeStep[i]
+            : q;
+    }
+  }
+}
+
 /** Encodes every field of `state` into `out[offset ..]` (a convenience, not for hot paths). */
 export function entityToValues<S>(type: EntityType<S>, state: S, out: Int32Array, offset = 0): Int32Array {
   const names = type.fieldNames;

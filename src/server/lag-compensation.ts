@@ -16,7 +16,7 @@
 // paper's estimate (now - latency - lerp, from the server's own history, never older than
 // maxUnlagMs); 'off' tests against the present.
 
-import { decodeNumber } from '../protocol/schema.ts';
+import { decodePosition } from '../protocol/schema.ts';
 import type { UserCommand } from '../protocol/usercmd.ts';
 import { drawEntity } from '../sim/blend.ts';
 import type { HitscanDefinition } from '../sim/game.ts';
@@ -141,6 +141,10 @@ export class LagCompensator<P, W> {
   private readonly stride: number;
   private readonly start = vec3();
   private readonly end = vec3();
+  /** The current command's shot (beginTargets): SEG_* below. */
+  private readonly seg = new Float64Array(9);
+  /** Scratch points of addTarget (two positions). */
+  private readonly points = new Float64Array(6);
 
   constructor(
     store: EntityStore,
@@ -257,7 +261,7 @@ export class LagCompensator<P, W> {
     players: Int32Array,
     playerCount: number,
   ): void {
-    const reach = this.hitscan.shotSegment(state, cmd, this.start, this.end) + this.hitscan.targetRadius;
+    this.beginTargets(state, cmd, cmd.viewFraction);
     for (let i = 0; i < playerCount; i++) {
       const e = players[i];
       if (e === self) continue;
@@ -267,8 +271,6 @@ export class LagCompensator<P, W> {
         e,
         heldA < 0 ? undefined : this.store.history(heldA),
         heldB < 0 ? undefined : this.store.history(heldB),
-        cmd.viewFraction,
-        reach,
       );
     }
   }
@@ -282,57 +284,73 @@ export class LagCompensator<P, W> {
     players: Int32Array,
     playerCount: number,
   ): void {
-    const reach = this.hitscan.shotSegment(state, cmd, this.start, this.end) + this.hitscan.targetRadius;
     const tickA = Math.floor(viewTick);
     const a = this.store.history(tickA);
     const b = this.store.history(tickA === viewTick ? tickA : tickA + 1);
     if (a === undefined || b === undefined) return;
+    this.beginTargets(state, cmd, viewTick - tickA);
     for (let i = 0; i < playerCount; i++) {
       const e = players[i];
-      if (e !== self) this.addTarget(e, a, b, viewTick - tickA, reach);
+      if (e !== self) this.addTarget(e, a, b);
     }
   }
 
   /**
-   * Blends player `e` between history slots `a` and `b` (either may lack it) at fraction `f`, as
-   * the client's view does, and keeps it as a target when the broad phase says the shot can reach.
+   * The shot's segment, its reach and the blend fraction, kept in `seg` for every `addTarget` of
+   * this command: numbers pass through a typed array, not as arguments or results, so the loop
+   * over hundreds of players allocates nothing.
    */
-  private addTarget(
-    e: number,
-    a: HistorySlot | undefined,
-    b: HistorySlot | undefined,
-    f: number,
-    reach: number,
-  ): void {
+  private beginTargets(state: P, cmd: UserCommand, fraction: number): void {
+    const seg = this.seg;
+    const reach = this.hitscan.shotSegment(state, cmd, this.start, this.end) + this.hitscan.targetRadius;
+    seg[SEG_X] = this.start.x;
+    seg[SEG_Y] = this.start.y;
+    seg[SEG_Z] = this.start.z;
+    seg[SEG_DX] = this.end.x - this.start.x;
+    seg[SEG_DY] = this.end.y - this.start.y;
+    seg[SEG_DZ] = this.end.z - this.start.z;
+    seg[SEG_LEN2] = seg[SEG_DX] * seg[SEG_DX] + seg[SEG_DY] * seg[SEG_DY] + seg[SEG_DZ] * seg[SEG_DZ];
+    seg[SEG_REACH] = reach;
+    seg[SEG_FRACTION] = fraction;
+  }
+
+  /**
+   * Blends player `e` between history slots `a` and `b` (either may lack it) at the fraction of
+   * `beginTargets`, as the client's view does, and keeps it as a target when the broad phase says
+   * the shot can reach.
+   */
+  private addTarget(e: number, a: HistorySlot | undefined, b: HistorySlot | undefined): void {
     const target = this.hitscan.targetType;
     const inA = a !== undefined && a.alive[e] !== 0 && a.type[e] === target;
     const inB = b !== undefined && b.alive[e] !== 0 && b.type[e] === target;
     if (!inA && !inB) return;
     const stride = this.stride;
+    const seg = this.seg;
+    const f = seg[SEG_FRACTION];
+    const reach = seg[SEG_REACH];
     // The blended position is A's, B's, or on the line from A to B at fraction f (past B when the
     // view extrapolated), so a target whose bounding sphere of that stretch misses the shot's
     // reach cannot be kept: it is not drawn.
     const type = this.store.schema.types[target];
-    const position = type.positionFields;
-    if (position[0] >= 0) {
+    if (type.positionFields[0] >= 0) {
       const o = e * stride;
       const va = inA ? (a as HistorySlot).values : (b as HistorySlot).values;
       const vb = inB ? (b as HistorySlot).values : va;
-      const ax = decodeNumber(type, position[0], va[o + position[0]]);
-      const ay = position[1] < 0 ? 0 : decodeNumber(type, position[1], va[o + position[1]]);
-      const az = position[2] < 0 ? 0 : decodeNumber(type, position[2], va[o + position[2]]);
-      const bx = decodeNumber(type, position[0], vb[o + position[0]]);
-      const by = position[1] < 0 ? 0 : decodeNumber(type, position[1], vb[o + position[1]]);
-      const bz = position[2] < 0 ? 0 : decodeNumber(type, position[2], vb[o + position[2]]);
-      const lo = Math.min(f, 0);
-      const hi = Math.max(f, 1);
+      const p = this.points;
+      decodePosition(type, va, o, p, 0);
+      decodePosition(type, vb, o, p, 3);
+      const lo = f < 0 ? f : 0;
+      const hi = f > 1 ? f : 1;
       const mid = (lo + hi) * 0.5;
       const half = (hi - lo) * 0.5;
-      const dx = bx - ax;
-      const dy = by - ay;
-      const dz = bz - az;
+      const dx = p[3] - p[0];
+      const dy = p[4] - p[1];
+      const dz = p[5] - p[2];
       const bound = reach + half * Math.sqrt(dx * dx + dy * dy + dz * dz) + 1;
-      if (this.segmentDistanceSquared(ax + dx * mid, ay + dy * mid, az + dz * mid) > bound * bound) return;
+      p[0] += dx * mid;
+      p[1] += dy * mid;
+      p[2] += dz * mid;
+      if (!nearSegment(seg, p, 0, bound * bound)) return;
     }
     const drawn = drawEntity(
       type,
@@ -350,42 +368,47 @@ export class LagCompensator<P, W> {
     // As the client's view drew it (drawEntity is the one rule), or not at all.
     if (!drawn) return;
     this.stats.targetsConsidered++;
-    if (this.reaches(e, reach)) this.report.entities[this.report.count++] = e;
-  }
-
-  /** Broad phase: is target `e` (its blended position) within `reach` of the shot's segment? */
-  private reaches(e: number, reach: number): boolean {
-    const position = this.store.schema.types[this.hitscan.targetType].positionFields;
+    // Broad phase: is the blended position within reach of the shot's segment?
+    const position = type.positionFields;
     const v = this.report.values;
-    const o = e * this.stride;
-    const hit =
-      this.segmentDistanceSquared(
-        v[o + position[0]],
-        position[1] < 0 ? 0 : v[o + position[1]],
-        position[2] < 0 ? 0 : v[o + position[2]],
-      ) <=
-      reach * reach;
-    if (hit) this.stats.targetsRewound++;
-    return hit;
+    const o = e * stride;
+    const p = this.points;
+    p[0] = v[o + position[0]];
+    p[1] = position[1] < 0 ? 0 : v[o + position[1]];
+    p[2] = position[2] < 0 ? 0 : v[o + position[2]];
+    if (!nearSegment(seg, p, 0, reach * reach)) return;
+    this.stats.targetsRewound++;
+    this.report.entities[this.report.count++] = e;
   }
+}
 
-  /** Squared distance from (x, y, z) to the shot's segment. */
-  private segmentDistanceSquared(x: number, y: number, z: number): number {
-    const px = x - this.start.x;
-    const py = y - this.start.y;
-    const pz = z - this.start.z;
-    const dx = this.end.x - this.start.x;
-    const dy = this.end.y - this.start.y;
-    const dz = this.end.z - this.start.z;
-    const len2 = dx * dx + dy * dy + dz * dz;
-    let t = len2 > 0 ? (px * dx + py * dy + pz * dz) / len2 : 0;
-    if (t < 0) t = 0;
-    else if (t > 1) t = 1;
-    const cx = px - dx * t;
-    const cy = py - dy * t;
-    const cz = pz - dz * t;
-    return cx * cx + cy * cy + cz * cz;
-  }
+/** `seg` of LagCompensator: the shot's start, its direction (end - start), its squared length, reach, fraction. */
+const SEG_X = 0;
+const SEG_Y = 1;
+const SEG_Z = 2;
+const SEG_DX = 3;
+const SEG_DY = 4;
+const SEG_DZ = 5;
+const SEG_LEN2 = 6;
+const SEG_REACH = 7;
+const SEG_FRACTION = 8;
+
+/** True when point `p[at .. at + 3)` is within squared distance `r2` of the segment in `seg`. */
+function nearSegment(seg: Float64Array, p: Float64Array, at: number, r2: number): boolean {
+  const px = p[at] - seg[SEG_X];
+  const py = p[at + 1] - seg[SEG_Y];
+  const pz = p[at + 2] - seg[SEG_Z];
+  const dx = seg[SEG_DX];
+  const dy = seg[SEG_DY];
+  const dz = seg[SEG_DZ];
+  const len2 = seg[SEG_LEN2];
+  let t = len2 > 0 ? (px * dx + py * dy + pz * dz) / len2 : 0;
+  if (t < 0) t = 0;
+  else if (t > 1) t = 1;
+  const cx = px - dx * t;
+  const cy = py - dy * t;
+  const cz = pz - dz * t;
+  return cx * cx + cy * cy + cz * cz <= r2;
 }
 
 function validate(c: LagCompensationConfig): void {
