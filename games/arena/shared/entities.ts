@@ -10,8 +10,11 @@ import {
   ANGLE_BITS,
   ARENA_MAX_ENTITIES,
   BUTTON_ATTACK,
+  MAX_VELOCITY,
   ORIGIN_LIMIT,
   ORIGIN_PRECISION,
+  PLAYER_DUCK_EYE_HEIGHT,
+  PLAYER_STAND_EYE_HEIGHT,
   WEAPON_COUNT,
 } from './constants.ts';
 import { HITBOX_COUNT, type HitTarget, hitboxBounds, viewHeight } from './hitboxes.ts';
@@ -144,6 +147,9 @@ function hitboxRadius(): number {
   return r;
 }
 
+/** shotSegment: a step up, a snap to the ground and a duck's change of eye height, with room to spare. */
+const EYE_MARGIN = 2 * (PLAYER_STAND_EYE_HEIGHT - PLAYER_DUCK_EYE_HEIGHT);
+
 let maxRange = 0;
 let maxSpread = 0;
 for (const w of WEAPONS) {
@@ -167,16 +173,23 @@ export const arenaHitscan: HitscanDefinition<ArenaPlayerState, ArenaWorld> = {
     );
   },
   shotSegment(state: ArenaPlayerState, cmd: UserCommand, start: Vec3, end: Vec3): number {
+    // The weapon that can fire: the one in hand, unless a switch is asked for or under way (then
+    // any weapon's range and spread).
+    const steady = state.pendingWeapon === state.activeWeapon && cmd.impulse === 0;
+    const weapon = WEAPONS[state.activeWeapon];
+    const range = steady ? weapon.range : maxRange;
+    const spread = steady ? weapon.spread : maxSpread;
     start.x = state.originX;
     start.y = state.originY;
     start.z = state.originZ + viewHeight(state.ducked);
     const cp = dcos(cmd.pitch);
-    end.x = start.x + cp * dcos(cmd.yaw) * maxRange;
-    end.y = start.y + cp * dsin(cmd.yaw) * maxRange;
-    end.z = start.z - dsin(cmd.pitch) * maxRange;
-    // Spread widens the cone: at full range a pellet strays at most range * spread * sqrt(2)
-    // (plus the eye moving within the command: at most 2000 u/s for 250 ms).
-    return maxRange * maxSpread * 1.5 + 600;
+    end.x = start.x + cp * dcos(cmd.yaw) * range;
+    end.y = start.y + cp * dsin(cmd.yaw) * range;
+    end.z = start.z - dsin(cmd.pitch) * range;
+    // Spread widens the cone: at full range a pellet strays at most range * spread. The eye fires
+    // after the command's movement: at most MAX_VELOCITY on each axis for the command's msec, plus
+    // a step up, a snap to the ground and the eye height changing with a duck.
+    return range * spread * 1.5 + (MAX_VELOCITY * Math.sqrt(3) * commandMsec(cmd)) / 1000 + EYE_MARGIN;
   },
   setTargets(
     world: ArenaWorld,

@@ -36,10 +36,11 @@ import {
   spawnArenaPlayer,
 } from '../../../games/arena/shared/player.ts';
 import { createTraceResult } from '../../../games/arena/shared/trace.ts';
+import { pelletDirection, WEAPONS } from '../../../games/arena/shared/weapons.ts';
 import { BitStream, quantize, quantizeAngle } from '../../../src/protocol/bitstream.ts';
 import { createUserCommand, quantizeUserCommand, type UserCommand } from '../../../src/protocol/usercmd.ts';
 import { NO_EVENTS } from '../../../src/sim/game.ts';
-import { vec3 } from '../../../src/sim/math.ts';
+import { angleVectors, vec3 } from '../../../src/sim/math.ts';
 import { Random } from '../../../src/sim/random.ts';
 
 const arena = createLevelWorld(ARENA_LEVEL);
@@ -425,6 +426,70 @@ describe('shared code hygiene', () => {
 });
 
 describe('which commands lag compensation rewinds for', () => {
+  it('shotSegment keeps every ray a command fires within its reach of the segment (the broad phase is conservative)', () => {
+    const seed = 4243;
+    const rng = new Random(seed);
+    const state = arenaPlayer.create();
+    arenaGame.spawn(state, arena, 0);
+    const cmd = createUserCommand();
+    const start = vec3();
+    const end = vec3();
+    const forward = vec3();
+    const right = vec3();
+    const up = vec3();
+    const dir = vec3();
+    let reach = 0;
+    let rays = 0;
+    let worst = 0;
+    const shots: number[] = [];
+    const sink = {
+      emit: (type: number, p0: number, p1: number, p2: number, p3: number) => {
+        if (type === EVENT_SHOT) shots.push(p0, p1, p2, p3);
+      },
+    };
+    let sequence = 0;
+    for (let i = 0; i < 20_000; i++) {
+      cmd.sequence = ++sequence;
+      cmd.msec = rng.chance(0.1) ? rng.int(1, 250) : rng.int(4, 20);
+      cmd.yaw = rng.range(-180, 180);
+      cmd.pitch = rng.range(-89, 89);
+      cmd.forwardMove = rng.int(-1, 1) * 127;
+      cmd.sideMove = rng.int(-1, 1) * 127;
+      cmd.buttons =
+        (rng.chance(0.9) ? BUTTON_ATTACK : 0) |
+        (rng.chance(0.2) ? BUTTON_JUMP : 0) |
+        (rng.chance(0.2) ? BUTTON_CROUCH : 0) |
+        (rng.chance(0.01) ? BUTTON_RELOAD : 0);
+      cmd.impulse = rng.chance(0.05) ? rng.int(1, 3) : 0;
+      quantizeUserCommand(cmd);
+      // The server asks before the command runs, as lag compensation does.
+      if (arenaHitscan.fires(state, cmd)) reach = arenaHitscan.shotSegment(state, cmd, start, end);
+      shots.length = 0;
+      arenaGame.player.move(state, cmd, arena, sink);
+      if (shots.length === 0) continue;
+      // Every pellet's ray, recomputed exactly as the weapon fired it, from the eye it fired from.
+      const weapon = WEAPONS[state.activeWeapon];
+      angleVectors(state.pitch, state.yaw, 0, forward, right, up);
+      for (let k = 0; k < shots.length; k += 4) {
+        pelletDirection(forward, right, up, weapon.spread, cmd.randomSeed, k / 4, dir);
+        for (let step = 0; step <= 64; step++) {
+          const d = (weapon.range * step) / 64;
+          const x = shots[k] + dir.x * d;
+          const y = shots[k + 1] + dir.y * d;
+          const z = shots[k + 2] + dir.z * d;
+          const off = distanceToSegment(x, y, z, start, end);
+          worst = Math.max(worst, off / reach);
+          expect(off, `seed ${seed}, command ${i}, pellet ${k / 4}, ${d} units out`).toBeLessThanOrEqual(
+            reach,
+          );
+        }
+        rays++;
+      }
+    }
+    expect(rays, `seed ${seed}`).toBeGreaterThan(300);
+    // The reach is not loose either: some ray comes within a third of it.
+    expect(worst, `seed ${seed}`).toBeGreaterThan(0.3);
+  });
   it('fires() is true for every command that fires a hit-scan weapon, and false while the weapon is busy', () => {
     const seed = 4242;
     const rng = new Random(seed);
@@ -457,3 +522,20 @@ describe('which commands lag compensation rewinds for', () => {
     expect(rewound, `seed ${seed}`).toBeLessThan(held / 2);
   });
 });
+
+/** Distance from (x, y, z) to the segment from `a` to `b`. */
+function distanceToSegment(
+  x: number,
+  y: number,
+  z: number,
+  a: { x: number; y: number; z: number },
+  b: { x: number; y: number; z: number },
+): number {
+  const dx = b.x - a.x;
+  const dy = b.y - a.y;
+  const dz = b.z - a.z;
+  const len2 = dx * dx + dy * dy + dz * dz;
+  let t = len2 > 0 ? ((x - a.x) * dx + (y - a.y) * dy + (z - a.z) * dz) / len2 : 0;
+  t = Math.max(0, Math.min(1, t));
+  return Math.hypot(x - a.x - dx * t, y - a.y - dy * t, z - a.z - dz * t);
+}
