@@ -33,6 +33,7 @@ import {
   type ViewVerdict,
 } from '../sim/view-acceptance.ts';
 import type { EntityStore, HistorySlot } from './entities.ts';
+import { NOT_HELD } from './snapshot-cache.ts';
 import type { SnapshotWriter } from './snapshot-writer.ts';
 
 export type LagCompensationMode = 'exact' | 'estimate' | 'off';
@@ -262,15 +263,19 @@ export class LagCompensator<P, W> {
     playerCount: number,
   ): void {
     this.beginTargets(state, cmd, cmd.viewFraction);
+    // Both frames are remembered (rewind checked): what the client held in each, found once.
+    const heldA = writer.heldTicks(cmd.viewTickA) as Readonly<Uint32Array>;
+    const heldB = writer.heldTicks(cmd.viewTickB) as Readonly<Uint32Array>;
+    const store = this.store;
     for (let i = 0; i < playerCount; i++) {
       const e = players[i];
       if (e === self) continue;
-      const heldA = writer.heldTick(cmd.viewTickA, e);
-      const heldB = writer.heldTick(cmd.viewTickB, e);
+      const a = heldA[e];
+      const b = heldB[e];
       this.addTarget(
         e,
-        heldA < 0 ? undefined : this.store.history(heldA),
-        heldB < 0 ? undefined : this.store.history(heldB),
+        a === NOT_HELD ? undefined : store.history(a),
+        b === NOT_HELD ? undefined : store.history(b),
       );
     }
   }
@@ -338,7 +343,11 @@ export class LagCompensator<P, W> {
       const vb = inB ? (b as HistorySlot).values : va;
       const p = this.points;
       decodePosition(type, va, o, p, 0);
-      decodePosition(type, vb, o, p, 3);
+      if (vb === va) {
+        p[3] = p[0];
+        p[4] = p[1];
+        p[5] = p[2];
+      } else decodePosition(type, vb, o, p, 3);
       const lo = f < 0 ? f : 0;
       const hi = f > 1 ? f : 1;
       const mid = (lo + hi) * 0.5;

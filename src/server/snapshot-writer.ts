@@ -356,6 +356,16 @@ export class SnapshotWriter {
   }
 
   /**
+   * What the client holds once it has frame `frameTick`, for every entity: the tick of the values
+   * it holds, or NOT_HELD (heldTick for all entities at once, for loops over many); null when
+   * the frame is not remembered. Read only, and only until the next write.
+   */
+  heldTicks(frameTick: number): Readonly<Uint32Array> | null {
+    const f = Number.isInteger(frameTick) ? this.frameAt(frameTick) : null;
+    return f === null ? null : f.held;
+  }
+
+  /**
    * Copies into `out` the entities in the view of the frame built at `frameTick` (in no set order) and
    * returns how many; -1 when the frame is not remembered.
    */
