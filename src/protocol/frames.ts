@@ -376,6 +376,12 @@ export interface ServerFrameCodec<P> {
    * tick (-1: none), which its baseline usually repeats. False when it failed.
    */
   serializeSnapshot(s: BitStream, serverTick: number, playerBaseline: number): boolean;
+  /**
+   * When set, writing (not reading or measuring) puts the frame's event `index` into the stream
+   * through this instead of serializeWireEvent: the same bits (a writer that encoded the event
+   * once for many frames copies them).
+   */
+  writeEvent?(s: BitStream, index: number): boolean;
 }
 
 export function createServerFrame<P>(player: P): ServerFrame<P> {
@@ -443,7 +449,11 @@ export function serializeServerFrame<P>(
 ): boolean {
   if (!serializeFrameHead(s, f, codec)) return false;
   f.eventCount = serializeExpGolomb(s, f.eventCount, MAX_EVENTS_PER_FRAME);
-  for (let i = 0; i < f.eventCount && s.ok; i++) serializeWireEvent(s, f.events[i], codec.events);
+  const copied = codec.writeEvent !== undefined && s.isWriting;
+  for (let i = 0; i < f.eventCount && s.ok; i++) {
+    if (copied) codec.writeEvent?.(s, i);
+    else serializeWireEvent(s, f.events[i], codec.events);
+  }
   if (!s.ok) return false;
   f.snapshotOk = codec.serializeSnapshot(s, f.serverTick, f.playerBaseline);
   return true;

@@ -3,16 +3,19 @@
 // events within hearing, the delta snapshot), written by the one serialize function of frames.ts.
 
 import { RateController, type RateControllerConfig } from '../net/rate-control.ts';
-import type { BitStream } from '../protocol/bitstream.ts';
+import { BitStream } from '../protocol/bitstream.ts';
 import {
   copyWireEvent,
   createServerFrame,
+  createWireEvent,
+  type EventTable,
   MAX_EVENTS_PER_FRAME,
   type ServerFrame,
   type ServerFrameCodec,
   serializeFrameTick,
   serializeServerFrame,
   serializeWireEvent,
+  type WireEvent,
 } from '../protocol/frames.ts';
 import type { PlayerStateHistory } from '../protocol/player-state.ts';
 import type { GameDefinition } from '../sim/game.ts';
@@ -21,6 +24,9 @@ import type { SnapshotWriter } from './snapshot-writer.ts';
 
 /** A frame is never cut below this many bytes to fit the rate: slower links get fewer frames. */
 export const MIN_FRAME_BYTES = 300;
+
+/** Room for one event's encoding in FrameWriter's cache: 256 bits (the plain layout takes 152). */
+const EVENT_CODE_BYTES = 32;
 
 /**
  * The paper's footnote 7: after each packet the server works out when the next may go, from the
@@ -166,9 +172,18 @@ export class FrameWriter<P, W> {
   private current: FrameClient<P> | null = null;
   /** Where in the packet (bits) the frame being written must end. */
   private endBits = 0;
-  /** Each logged event's size on the wire, measured once for every client (by log position). */
+  /**
+   * Each logged event's size on the wire and its bits (at `eventCode[slot * EVENT_CODE_BYTES]`;
+   * size -1: too long to keep, written field by field), encoded once for every client (by log
+   * position); frames copy the bits.
+   */
   private readonly eventBits: Int32Array;
   private readonly eventBitsOf: Float64Array;
+  private readonly eventCode: Uint8Array;
+  private readonly eventStream = new BitStream(EVENT_CODE_BYTES);
+  private readonly eventScratch = createWireEvent();
+  /** The log slot of each event the frame being written carries. */
+  private readonly frameEventSlot = new Int32Array(MAX_EVENTS_PER_FRAME);
   /**
    * Where each logged event's source player stands at tick `eventAtTick` (by log position, for
    * `eventAtOf`): looked up once per tick for every client's frame. `eventFromPlayer` 0: the
@@ -193,6 +208,7 @@ export class FrameWriter<P, W> {
     this.log = log;
     this.eventBits = new Int32Array(log.capacity);
     this.eventBitsOf = new Float64Array(log.capacity).fill(-1);
+    this.eventCode = new Uint8Array(log.capacity * EVENT_CODE_BYTES);
     this.eventAtOf = new Float64Array(log.capacity).fill(-1);
     this.eventAtTick = new Float64Array(log.capacity).fill(-1);
     this.eventFromPlayer = new Uint8Array(log.capacity);
@@ -207,6 +223,7 @@ export class FrameWriter<P, W> {
       players: null as unknown as PlayerStateHistory<P>,
       events: game.events ?? null,
       serializeSnapshot: (s, tick, hint) => this.writeSnapshot(s, tick, hint),
+      writeEvent: (s, index) => this.writeEvent(s, index),
     };
   }
 
@@ -269,7 +286,6 @@ export class FrameWriter<P, W> {
       client.eventCursor = log.tail;
     }
     const table = this.game.events ?? null;
-    const m = this.measure;
     const here = this.game.player.origin(client.state, this.viewer);
     const r2 = this.config.eventRadius * this.config.eventRadius;
     let used = 0;
@@ -278,23 +294,52 @@ export class FrameWriter<P, W> {
       if (!this.hears(client, p, here.x, here.y, here.z, r2)) continue;
       const e = log.at(p);
       const slot = p & (log.capacity - 1);
-      if (this.eventBitsOf[slot] !== p) {
-        m.beginMeasure();
-        serializeWireEvent(m, e, table);
-        this.eventBits[slot] = m.bitsProcessed;
-        this.eventBitsOf[slot] = p;
-      }
+      if (this.eventBitsOf[slot] !== p) this.encodeEvent(e, slot, p, table);
       const bits = this.eventBits[slot];
-      if (count < MAX_EVENTS_PER_FRAME && used + bits <= budgetBits) {
-        const out = f.events[count++];
-        copyWireEvent(out, e);
-        used += bits;
+      if (count < MAX_EVENTS_PER_FRAME && used + Math.abs(bits) <= budgetBits) {
+        this.frameEventSlot[count] = slot;
+        copyWireEvent(f.events[count++], e);
+        used += Math.abs(bits);
       } else {
         client.eventsDropped++;
       }
     }
     f.eventCount = count;
     client.eventCursor = log.head;
+  }
+
+  /**
+   * Encodes logged event `e` (at log position `p`, in `slot`) once for every frame: its bits into
+   * `eventCode`, its size into `eventBits` (negated when longer than EVENT_CODE_BYTES: measured
+   * only, and written from the frame's copy). The log's event is left as it was (writing
+   * quantizes the copy).
+   */
+  private encodeEvent(e: WireEvent, slot: number, p: number, table: EventTable | null): void {
+    const es = this.eventStream;
+    copyWireEvent(this.eventScratch, e);
+    es.beginWrite();
+    serializeWireEvent(es, this.eventScratch, table);
+    this.eventBitsOf[slot] = p;
+    if (es.ok) {
+      const code = this.eventCode;
+      const from = es.buffer;
+      const at = slot * EVENT_CODE_BYTES;
+      for (let i = 0; i < EVENT_CODE_BYTES; i++) code[at + i] = from[i];
+      this.eventBits[slot] = es.bitsProcessed;
+      return;
+    }
+    const m = this.measure;
+    m.beginMeasure();
+    serializeWireEvent(m, e, table);
+    this.eventBits[slot] = -m.bitsProcessed;
+  }
+
+  /** codec.writeEvent: the frame's event `index`, copied from its encoding. */
+  private writeEvent(s: BitStream, index: number): boolean {
+    const slot = this.frameEventSlot[index];
+    const bits = this.eventBits[slot];
+    if (bits >= 0) return s.copyBits(this.eventCode, slot * EVENT_CODE_BYTES * 8, bits);
+    return serializeWireEvent(s, this.frame.events[index], this.game.events ?? null);
   }
 
   /**
