@@ -107,11 +107,14 @@ export function smallestDelayMs(profile: NetworkProfile | null, direction: 'up' 
 /**
  * The longest window the run can be cut into (ms; 0: none, every bot's traffic may arrive at
  * once): the smallest one-way delay of any bot, less the longest gap between one bot's frames on
- * its way up.
+ * its way up. With `lag` 1 the workers may run a window behind the main thread: the server then
+ * reads their bots' datagrams one window later, so what a bot sends up must take two windows to
+ * arrive (the up-link's share is halved).
  */
 export function lockstepWindowMs(
   s: { readonly frameRate: number; readonly frameJitterMs: number },
   bots: readonly { readonly profile: NetworkProfile | null }[],
+  lag: 0 | 1 = 0,
 ): number {
   const frameGapMs = 1000 / s.frameRate + s.frameJitterMs;
   let window = Number.POSITIVE_INFINITY;
@@ -119,7 +122,7 @@ export function lockstepWindowMs(
     window = Math.min(
       window,
       smallestDelayMs(b.profile, 'down'),
-      smallestDelayMs(b.profile, 'up') - frameGapMs,
+      (smallestDelayMs(b.profile, 'up') - frameGapMs) / (lag + 1),
     );
   }
   return Number.isFinite(window) && window > 0 ? window : 0;
@@ -348,7 +351,8 @@ export class GroupWorker {
   readonly worker: Worker;
   /** Datagrams from the server to this worker's bots, waiting for the next window. */
   readonly outbox = new DatagramBatch();
-  private pending: ((reply: WindowReply) => void) | null = null;
+  /** Who waits for each window asked for and not yet answered, oldest first. */
+  private readonly pending: ((reply: WindowReply) => void)[] = [];
   private failure: Error | null = null;
 
   constructor(data: GroupWorkerData) {
@@ -364,26 +368,25 @@ export class GroupWorker {
         workerData: data,
       },
     );
-    this.worker.on('message', (reply: WindowReply) => {
-      const resolve = this.pending;
-      this.pending = null;
-      resolve?.(reply);
-    });
+    this.worker.on('message', (reply: WindowReply) => this.pending.shift()?.(reply));
     this.worker.on('error', (e) => {
       this.failure = e;
-      const resolve = this.pending;
-      this.pending = null;
-      resolve?.({ type: 'window', datagrams: new ArrayBuffer(0), shots: [], summaries: null });
+      for (const resolve of this.pending.splice(0)) {
+        resolve({ type: 'window', datagrams: new ArrayBuffer(0), shots: [], summaries: null });
+      }
     });
   }
 
-  /** Starts the worker's window up to `untilMs`, handing over the datagrams waiting for it. */
+  /**
+   * Asks for the worker's window up to `untilMs`, handing over the datagrams waiting for it; the
+   * worker runs windows in the order asked (one may be asked for before the last is answered).
+   */
   start(untilMs: number, summarize: boolean): Promise<WindowReply> {
     if (this.failure !== null) return Promise.reject(this.failure);
     const datagrams = this.outbox.take();
     const request: WindowRequest = { type: 'run', untilMs, datagrams, summarize };
     return new Promise((resolve, reject) => {
-      this.pending = (reply) => (this.failure === null ? resolve(reply) : reject(this.failure));
+      this.pending.push((reply) => (this.failure === null ? resolve(reply) : reject(this.failure)));
       this.worker.postMessage(request, [datagrams]);
     });
   }

@@ -35,6 +35,7 @@ import {
   readBatch,
   splitBots,
   summarizeClient,
+  type WindowReply,
 } from './lockstep.ts';
 import {
   type Figure,
@@ -142,6 +143,9 @@ function createFight(plan: SimPlan): Fight {
  * `plan.threads` groups: one on this thread beside the server, the others on worker threads in
  * lockstep with it (lockstep.ts). The figures are the same whatever the number of threads.
  */
+/** The shortest window worth running the workers a window behind (ms): shorter ones cost more in hand-overs. */
+const MIN_LAGGED_WINDOW_MS = 8;
+
 function startMemory(plan: SimPlan, fight: Fight, tickTimes: Samples): Session {
   // Every endpoint but the server's is given its seeds; the server's links are not conditioned.
   const network = new MemoryNetwork({ seed: plan.seed });
@@ -168,7 +172,13 @@ function startMemory(plan: SimPlan, fight: Fight, tickTimes: Samples): Session {
     }
   });
   const group = new BotGroup(plan, groups[0], seeds, network, fight.ledger);
-  const windowMs = workers.length > 0 ? lockstepWindowMs(plan.scenario, plan.bots) : Number.POSITIVE_INFINITY;
+  // The workers run a window behind this thread when the links' delays leave windows long
+  // enough for it: then neither side waits for the other's slower windows (the work per window
+  // varies: a server tick writes frames every other tick).
+  const lag =
+    workers.length > 0 && lockstepWindowMs(plan.scenario, plan.bots, 1) >= MIN_LAGGED_WINDOW_MS ? 1 : 0;
+  const windowMs =
+    workers.length > 0 ? lockstepWindowMs(plan.scenario, plan.bots, lag) : Number.POSITIVE_INFINITY;
   const summaries: ClientSummary[] = [];
   let nextTickMs = 0;
   let nowMs = 0;
@@ -189,12 +199,7 @@ function startMemory(plan: SimPlan, fight: Fight, tickTimes: Samples): Session {
     server,
     summaries: () => summaries,
     advance: async (untilMs) => {
-      while (nowMs < untilMs) {
-        const end = Math.min(untilMs, nowMs + windowMs);
-        const summarize = end === untilMs;
-        const replies = workers.map((w) => w.start(end, summarize));
-        runUntil(end);
-        const got = await Promise.all(replies);
+      const take = (got: WindowReply[]) =>
         got.forEach((reply, k) => {
           readBatch(reply.datagrams, deliver);
           fight.ledger.addPending(reply.shots);
@@ -204,8 +209,19 @@ function startMemory(plan: SimPlan, fight: Fight, tickTimes: Samples): Session {
             summaries[i] = read[j];
           });
         });
+      // With lag 1, the workers' previous window, read after this thread's current one.
+      let behind: Promise<WindowReply>[] | null = null;
+      while (nowMs < untilMs) {
+        const end = Math.min(untilMs, nowMs + windowMs);
+        const summarize = end === untilMs;
+        const replies = workers.map((w) => w.start(end, summarize));
+        runUntil(end);
+        if (behind !== null) take(await Promise.all(behind));
+        if (lag === 0) take(await Promise.all(replies));
+        else behind = replies;
         nowMs = end;
       }
+      if (behind !== null) take(await Promise.all(behind));
       group.summaries().forEach((s, j) => {
         summaries[groups[0][j]] = s;
       });
