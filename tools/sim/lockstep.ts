@@ -107,9 +107,9 @@ export function smallestDelayMs(profile: NetworkProfile | null, direction: 'up' 
 /**
  * The longest window the run can be cut into (ms; 0: none, every bot's traffic may arrive at
  * once): the smallest one-way delay of any bot, less the longest gap between one bot's frames on
- * its way up. With `lag` 1 the workers may run a window behind the main thread: the server then
- * reads their bots' datagrams one window later, so what a bot sends up must take two windows to
- * arrive (the up-link's share is halved).
+ * its way up. With `lag` 1 the workers may run a window behind or ahead of the main thread: the
+ * server reads their bots' datagrams one window later and they read the server's one window
+ * later, so whatever is sent must take two windows to arrive (both shares halved).
  */
 export function lockstepWindowMs(
   s: { readonly frameRate: number; readonly frameJitterMs: number },
@@ -121,7 +121,7 @@ export function lockstepWindowMs(
   for (const b of bots) {
     window = Math.min(
       window,
-      smallestDelayMs(b.profile, 'down'),
+      smallestDelayMs(b.profile, 'down') / (lag + 1),
       (smallestDelayMs(b.profile, 'up') - frameGapMs) / (lag + 1),
     );
   }

@@ -172,9 +172,9 @@ function startMemory(plan: SimPlan, fight: Fight, tickTimes: Samples): Session {
     }
   });
   const group = new BotGroup(plan, groups[0], seeds, network, fight.ledger);
-  // The workers run a window behind this thread when the links' delays leave windows long
-  // enough for it: then neither side waits for the other's slower windows (the work per window
-  // varies: a server tick writes frames every other tick).
+  // The workers run up to a window behind or ahead of this thread when the links' delays leave
+  // windows long enough for it: then neither side waits out the other's slower windows (the work
+  // per window varies: a server tick writes frames every other tick).
   const lag =
     workers.length > 0 && lockstepWindowMs(plan.scenario, plan.bots, 1) >= MIN_LAGGED_WINDOW_MS ? 1 : 0;
   const windowMs =
@@ -209,19 +209,27 @@ function startMemory(plan: SimPlan, fight: Fight, tickTimes: Samples): Session {
             summaries[i] = read[j];
           });
         });
-      // With lag 1, the workers' previous window, read after this thread's current one.
-      let behind: Promise<WindowReply>[] | null = null;
-      while (nowMs < untilMs) {
-        const end = Math.min(untilMs, nowMs + windowMs);
-        const summarize = end === untilMs;
-        const replies = workers.map((w) => w.start(end, summarize));
-        runUntil(end);
-        if (behind !== null) take(await Promise.all(behind));
-        if (lag === 0) take(await Promise.all(replies));
-        else behind = replies;
-        nowMs = end;
+      const ends: number[] = [];
+      for (let t = nowMs; t < untilMs; ) {
+        t = Math.min(untilMs, t + windowMs);
+        ends.push(t);
       }
-      if (behind !== null) take(await Promise.all(behind));
+      const start = (k: number) => workers.map((w) => w.start(ends[k], ends[k] === untilMs));
+      const replies: Promise<WindowReply>[][] = [];
+      let taken = 0;
+      // Lag 0: each window in step. Lag 1: a worker is asked for window k + 1 (with the server's
+      // datagrams up to window k - 1) before this thread runs window k, which needs the workers'
+      // datagrams up to window k - 2 only: either side may be a window ahead of the other.
+      if (lag === 1 && ends.length > 0) replies.push(start(0));
+      for (let k = 0; k < ends.length; k++) {
+        if (lag === 0) replies.push(start(k));
+        else if (k + 1 < ends.length) replies.push(start(k + 1));
+        for (; taken < k - 1; taken++) take(await Promise.all(replies[taken]));
+        runUntil(ends[k]);
+        if (lag === 0) take(await Promise.all(replies[taken++]));
+        nowMs = ends[k];
+      }
+      for (; taken < replies.length; taken++) take(await Promise.all(replies[taken]));
       group.summaries().forEach((s, j) => {
         summaries[groups[0][j]] = s;
       });
