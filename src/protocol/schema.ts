@@ -557,8 +557,8 @@ export function decodeNumber(type: EntityTypeSchema, i: number, q: number): numb
 
 /**
  * Decodes the position fields of the entity at `values[o ..]` into `out[at .. at + 3)` (a missing
- * axis is 0), as decodeNumber does, written out so no number leaves a call (a hot path's
- * loop over hundreds of entities allocates nothing).
+ * axis is 0): the numbers go into an array, not out of a call, so a hot path's loop over hundreds
+ * of entities allocates nothing (a small loop, where decodeNumber is inlined).
  */
 export function decodePosition(
   type: EntityTypeSchema,
@@ -568,20 +568,9 @@ export function decodePosition(
   at: number,
 ): void {
   const position = type.positionFields;
-  const kind = type.decodeKind;
   for (let k = 0; k < 3; k++) {
     const i = position[k];
-    if (i < 0) out[at + k] = 0;
-    else {
-      const q = values[o + i];
-      const d = kind[i];
-      out[at + k] =
-        d === DECODE_FLOAT
-          ? type.decodeMin[i] + q * type.decodeStep[i]
-          : d === DECODE_ANGLE
-            ? (q * 360) / type.decodeStep[i]
-            : q;
-    }
+    out[at + k] = i < 0 ? 0 : decodeNumber(type, i, values[o + i]);
   }
 }
 

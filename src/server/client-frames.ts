@@ -25,7 +25,10 @@ import type { SnapshotWriter } from './snapshot-writer.ts';
 /** A frame is never cut below this many bytes to fit the rate: slower links get fewer frames. */
 export const MIN_FRAME_BYTES = 300;
 
-/** Room for one event's encoding in FrameWriter's cache: 256 bits (the plain layout takes 152). */
+/**
+ * Room for one event's encoding in FrameWriter's cache: 256 bits. The longest an event can take is
+ * 172 (a 20-bit type code, a 3-byte source, four 32-bit parameters; 152 in the plain layout).
+ */
 const EVENT_CODE_BYTES = 32;
 
 /**
@@ -173,9 +176,10 @@ export class FrameWriter<P, W> {
   /** Where in the packet (bits) the frame being written must end. */
   private endBits = 0;
   /**
-   * Each logged event's size on the wire and its bits (at `eventCode[slot * EVENT_CODE_BYTES]`;
-   * size -1: too long to keep, written field by field), encoded once for every client (by log
-   * position); frames copy the bits.
+   * Each logged event's size on the wire and its bits (at `eventCode[slot * EVENT_CODE_BYTES]`),
+   * encoded once for every client (by log position); frames copy the bits. A negative size: the
+   * event failed to encode (a type the table has no spec for), so frames write it field by field
+   * and fail as they did before the cache.
    */
   private readonly eventBits: Int32Array;
   private readonly eventBitsOf: Float64Array;
@@ -310,9 +314,8 @@ export class FrameWriter<P, W> {
 
   /**
    * Encodes logged event `e` (at log position `p`, in `slot`) once for every frame: its bits into
-   * `eventCode`, its size into `eventBits` (negated when longer than EVENT_CODE_BYTES: measured
-   * only, and written from the frame's copy). The log's event is left as it was (writing
-   * quantizes the copy).
+   * `eventCode`, its size into `eventBits` (negated, measured only, when it fails to encode). The
+   * log's event is left as it was (writing quantizes the copy).
    */
   private encodeEvent(e: WireEvent, slot: number, p: number, table: EventTable | null): void {
     const es = this.eventStream;
