@@ -188,6 +188,9 @@ describe('demo playback in Chromium', () => {
     // The newest killcam before the end: the killer's commands from its eyes.
     await seek(page, opened.demo.durationMs);
     await waitFor(page, 'the end', (r) => r.demo.seeks === 3);
+    // At a quarter speed the 2 s killcam plays for 8 s: a loaded machine's slow polls still see it.
+    await page.selectOption('#demo-speed', '0.25');
+    await waitFor(page, 'a quarter speed', (r) => r.demo.speed === 0.25);
     await page.keyboard.press('KeyK');
     const cam = await waitFor(page, 'the killcam', (r) => (r.demo.killcam?.frame ?? 0) > 10);
     expect(cam.demo.camera, msg()).toBe('killcam');
@@ -195,7 +198,8 @@ describe('demo playback in Chromium', () => {
     expect(cam.demo.killcam?.killer, msg()).not.toBe(cam.demo.killcam?.victim);
     await page.screenshot({ path: join(OUT, 'killcam.png') });
     await page.keyboard.press('KeyK');
-    await waitFor(page, 'the end of the killcam', (r) => r.demo.killcam === null);
+    const stopped = await waitFor(page, 'the end of the killcam', (r) => r.demo.killcam === null);
+    expect(stopped.demo.camera, msg()).toBe('follow');
     expect(errors, msg()).toEqual([]);
   });
 
