@@ -108,9 +108,13 @@ export interface ClientConfig {
   /** Seed for the commands' shared random seeds and the connection nonce. */
   seed: number;
   /**
-   * How far behind the newest server time remote entities are drawn, ms. 0 (the default) means
-   * max(100, two snapshot intervals); 'adaptive' (AdaptiveDelay) is the smallest delay that kept
-   * the view interpolating 99.5 % of the time lately, measured from how stale snapshots get.
+   * How far behind the newest server time remote entities are drawn, ms, or how it is chosen.
+   * 'adaptive' (AdaptiveDelay) is the smallest delay that kept the view interpolating 99.5 % of
+   * the time lately, measured from how stale snapshots get, up to 500 ms: it grows ahead of bursts
+   * and jitter. 0 (the default) is the same, but never above the paper's max(100, two snapshot
+   * intervals): on a clean link remote players are drawn about one interval in the past instead
+   * of 100 ms, and a bad link is drawn as the paper's fixed delay would. A positive number is a
+   * fixed delay.
    */
   interpolationDelayMs: number | 'adaptive';
   prediction: Partial<PredictionConfig>;
@@ -1034,9 +1038,16 @@ export class GameClient<P, W> {
 
 /** The adaptive delay a session keeps under `config` (null: a fixed delay). */
 function adaptiveDelayFor(config: ClientConfig): AdaptiveDelay | null {
-  return config.interpolationDelayMs === 'adaptive'
-    ? new AdaptiveDelay({ updateRateHz: config.updateRate })
-    : null;
+  const d = config.interpolationDelayMs;
+  if (d === 'adaptive') return new AdaptiveDelay({ updateRateHz: config.updateRate });
+  // The default: as adaptive, but never past the paper's delay (the most a fixed default would draw).
+  if (d === 0) {
+    return new AdaptiveDelay({
+      updateRateHz: config.updateRate,
+      maxDelayMs: defaultInterpolationDelayMs(config.updateRate),
+    });
+  }
+  return null;
 }
 
 function validateClientConfig(c: ClientConfig): void {

@@ -217,46 +217,52 @@ describe('snapshots over the conditioner', () => {
     });
   }
 
-  it('the bouncing ball: a jumping player drawn from a 20 Hz stream reaches the ground and the top of the jump', () => {
-    const seed = 3;
-    const msg = `seed ${seed}`;
-    const match = new Match(arenaGame, seed, { defaultUpdateRate: 20 });
-    const profile = parseProfile({ name: 'clean', latencyMs: 40 });
-    const jumper = match.addClient({
-      profile,
-      config: { updateRate: 20 },
-      drive: (_c: Client, _t: number, input: InputSample) => {
-        input.buttons = input.buttons === BUTTON_JUMP ? 0 : BUTTON_JUMP;
-      },
+  // The fixed delay (100 ms: two 20 Hz intervals) draws at the very sample times; the default
+  // (adaptive) one draws between them, so it reaches the ground's sample within a hair.
+  for (const delay of [100, 0]) {
+    const label = delay === 0 ? 'the default delay' : `a fixed ${delay} ms delay`;
+    it(`the bouncing ball: a jumping player drawn from a 20 Hz stream reaches the ground and the top of the jump, with ${label}`, () => {
+      const seed = 3;
+      const msg = `seed ${seed}`;
+      const match = new Match(arenaGame, seed, { defaultUpdateRate: 20 });
+      const profile = parseProfile({ name: 'clean', latencyMs: 40 });
+      const jumper = match.addClient({
+        profile,
+        config: { updateRate: 20 },
+        drive: (_c: Client, _t: number, input: InputSample) => {
+          input.buttons = input.buttons === BUTTON_JUMP ? 0 : BUTTON_JUMP;
+        },
+      });
+      const watcher = match.addClient({ profile, config: { updateRate: 20, interpolationDelayMs: delay } });
+      let trueTop = -Infinity;
+      let trueGround = Infinity;
+      match.server.hooks.onTick = (s) => {
+        const sc = s.clients[jumper.client.slot];
+        if (!sc || s.timeMs < 3000) return;
+        trueTop = Math.max(trueTop, sc.state.originZ);
+        trueGround = Math.min(trueGround, sc.state.originZ);
+      };
+      let drawnTop = -Infinity;
+      let drawnGround = Infinity;
+      watcher.afterFrame = (nowMs) => {
+        const sc = match.server.clients[jumper.client.slot];
+        if (!sc || nowMs < 3500) return;
+        const view = watcher.client.view;
+        const z = view.values[sc.entity * view.stride + Z];
+        drawnTop = Math.max(drawnTop, z);
+        drawnGround = Math.min(drawnGround, z);
+      };
+      match.run(20_000);
+      const height = trueTop - trueGround;
+      expect(height, msg).toBeGreaterThan(30);
+      // 20 Hz samples of a 0.68 s jump: the rendered path goes through the samples, so it gets
+      // within a sample's reach of the apex and exactly to the ground (sampled while standing).
+      if (delay === 0) expect(Math.abs(drawnGround - trueGround), msg).toBeLessThan(height * 0.01);
+      else expect(drawnGround, msg).toBe(trueGround);
+      expect(drawnTop, msg).toBeGreaterThan(trueTop - height * 0.05);
+      match.close();
     });
-    const watcher = match.addClient({ profile, config: { updateRate: 20 } });
-    let trueTop = -Infinity;
-    let trueGround = Infinity;
-    match.server.hooks.onTick = (s) => {
-      const sc = s.clients[jumper.client.slot];
-      if (!sc || s.timeMs < 3000) return;
-      trueTop = Math.max(trueTop, sc.state.originZ);
-      trueGround = Math.min(trueGround, sc.state.originZ);
-    };
-    let drawnTop = -Infinity;
-    let drawnGround = Infinity;
-    watcher.afterFrame = (nowMs) => {
-      const sc = match.server.clients[jumper.client.slot];
-      if (!sc || nowMs < 3500) return;
-      const view = watcher.client.view;
-      const z = view.values[sc.entity * view.stride + Z];
-      drawnTop = Math.max(drawnTop, z);
-      drawnGround = Math.min(drawnGround, z);
-    };
-    match.run(20_000);
-    const height = trueTop - trueGround;
-    expect(height, msg).toBeGreaterThan(30);
-    // 20 Hz samples of a 0.68 s jump: the rendered path goes through the samples, so it gets
-    // within a sample's reach of the apex and exactly to the ground (sampled while standing).
-    expect(drawnGround, msg).toBe(trueGround);
-    expect(drawnTop, msg).toBeGreaterThan(trueTop - height * 0.05);
-    match.close();
-  });
+  }
 
   it('a low rate chokes: packets are spaced by size / rate, and the client sees the choke', () => {
     const seed = 12;
