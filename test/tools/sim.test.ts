@@ -25,7 +25,7 @@ import { resolveSimPlan } from '../../tools/sim/options.ts';
 import { formatReport } from '../../tools/sim/report.ts';
 import { runSim, type SimResult } from '../../tools/sim/runner.ts';
 import { BUILT_IN_SCENARIOS } from '../../tools/sim/scenario.ts';
-import { slope } from '../../tools/sim/soak.ts';
+import { fitLine, slope } from '../../tools/sim/soak.ts';
 import { formatFlags, judgeRun } from '../../tools/sim/verdict.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'backstep-sim-'));
@@ -175,7 +175,9 @@ describe('sim: soak', () => {
     expect(f['soak.fittedSamples'], msg).toBe(4);
     expect(Number.isFinite(f['soak.heapMBPerHour']), msg).toBe(true);
     expect(Number.isFinite(f['soak.tickP99MsPerHour']), msg).toBe(true);
+    expect(f['soak.heapMBPerHour.error'], msg).toBeGreaterThanOrEqual(0);
     expect(formatReport(r), msg).toContain('soak.heapMBPerHour');
+    expect(formatReport(r), msg).toMatch(/(flat within noise|not flat) .*soak\.heapMBPerHour/);
     // Without --soak there is none.
     expect((await run(['--bots', '2', '--seconds', '1', '--seed', String(seed)])).soak, msg).toBe(null);
   });
@@ -185,6 +187,12 @@ describe('sim: soak', () => {
     expect(slope([0, 1, 2, 3], [4, 4, 4, 4])).toBe(0);
     expect(slope([1], [3])).toBe(null);
     expect(slope([2, 2], [1, 5])).toBe(null);
+    // The slope's standard error: 0 on a straight line, sqrt(0.8 / 2 / 5) for these residuals.
+    expect(fitLine([0, 1, 2, 3], [5, 7, 9, 11])).toEqual({ slope: 2, standardError: 0 });
+    const zigzag = fitLine([0, 1, 2, 3], [0, 1, 0, 1]);
+    expect(zigzag?.slope).toBeCloseTo(0.2, 12);
+    expect(zigzag?.standardError).toBeCloseTo(Math.sqrt(0.08), 12);
+    expect(fitLine([0, 1], [0, 3])).toEqual({ slope: 3, standardError: null });
   });
 });
 

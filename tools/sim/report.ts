@@ -267,13 +267,13 @@ export function formatReport(result: SimResult): string {
         [
           'heap used',
           `${fixed(get('soak.heapMBPerHour'), 2)} MB/h`,
-          `slope; ${fixed(get('soak.heapMB.first'), 1)} MB then ${fixed(get('soak.heapMB.last'), 1)} MB`,
+          `slope ${plusMinus(get('soak.heapMBPerHour.error'))}; ${flatness(get('soak.heapMBPerHour'), get('soak.heapMBPerHour.error'))}; ${fixed(get('soak.heapMB.first'), 1)} MB then ${fixed(get('soak.heapMB.last'), 1)} MB`,
           'soak.heapMBPerHour',
         ],
         [
           'resident set',
           `${fixed(get('soak.rssMBPerHour'), 2)} MB/h`,
-          `slope; ${fixed(get('soak.rssMB.first'), 1)} MB then ${fixed(get('soak.rssMB.last'), 1)} MB`,
+          `slope ${plusMinus(get('soak.rssMBPerHour.error'))}; ${flatness(get('soak.rssMBPerHour'), get('soak.rssMBPerHour.error'))}; ${fixed(get('soak.rssMB.first'), 1)} MB then ${fixed(get('soak.rssMB.last'), 1)} MB`,
           'soak.rssMBPerHour',
         ],
         ['tick p50', `${fixed(get('soak.tickP50MsPerHour'), 3)} ms/h`, 'slope', 'soak.tickP50MsPerHour'],
@@ -306,4 +306,17 @@ export function formatReport(result: SimResult): string {
     }
   }
   return lines.join('\n');
+}
+
+/** "± E (standard error)" of a fitted slope, or "(no error: too few samples)". */
+function plusMinus(error: Figure): string {
+  return typeof error === 'number' ? `± ${error.toFixed(2)} (standard error)` : '(no error: too few samples)';
+}
+
+/** Whether a fitted slope is 0 within its noise: within two standard errors of 0. */
+function flatness(slope: Figure, error: Figure): string {
+  if (typeof slope !== 'number' || typeof error !== 'number') return 'flatness unknown';
+  return Math.abs(slope) <= 2 * error
+    ? 'flat within noise (|slope| <= 2 errors)'
+    : 'not flat (|slope| > 2 errors)';
 }

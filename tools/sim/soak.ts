@@ -26,8 +26,21 @@ export interface SoakReport {
 
 /** Least-squares slope of y over x (per unit of x); null with fewer than two points. */
 export function slope(xs: readonly number[], ys: readonly number[]): number | null {
+  return fitLine(xs, ys)?.slope ?? null;
+}
+
+/**
+ * The least-squares line's slope of y over x and the slope's standard error (the residuals'
+ * spread over the spread of x: sqrt(sum of squared residuals / (n - 2) / sum (x - mean x)^2));
+ * null with fewer than two distinct x. With two points the error is null (nothing is left to
+ * measure it).
+ */
+export function fitLine(
+  xs: readonly number[],
+  ys: readonly number[],
+): { slope: number; standardError: number | null } | null {
   const n = xs.length;
-  if (n < 2) return null;
+  if (n < 2 || ys.length !== n) return null;
   let mx = 0;
   let my = 0;
   for (let i = 0; i < n; i++) {
@@ -42,7 +55,15 @@ export function slope(xs: readonly number[], ys: readonly number[]): number | nu
     sxy += (xs[i] - mx) * (ys[i] - my);
     sxx += (xs[i] - mx) * (xs[i] - mx);
   }
-  return sxx > 0 ? sxy / sxx : null;
+  if (!(sxx > 0)) return null;
+  const b = sxy / sxx;
+  if (n < 3) return { slope: b, standardError: null };
+  let ss = 0;
+  for (let i = 0; i < n; i++) {
+    const r = ys[i] - my - b * (xs[i] - mx);
+    ss += r * r;
+  }
+  return { slope: b, standardError: Math.sqrt(ss / (n - 2) / sxx) };
 }
 
 /**
@@ -98,7 +119,7 @@ export class SoakSampler {
     const r = this.report;
     const after = r.samples.filter((s) => s.t >= r.warmUpSeconds);
     const hours = after.map((s) => s.t / 3600);
-    const slopeOf = (pick: (s: SoakSample) => number | null): Figure => {
+    const fitOf = (pick: (s: SoakSample) => number | null) => {
       const xs: number[] = [];
       const ys: number[] = [];
       for (let i = 0; i < after.length; i++) {
@@ -108,8 +129,11 @@ export class SoakSampler {
           ys.push(y);
         }
       }
-      return slope(xs, ys);
+      return fitLine(xs, ys);
     };
+    const slopeOf = (pick: (s: SoakSample) => number | null): Figure => fitOf(pick)?.slope ?? null;
+    const heap = fitOf((s) => s.heapMB);
+    const rss = fitOf((s) => s.rssMB);
     const first = after[0];
     const last = after[after.length - 1];
     return {
@@ -118,10 +142,12 @@ export class SoakSampler {
       'soak.warmUpSeconds': r.warmUpSeconds,
       'soak.heapMB.first': first?.heapMB ?? null,
       'soak.heapMB.last': last?.heapMB ?? null,
-      'soak.heapMBPerHour': slopeOf((s) => s.heapMB),
+      'soak.heapMBPerHour': heap?.slope ?? null,
+      'soak.heapMBPerHour.error': heap?.standardError ?? null,
       'soak.rssMB.first': first?.rssMB ?? null,
       'soak.rssMB.last': last?.rssMB ?? null,
-      'soak.rssMBPerHour': slopeOf((s) => s.rssMB),
+      'soak.rssMBPerHour': rss?.slope ?? null,
+      'soak.rssMBPerHour.error': rss?.standardError ?? null,
       'soak.tickP50MsPerHour': slopeOf((s) => s.tickP50Ms),
       'soak.tickP99MsPerHour': slopeOf((s) => s.tickP99Ms),
     };
