@@ -157,6 +157,15 @@ const COPY_OFFSETS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
  * packet lost, not overtaken.
  */
 const RESEND_AFTER_PACKETS = 1;
+/**
+ * A command sent again goes in at least this many consecutive packets. Its copies were lost, so
+ * the link may have just turned bad: the measured loss (which sets a first send's copies) lags
+ * behind, a resend lost again costs another round trip of the worse link, and the server waits
+ * for a missing command 1000 ms at most (MAX_REORDER_WINDOW_MS). On a link turning from 40 ms
+ * to 400 ms round trip and 20 % loss (the `flapping` profile) single resends left 35 commands a
+ * minute in 32 clients to that; four copies, 1. Resends are rare, so the bytes are too.
+ */
+const MIN_RESEND_COPIES = 4;
 /** Commands whose receipt is remembered (a packet carrying them was acknowledged). */
 const RECEIVED_RING = 1024;
 /** Ranges of consecutive commands remembered per packet (for acknowledgement); more go unrecorded. */
@@ -309,7 +318,8 @@ class Session<P, W> {
   readonly sentAtMs = new Float64Array(RECEIVED_RING);
   /**
    * A command sent again (every copy lost) goes in every packet up to this one (by count), as
-   * many as a first send's copies: one copy a time lets a loss burst swallow each resend.
+   * many as a first send's copies and at least MIN_RESEND_COPIES: one copy a time lets a loss
+   * burst swallow each resend.
    */
   readonly resendUntil = new Float64Array(RECEIVED_RING).fill(-1);
   /** Newest command the server is known to have received (its packet was acknowledged). */
@@ -875,8 +885,9 @@ export class GameClient<P, W> {
         continue;
       }
       if (session.sentInPacket[i] <= lostBefore && session.sentAtMs[i] <= lostSentBefore) {
-        // Every copy lost: sent again, with a first send's copies from here on.
-        session.resendUntil[i] = k + copies - 1;
+        // Every copy lost: sent again, in as many packets as a first send and at least
+        // MIN_RESEND_COPIES.
+        session.resendUntil[i] = k + Math.max(copies, MIN_RESEND_COPIES) - 1;
         this.addToRun(seq);
       } else if (session.resendUntil[i] >= k) this.addToRun(seq);
       else this.closeRange();

@@ -87,6 +87,7 @@ describe('sim: reproducible from the seed', () => {
       'disagreements.pastUnlagServerTime',
       'serverTickMs.max',
       'commands.lost',
+      'commands.late',
       'commands.overBudget',
       'kills',
     ]) {
