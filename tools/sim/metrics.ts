@@ -302,9 +302,11 @@ export class SimMetrics {
     let executed = 0;
     let lost = 0;
     let overBudget = 0;
+    let late = 0;
     for (const sc of serverClients) {
       executed += sc.commandStats.executed;
       lost += sc.commandStats.lost;
+      late += sc.commandStats.late;
       overBudget += sc.commandStats.overBudget;
     }
     const decisive = server.lagCompensation?.config.mode ?? 'exact';
@@ -377,6 +379,7 @@ export class SimMetrics {
     f['view.steadyGuessedShare'] = share(this.steadyGuessed, this.steadyDrawn);
     f['commands.executed'] = executed;
     f['commands.lost'] = lost;
+    f['commands.late'] = late;
     f['commands.overBudget'] = overBudget;
     const lag = server.lagCompensation?.stats;
     f['lagCompensation.exactViews'] = lag?.exactViews ?? 0;

@@ -209,6 +209,12 @@ export function formatReport(result: SimResult): string {
       ['commands executed', count(get('commands.executed')), '', 'commands.executed'],
       ['commands lost', count(get('commands.lost')), 'every packet carrying them lost', 'commands.lost'],
       [
+        'copies after their loss',
+        count(get('commands.late')),
+        'a copy came after its command was skipped as lost: the reorder window was too short',
+        'commands.late',
+      ],
+      [
         'commands over budget',
         count(get('commands.overBudget')),
         'dropped by the time budget',
