@@ -482,6 +482,9 @@ function checkConfig(c: PacketChannelConfig): void {
  * bytes are only valid during the call) and come in through `receive`. Time comes in as `nowMs`.
  * Nothing here throws on network data; every rejected packet is counted in `stats.dropped`.
  */
+/** Packets a channel sends before it forgets its exact-length send views (PacketChannel.views). */
+const SEND_VIEW_EPOCH = 4096;
+
 export class PacketChannel {
   /** Called once per sent packet when it is first acknowledged (in sequence order within one received packet). */
   /** A sent packet was acknowledged for the first time, `rttSampleMs` after it was sent. */
@@ -523,7 +526,14 @@ export class PacketChannel {
   private remoteExtended = 0;
   private readonly writer = new BitStream(MAX_PACKET_BYTES);
   private readonly reader = new BitStream(0);
+  /**
+   * Exact-length views of the writer's buffer, by packet length, for the transport; forgotten
+   * every SEND_VIEW_EPOCH packets, so the views held are those of the lengths sent lately (at
+   * most MAX_PACKET_BYTES + 1, a few dozen in practice) and memory does not creep up over hours
+   * as rarer lengths come by.
+   */
   private readonly views: (Uint8Array | undefined)[] = new Array(MAX_PACKET_BYTES + 1);
+  private viewEpoch = 0;
   private readonly header: PacketHeader = { type: 0, checksum: 0, sequence: 0, ack: 0, ackBits: 0 };
   private readonly sealedHeader: SealedHeader = {
     prefix: 0,
@@ -719,6 +729,10 @@ export class PacketChannel {
     this.stats.packetsSent++;
     this.stats.bytesSent += length;
     this.stats.reliableSent = this.sender.sent;
+    if (++this.viewEpoch >= SEND_VIEW_EPOCH) {
+      this.views.fill(undefined);
+      this.viewEpoch = 0;
+    }
     let view = this.views[length];
     if (view === undefined) {
       view = data.subarray(0, length);

@@ -110,13 +110,19 @@ export function writeNonce(nonce: Uint8Array, sequence: number): void {
  * input and output as whole arrays, and a packet's bytes always sit in the same preallocated
  * buffer (the channel's writer, or its receive buffer), so packets of a length seen lately make no
  * view. At most MAX_VIEWS are kept (the set starts again when full): a connection whose packet
- * lengths wander widely makes at worst one view per packet, never an ever larger cache.
+ * lengths wander widely makes at worst one view per packet, never an ever larger cache. The set
+ * also starts again every EPOCH_GETS calls, so what it holds depends only on the packets of the
+ * last epoch: a rare length does not stay for good, and memory does not creep up over hours
+ * towards the cap as rarer and rarer lengths come by.
  */
 export class ViewCache {
   /** Views held at the most: packet lengths vary, and each distinct range costs a view (~230 bytes). */
   static readonly MAX_VIEWS = 64;
+  /** Calls after which the set starts again, full or not. */
+  static readonly EPOCH_GETS = 4096;
   private buffer: Uint8Array | null = null;
   private readonly views = new Map<number, Uint8Array>();
+  private gets = 0;
 
   /** Views held now (at most MAX_VIEWS). */
   get size(): number {
@@ -124,9 +130,10 @@ export class ViewCache {
   }
 
   get(buffer: Uint8Array, start: number, end: number): Uint8Array {
-    if (buffer !== this.buffer) {
+    if (buffer !== this.buffer || ++this.gets >= ViewCache.EPOCH_GETS) {
       this.buffer = buffer;
       this.views.clear();
+      this.gets = 0;
     }
     const key = start * 0x10000 + end;
     let view = this.views.get(key);

@@ -161,6 +161,32 @@ describe('PacketChannel round trip', () => {
   });
 });
 
+describe('PacketChannel send views', () => {
+  it('hands the transport one view per packet length, and forgets them every few thousand packets', () => {
+    const seen: Uint8Array[] = [];
+    const channel = new PacketChannel((data) => seen.push(data), { protocolId: PROTOCOL_ID });
+    const send = (words: number): Uint8Array => {
+      channel.send(0, (s) => {
+        for (let i = 0; i < words; i++) s.uint(i, 32);
+      });
+      return seen[seen.length - 1];
+    };
+    const rare = send(7);
+    const common = send(1);
+    expect(send(1)).toBe(common);
+    expect(rare.length).toBe(common.length + 24);
+    // Within the epoch a length makes no new view; past it the views are made afresh, so a
+    // length sent once long ago holds no memory.
+    let sends = 3;
+    while (sends < 10_000 && send(1) === common) sends++;
+    expect(sends).toBeGreaterThan(1000);
+    expect(sends).toBeLessThanOrEqual(8192);
+    const again = send(7);
+    expect(again).not.toBe(rare);
+    expect(again.length).toBe(rare.length);
+  });
+});
+
 describe('PacketChannel acks', () => {
   it('fires onAck once per packet, in sequence order, with acks repeated in later packets', () => {
     const link = new Loopback();

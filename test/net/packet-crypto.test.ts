@@ -147,6 +147,17 @@ describe('packet ciphers', () => {
     const other = new Uint8Array(MAX_PACKET_BYTES);
     expect(cache.get(other, 3, 103).buffer).toBe(other.buffer);
     expect(cache.size).toBe(1);
+    // Every EPOCH_GETS calls it starts again: a rare range seen once is not kept for good.
+    const fresh = new ViewCache();
+    fresh.get(buffer, 0, 7);
+    const kept = fresh.get(buffer, 1, 101);
+    for (let i = 2; i < ViewCache.EPOCH_GETS; i++) expect(fresh.get(buffer, 1, 101)).toBe(kept);
+    expect(fresh.size).toBe(2);
+    const again = fresh.get(buffer, 1, 101);
+    expect(again).not.toBe(kept);
+    expect(again.byteOffset).toBe(1);
+    expect(again.length).toBe(100);
+    expect(fresh.size).toBe(1);
   });
 
   it('the client (noble X25519) and the server (Node X25519) derive the same keys, per direction', () => {
