@@ -482,8 +482,8 @@ function checkConfig(c: PacketChannelConfig): void {
  * bytes are only valid during the call) and come in through `receive`. Time comes in as `nowMs`.
  * Nothing here throws on network data; every rejected packet is counted in `stats.dropped`.
  */
-/** Packets a channel sends before it forgets its exact-length send views (PacketChannel.views). */
-const SEND_VIEW_EPOCH = 4096;
+/** Packets sent without using an exact-length send view before it is let go (PacketChannel.views). */
+const SEND_VIEW_IDLE = 4096;
 
 export class PacketChannel {
   /** Called once per sent packet when it is first acknowledged (in sequence order within one received packet). */
@@ -527,13 +527,16 @@ export class PacketChannel {
   private readonly writer = new BitStream(MAX_PACKET_BYTES);
   private readonly reader = new BitStream(0);
   /**
-   * Exact-length views of the writer's buffer, by packet length, for the transport; forgotten
-   * every SEND_VIEW_EPOCH packets, so the views held are those of the lengths sent lately (at
-   * most MAX_PACKET_BYTES + 1, a few dozen in practice) and memory does not creep up over hours
-   * as rarer lengths come by.
+   * Exact-length views of the writer's buffer, by packet length, for the transport. A view not
+   * used for SEND_VIEW_IDLE packets is let go: each send looks at one length in turn, so every
+   * view is looked at once in MAX_PACKET_BYTES + 1 sends. The views held are those of the lengths
+   * sent lately, and memory does not creep up over hours as rarer lengths come by (nor drop all
+   * at once).
    */
   private readonly views: (Uint8Array | undefined)[] = new Array(MAX_PACKET_BYTES + 1);
-  private viewEpoch = 0;
+  /** Per packet length: the packet count (mod 2^32) when its view was last used. */
+  private readonly viewUsed = new Uint32Array(MAX_PACKET_BYTES + 1);
+  private viewSweep = 0;
   private readonly header: PacketHeader = { type: 0, checksum: 0, sequence: 0, ack: 0, ackBits: 0 };
   private readonly sealedHeader: SealedHeader = {
     prefix: 0,
@@ -729,15 +732,17 @@ export class PacketChannel {
     this.stats.packetsSent++;
     this.stats.bytesSent += length;
     this.stats.reliableSent = this.sender.sent;
-    if (++this.viewEpoch >= SEND_VIEW_EPOCH) {
-      this.views.fill(undefined);
-      this.viewEpoch = 0;
-    }
-    let view = this.views[length];
+    const views = this.views;
+    const count = this.sendCounter >>> 0;
+    const j = this.viewSweep;
+    if (views[j] !== undefined && (count - this.viewUsed[j]) >>> 0 > SEND_VIEW_IDLE) views[j] = undefined;
+    this.viewSweep = j === MAX_PACKET_BYTES ? 0 : j + 1;
+    let view = views[length];
     if (view === undefined) {
       view = data.subarray(0, length);
-      this.views[length] = view;
+      views[length] = view;
     }
+    this.viewUsed[length] = count;
     this.transmit(view);
     return sequence;
   }
