@@ -556,8 +556,9 @@ export class GameClient<P, W> {
     if (!this.interpolate) return 0;
     const adaptive = this.session.adaptiveDelay;
     if (adaptive !== null) return adaptive.delayMs(nowMs);
+    // No adaptive delay: the configured one is fixed (0 and 'adaptive' always make one).
     const d = this.config.interpolationDelayMs;
-    return d === 'adaptive' || d === 0 ? defaultInterpolationDelayMs(this.config.updateRate) : d;
+    return typeof d === 'number' ? d : defaultInterpolationDelayMs(this.config.updateRate);
   }
 
   /**

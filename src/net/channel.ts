@@ -477,17 +477,19 @@ function checkConfig(c: PacketChannelConfig): void {
     fail('maxSequenceJump', `an integer in [${ACK_BITS}, 16384]`, j);
 }
 
+/** Packets sent without using an exact-length send view before it is let go (PacketChannel.views). */
+const SEND_VIEW_IDLE = 4096;
+
 /**
  * One end of one connection. The transport is outside: packets leave through `transmit` (the
  * bytes are only valid during the call) and come in through `receive`. Time comes in as `nowMs`.
  * Nothing here throws on network data; every rejected packet is counted in `stats.dropped`.
  */
-/** Packets sent without using an exact-length send view before it is let go (PacketChannel.views). */
-const SEND_VIEW_IDLE = 4096;
-
 export class PacketChannel {
-  /** Called once per sent packet when it is first acknowledged (in sequence order within one received packet). */
-  /** A sent packet was acknowledged for the first time, `rttSampleMs` after it was sent. */
+  /**
+   * A sent packet was acknowledged for the first time, `rttSampleMs` after it was sent: called
+   * once per packet, in sequence order within one received packet.
+   */
   onAck: ((sequence: number, rttSampleMs: number) => void) | null = null;
   /** The sequence of the packet `receive` accepted last (-1 before any). */
   lastReceivedSequence = -1;

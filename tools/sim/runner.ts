@@ -138,14 +138,14 @@ function createFight(plan: SimPlan): Fight {
   };
 }
 
+/** The shortest window worth running the workers a window behind (ms): shorter ones cost more in hand-overs. */
+const MIN_LAGGED_WINDOW_MS = 8;
+
 /**
  * Simulated time: the server on the memory transport and its conditioner, and the bots in
  * `plan.threads` groups: one on this thread beside the server, the others on worker threads in
  * lockstep with it (lockstep.ts). The figures are the same whatever the number of threads.
  */
-/** The shortest window worth running the workers a window behind (ms): shorter ones cost more in hand-overs. */
-const MIN_LAGGED_WINDOW_MS = 8;
-
 function startMemory(plan: SimPlan, fight: Fight, tickTimes: Samples): Session {
   // Every endpoint but the server's is given its seeds; the server's links are not conditioned.
   const network = new MemoryNetwork({ seed: plan.seed });
