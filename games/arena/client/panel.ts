@@ -107,7 +107,7 @@ export class Panel {
       'interpolationDelay',
       'interpolation delay',
       [
-        ['0', 'default (max 100 ms, 2 updates)'],
+        ['0', 'default (adaptive, at most 100 ms or 2 updates)'],
         ['adaptive', 'adaptive (jitter)'],
         ['50', '50 ms'],
         ['100', '100 ms'],
