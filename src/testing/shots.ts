@@ -53,6 +53,12 @@ export interface ShotAgreement {
    * server's estimate, so they count as agreed whatever the server decided.
    */
   uncompensated: number;
+  /**
+   * Of the uncompensated rays, those whose server verdict differed from the client's: what
+   * counting a view out cost the shooter (it showed no hit where the server, honouring the view
+   * after all or judging from its estimate, saw one, or the reverse).
+   */
+  uncompensatedDiffering: number;
   /** agreed / compared (0 when nothing was compared). */
   share: number;
   /** The compared rays the client saw hit something. */
@@ -70,6 +76,7 @@ interface ModeTotals {
   compared: number;
   agreed: number;
   uncompensated: number;
+  uncompensatedDiffering: number;
   clientHits: number;
   serverHits: number;
 }
@@ -294,13 +301,22 @@ export class ShotLedger<P, W> {
    */
   agreement(mode: LagCompensationMode | null = this.deciding): ShotAgreement {
     if (mode === null) {
-      return { compared: 0, agreed: 0, uncompensated: 0, share: 0, clientHits: 0, serverHits: 0 };
+      return {
+        compared: 0,
+        agreed: 0,
+        uncompensated: 0,
+        uncompensatedDiffering: 0,
+        share: 0,
+        clientHits: 0,
+        serverHits: 0,
+      };
     }
     const t = this.totalsOf(mode);
     return {
       compared: t.compared,
       agreed: t.agreed,
       uncompensated: t.uncompensated,
+      uncompensatedDiffering: t.uncompensatedDiffering,
       share: t.compared > 0 ? t.agreed / t.compared : 0,
       clientHits: t.clientHits,
       serverHits: t.serverHits,
@@ -316,6 +332,7 @@ export class ShotLedger<P, W> {
         compared: 0,
         agreed: 0,
         uncompensated: 0,
+        uncompensatedDiffering: 0,
         clientHits: 0,
         serverHits: 0,
       };
@@ -399,6 +416,7 @@ export class ShotLedger<P, W> {
         if (shot?.uncompensated) {
           t.uncompensated++;
           t.agreed++;
+          if (mine !== v) t.uncompensatedDiffering++;
         } else if (mine === v) t.agreed++;
         else if (mode === this.deciding && this.judgedOutcome >= 0)
           this.disagreedByOutcome[this.judgedOutcome]++;

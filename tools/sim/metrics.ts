@@ -320,12 +320,14 @@ export class SimMetrics {
       f[`hitAgreement.${mode}.compared`] = a.compared;
       f[`hitAgreement.${mode}.agreed`] = a.agreed;
       f[`hitAgreement.${mode}.uncompensated`] = a.uncompensated;
+      f[`hitAgreement.${mode}.uncompensatedDiffering`] = a.uncompensatedDiffering;
     }
     for (let o = 0; o < DISAGREEMENT_FIGURES.length; o++) {
       f[DISAGREEMENT_FIGURES[o]] = ledger.disagreedByOutcome[o];
     }
     const decided = ledger.agreement(decisive);
     f['shots.uncompensatedShare'] = share(decided.uncompensated, decided.compared);
+    f['shots.uncompensatedDifferingShare'] = share(decided.uncompensatedDiffering, decided.compared);
     f['shots.rays'] = ledger.rays(decisive);
     f['shots.clientHits'] = ledger.clientHits();
     f['shots.serverHits'] = ledger.decisiveHits;

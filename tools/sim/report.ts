@@ -69,6 +69,12 @@ export function formatReport(result: SimResult): string {
         'shots.uncompensatedShare',
       ],
       [
+        'of those, the server differed',
+        percent(get('shots.uncompensatedDifferingShare')),
+        `${count(get(`hitAgreement.${decisive}.uncompensatedDiffering`))} rays whose server verdict differs from the no hit the client showed: what counting views out cost the shooters`,
+        'shots.uncompensatedDifferingShare',
+      ],
+      [
         'disagreeing rays',
         count(disagreed),
         disagreed === 0
