@@ -166,6 +166,13 @@ const RESEND_AFTER_PACKETS = 1;
  * minute in 32 clients to that; four copies, 1. Resends are rare, so the bytes are too.
  */
 const MIN_RESEND_COPIES = 4;
+/**
+ * A command that may fire a hit-scan shot goes in at least this many consecutive packets until a
+ * packet carrying it is acknowledged: a lost shot is sent again a round trip or more later, and by
+ * then the view it names may be past maxUnlagMs on the server (refused: the shooter saw a hit the
+ * server judges otherwise). Shots are a small share of commands, so the bytes are few.
+ */
+export const SHOT_COPIES = 16;
 /** Commands whose receipt is remembered (a packet carrying them was acknowledged). */
 const RECEIVED_RING = 1024;
 /** Ranges of consecutive commands remembered per packet (for acknowledgement); more go unrecorded. */
@@ -273,6 +280,8 @@ export interface ClientStats {
    * the client shows none of them hitting a player.
    */
   viewsUncompensated: number;
+  /** Commands that could fire a hit-scan shot (the game's `fires`): sent in up to SHOT_COPIES packets. */
+  shotCommands: number;
 }
 
 /** What one command packet carried: its newest command and its ranges of commands. */
@@ -322,6 +331,8 @@ class Session<P, W> {
    * burst swallow each resend.
    */
   readonly resendUntil = new Float64Array(RECEIVED_RING).fill(-1);
+  /** Commands that may fire a hit-scan shot, by number (modulo RECEIVED_RING): see SHOT_COPIES. */
+  readonly shots = new Float64Array(RECEIVED_RING).fill(-1);
   /** Newest command the server is known to have received (its packet was acknowledged). */
   serverHasCommand = 0;
   /** Newest command packet acknowledged, by count (-1: none), and when it went (local ms). */
@@ -375,6 +386,7 @@ export class GameClient<P, W> {
     eventsReceived: 0,
     choked: 0,
     viewsUncompensated: 0,
+    shotCommands: 0,
   };
   /** Recent packets each way: sizes and round trips (net_graph). */
   readonly packets = new PacketHistory(512);
@@ -763,6 +775,8 @@ export class GameClient<P, W> {
     // Only a command that may fire needs the targets (the game's `fires` never says false when
     // a shot comes): most commands, with the weapon busy or no attack held, copy none.
     if (hitscan?.fires(predictor.current, c)) {
+      session.shots[c.sequence % RECEIVED_RING] = c.sequence;
+      this.stats.shotCommands++;
       let count = 0;
       for (let k = 0; this.lastViewHonoured && k < view.count; k++) {
         const e = view.list[k];
@@ -871,8 +885,17 @@ export class GameClient<P, W> {
     this.rangeOpen = false;
     // Where the copies begin: after the newest command of the packet before the oldest copied.
     const oldestBack = Math.min(COPY_OFFSETS[copies - 1], k);
-    const copiesFrom =
+    let copiesFrom =
       !bounded || oldestBack === k ? done + 1 : session.sentNewest[(k - oldestBack - 1) % COPY_RING] + 1;
+    if (bounded) {
+      // Copies of at most `copies` packets' worth of commands at MIN_COMMAND_PACKET_RATE: packets
+      // the up-link budget holds back must not carry more copies each, or they grow, are held
+      // back longer and grow again (a command left out is sent again if its copies were lost).
+      // Commands never sent yet are never left out.
+      const perPacket = Math.ceil(1000 / Math.max(1, session.msecPerCommand) / MIN_COMMAND_PACKET_RATE);
+      const unsent = k === 0 ? done + 1 : session.sentNewest[(k - 1) % COPY_RING] + 1;
+      copiesFrom = Math.max(copiesFrom, Math.min(newest - copies * perPacket + 1, unsent));
+    }
     // A copy's packet is taken as lost once packets sent RESEND_AFTER_PACKETS and two round-trip
     // deviations after it were acknowledged (not merely overtaken on a jittery route).
     const lostBefore = session.newestAckedPacket - RESEND_AFTER_PACKETS;
@@ -912,6 +935,17 @@ export class GameClient<P, W> {
     const count = this.run.count;
     for (let i = 0; i < count; i++) {
       const seq = this.sendCmds[i].sequence;
+      // A shot's first send: it rides in the next SHOT_COPIES - 1 packets too (as a resend).
+      if (
+        bounded &&
+        session.sentSeq[seq % RECEIVED_RING] !== seq &&
+        session.shots[seq % RECEIVED_RING] === seq
+      ) {
+        session.resendUntil[seq % RECEIVED_RING] = Math.max(
+          session.resendUntil[seq % RECEIVED_RING],
+          k + SHOT_COPIES - 1,
+        );
+      }
       session.sentSeq[seq % RECEIVED_RING] = seq;
       session.sentInPacket[seq % RECEIVED_RING] = k;
       session.sentAtMs[seq % RECEIVED_RING] = this.nowMs;
