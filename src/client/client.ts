@@ -868,8 +868,10 @@ export class GameClient<P, W> {
    * copy's packet the acknowledgements show lost (RESEND_AFTER_PACKETS later packets
    * acknowledged: sent again, and again if that copy is lost too), then the new ones with copies
    * of the ones first sent COPY_OFFSETS[1..copies) packets ago the server is not known to have
-   * (no packet carrying them acknowledged, not yet run). At most a packet's worth: the newest are
-   * kept. The server waits a reorder window for a missing command before skipping it.
+   * (no packet carrying them acknowledged, not yet run), and any a full packet left out before.
+   * At most a packet's worth: the oldest and the newest command are kept (the server runs them in
+   * order, and dates the packet by its newest). The server waits a reorder window for a missing
+   * command before skipping it.
    */
   private writeCommandRun(s: BitStream): void {
     const session = this.session;
@@ -904,8 +906,13 @@ export class GameClient<P, W> {
     const lowest = Math.max(done + 1, copiesFrom - MAX_COMMAND_SKIP);
     for (let seq = lowest; seq < copiesFrom; seq++) {
       const i = seq % RECEIVED_RING;
-      if (session.received[i] === seq || session.sentSeq[i] !== seq) {
+      if (session.received[i] === seq) {
         this.closeRange();
+        continue;
+      }
+      if (session.sentSeq[i] !== seq) {
+        // Never sent: a full packet left it for a later one (addToRun).
+        this.addToRun(seq);
         continue;
       }
       if (session.sentInPacket[i] <= lostBefore && session.sentAtMs[i] <= lostSentBefore) {
@@ -988,18 +995,29 @@ export class GameClient<P, W> {
     this.rangeOpen = false;
   }
 
-  /** Appends command `seq` to the packet being written, dropping the oldest when it is full. */
+  /**
+   * Appends command `seq` to the packet being written. When it is full, only the newest command
+   * still goes (in the place of the packet's newest one); the others wait for the next packet.
+   */
   private addToRun(seq: number): void {
     const c = this.session.predictor.command(seq);
     if (c === undefined) {
       this.rangeOpen = false;
       return;
     }
-    const count = this.run.count;
+    let count = this.run.count;
     if (count === MAX_COMMANDS_PER_PACKET) {
-      this.dropOldest(1);
-      this.run.count--;
-    } else if (count > 0 && seq - this.lastWritten - 1 > MAX_COMMAND_SKIP) {
+      // Full: the oldest stay (the server runs commands in order and waits for the oldest
+      // missing one), but the newest command always goes, in the last place (the server dates a
+      // packet by the newest command it carries); the ones between wait for the next packet.
+      if (seq !== this.session.predictor.newestSequence) {
+        this.rangeOpen = false;
+        return;
+      }
+      this.dropNewest();
+      count = this.run.count;
+    }
+    if (count > 0 && seq - this.lastWritten - 1 > MAX_COMMAND_SKIP) {
       this.dropOldest(count);
       this.run.count = 0;
     }
@@ -1012,6 +1030,19 @@ export class GameClient<P, W> {
       this.rangeHi[this.ranges++] = seq;
       this.rangeOpen = true;
     }
+  }
+
+  /** Drops the newest command from the packet being written (and from its ranges). */
+  private dropNewest(): void {
+    const count = --this.run.count;
+    const seq = this.sendCmds[count].sequence;
+    const r = this.ranges - 1;
+    if (r >= 0 && this.rangeHi[r] === seq) {
+      if (this.rangeLo[r] === seq) this.ranges--;
+      else this.rangeHi[r] = seq - 1;
+    }
+    this.rangeOpen = false;
+    this.lastWritten = count > 0 ? this.sendCmds[count - 1].sequence : this.session.predictor.ackedSequence;
   }
 
   /** Drops the `n` oldest commands from the packet being written (and from its ranges). */

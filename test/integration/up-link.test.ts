@@ -6,6 +6,7 @@
 import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { runnerBot } from '../../games/arena/testing/bots.ts';
 import { aimBot } from '../../games/arena/testing/shots.ts';
 import { DEFAULT_CLIENT_CONFIG, SHOT_COPIES } from '../../src/client/client.ts';
 import { parseProfile } from '../../src/net/profile.ts';
@@ -85,5 +86,29 @@ describe('the up-link', () => {
     // Packets go further apart (at most three new commands each) rather than copies vanish.
     expect(f.packetsPerSecond, msg).toBeGreaterThanOrEqual(19);
     expect(f.copiesPerCommand, msg).toBeGreaterThan(3);
+  });
+
+  it('sends the oldest first when the commands not yet received outgrow a packet: nothing skipped', () => {
+    // A 700 ms cut of the up-link at 144 frames a second leaves about 100 commands to send, more
+    // than a packet holds (64). Packets that kept the newest left out the oldest, the very ones
+    // the server waits for, packet after packet, until its reorder window ran out (16 and 10
+    // commands skipped on seeds 1 and 2). A full packet now keeps the oldest, and the newest.
+    for (const seed of [1, 2]) {
+      const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, seed);
+      const profile = parseProfile({
+        name: 'cut',
+        latencyMs: 40,
+        jitterMs: 5,
+        events: [{ atMs: 5000, durationMs: 700, up: { loss: 1 } }],
+      });
+      const c = match.addClient({ profile, drive: runnerBot(seed), frameMs: 1000 / 144 });
+      match.run(10_000);
+      const stats = match.server.clients[c.client.slot]!.commandStats;
+      const msg = `seed ${seed}: ${JSON.stringify(stats)}`;
+      expect(stats.executed, msg).toBeGreaterThan(1300);
+      expect(stats.lost, msg).toBe(0);
+      expect(c.client.predictor.stats.corrections, msg).toBe(0);
+      match.close();
+    }
   });
 });
