@@ -222,11 +222,25 @@ let lastKillcam: Killcam | null = null;
 let lastLiveFrameMs = -1;
 const killcamBanner = $('killcam-banner');
 
+/**
+ * A killcam that came before this client saw its own death (the reliable message can overtake
+ * the frame with the health), and when (performance.now()): it starts once the death shows.
+ */
+let pendingKillcam: Killcam | null = null;
+let pendingKillcamAtMs = 0;
+/** How long a killcam waits for the death it is about. */
+const KILLCAM_PENDING_MS = 1000;
+
 function onKillcam(cam: Killcam): void {
   lastKillcam = cam;
   report.killcamsReceived++;
+  if (!killcamAuto) return;
   const dead = (session?.client?.predictor.current.health ?? 0) <= 0;
-  if (killcamAuto && dead) liveKillcam.start(cam);
+  if (dead) liveKillcam.start(cam);
+  else {
+    pendingKillcam = cam;
+    pendingKillcamAtMs = performance.now();
+  }
 }
 
 function playerName(slot: number): string {
@@ -501,9 +515,15 @@ function frame(nowMs: number): void {
   overlay.update(nowMs);
   const dtMs = lastLiveFrameMs < 0 ? 0 : Math.min(250, nowMs - lastLiveFrameMs);
   lastLiveFrameMs = nowMs;
-  // Back in the game (respawned): the killcam ends.
+  if (pendingKillcam !== null) {
+    if (predictor.current.health <= 0) liveKillcam.start(pendingKillcam);
+    if (predictor.current.health <= 0 || nowMs - pendingKillcamAtMs > KILLCAM_PENDING_MS)
+      pendingKillcam = null;
+  }
+  // Back in the game (respawned): the killcam ends; until then it holds its last frame.
   if (liveKillcam.playing && predictor.current.health > 0) liveKillcam.stop();
-  if (!(liveKillcam.playing && liveKillcam.draw(nowMs, dtMs))) scene.render(nowMs, viewPoint, client.view);
+  if (!(liveKillcam.playing && liveKillcam.draw(nowMs, dtMs, 1, Number.POSITIVE_INFINITY)))
+    scene.render(nowMs, viewPoint, client.view);
   report.killcam = liveKillcam.report;
   const cam = liveKillcam.report;
   killcamBanner.hidden = cam === null;
