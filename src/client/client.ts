@@ -167,10 +167,11 @@ const RESEND_AFTER_PACKETS = 1;
  */
 const MIN_RESEND_COPIES = 4;
 /**
- * A command that may fire a hit-scan shot goes in at least this many consecutive packets until a
- * packet carrying it is acknowledged: a lost shot is sent again a round trip or more later, and by
- * then the view it names may be past maxUnlagMs on the server (refused: the shooter saw a hit the
- * server judges otherwise). Shots are a small share of commands, so the bytes are few.
+ * A command that may fire a hit-scan shot goes in every packet from the one after it was made
+ * until one carrying it is acknowledged, in this many at most: a lost shot is sent again a round
+ * trip or more later, and by then the view it names may be past maxUnlagMs on the server (refused:
+ * the shooter saw a hit the server judges otherwise). Shots are a small share of commands, so the
+ * bytes are few.
  */
 export const SHOT_COPIES = 16;
 /** Commands whose receipt is remembered (a packet carrying them was acknowledged). */
@@ -328,11 +329,9 @@ class Session<P, W> {
   /**
    * A command sent again (every copy lost) goes in every packet up to this one (by count), as
    * many as a first send's copies and at least MIN_RESEND_COPIES: one copy a time lets a loss
-   * burst swallow each resend.
+   * burst swallow each resend. A shot goes so from the packet after it was made (SHOT_COPIES).
    */
   readonly resendUntil = new Float64Array(RECEIVED_RING).fill(-1);
-  /** Commands that may fire a hit-scan shot, by number (modulo RECEIVED_RING): see SHOT_COPIES. */
-  readonly shots = new Float64Array(RECEIVED_RING).fill(-1);
   /** Newest command the server is known to have received (its packet was acknowledged). */
   serverHasCommand = 0;
   /** Newest command packet acknowledged, by count (-1: none), and when it went (local ms). */
@@ -775,7 +774,10 @@ export class GameClient<P, W> {
     // Only a command that may fire needs the targets (the game's `fires` never says false when
     // a shot comes): most commands, with the weapon busy or no attack held, copy none.
     if (hitscan?.fires(predictor.current, c)) {
-      session.shots[c.sequence % RECEIVED_RING] = c.sequence;
+      // It rides in the next SHOT_COPIES packets (as a resend does) until acknowledged.
+      if (this.config.commandRedundancy === 'bounded') {
+        session.resendUntil[c.sequence % RECEIVED_RING] = session.commandPackets + SHOT_COPIES - 1;
+      }
       this.stats.shotCommands++;
       let count = 0;
       for (let k = 0; this.lastViewHonoured && k < view.count; k++) {
@@ -942,17 +944,6 @@ export class GameClient<P, W> {
     const count = this.run.count;
     for (let i = 0; i < count; i++) {
       const seq = this.sendCmds[i].sequence;
-      // A shot's first send: it rides in the next SHOT_COPIES - 1 packets too (as a resend).
-      if (
-        bounded &&
-        session.sentSeq[seq % RECEIVED_RING] !== seq &&
-        session.shots[seq % RECEIVED_RING] === seq
-      ) {
-        session.resendUntil[seq % RECEIVED_RING] = Math.max(
-          session.resendUntil[seq % RECEIVED_RING],
-          k + SHOT_COPIES - 1,
-        );
-      }
       session.sentSeq[seq % RECEIVED_RING] = seq;
       session.sentInPacket[seq % RECEIVED_RING] = k;
       session.sentAtMs[seq % RECEIVED_RING] = this.nowMs;
