@@ -13,7 +13,7 @@ import {
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { ArenaShotLedger, aimBot } from '../../games/arena/testing/shots.ts';
 import type { GameClient } from '../../src/client/client.ts';
-import { NAMED_PROFILES, parseProfile } from '../../src/net/profile.ts';
+import { NAMED_PROFILES, type NetworkProfile, parseProfile } from '../../src/net/profile.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
 import {
   type LagCompensationMode,
@@ -61,6 +61,26 @@ function fight(
   }
   match.run(seconds * 1000);
   return { match, ledger, rules, clients };
+}
+
+/** `count` aiming bots (seeds `seed`, `seed + 1`, ...) on `profile`, their shots in `ledger`. */
+function addAimClients(
+  match: Match<ArenaPlayerState, ArenaWorld>,
+  ledger: ArenaShotLedger,
+  profile: NetworkProfile,
+  seed: number,
+  count: number,
+  frameJitterMs = 0,
+): void {
+  for (let i = 0; i < count; i++) {
+    let client: Client | null = null;
+    client = match.addClient({
+      profile,
+      drive: aimBot(seed + i, { aimErrorUnits: 8 }),
+      hooks: ledger.clientHooks(() => client as Client),
+      frameJitterMs,
+    }).client;
+  }
 }
 
 describe('lag compensation: hit agreement', () => {
@@ -167,14 +187,7 @@ describe('lag compensation: hit agreement', () => {
     );
     // 600 ms round trip plus interpolation: every view is older than 400 ms.
     const profile = parseProfile({ name: 'far', latencyMs: 300, jitterMs: 20 });
-    for (let i = 0; i < 4; i++) {
-      let client: Client | null = null;
-      client = match.addClient({
-        profile,
-        drive: aimBot(seed + i, { aimErrorUnits: 8 }),
-        hooks: ledger.clientHooks(() => client as Client),
-      }).client;
-    }
+    addAimClients(match, ledger, profile, seed, 4);
     match.run(20_000);
     const stats = match.server.lagCompensation!.stats;
     expect(shots, msg).toBeGreaterThan(200);
@@ -314,14 +327,7 @@ describe('lag compensation: what the client cannot foresee', () => {
       },
     });
     const match = new Match(arenaGame, seed, {}, hooks);
-    for (let i = 0; i < 4; i++) {
-      let client: Client | null = null;
-      client = match.addClient({
-        profile: NAMED_PROFILES.bursty,
-        drive: aimBot(seed + i, { aimErrorUnits: 8 }),
-        hooks: ledger.clientHooks(() => client as Client),
-      }).client;
-    }
+    addAimClients(match, ledger, NAMED_PROFILES.bursty, seed, 4);
     match.run(30_000);
     const stats = match.server.lagCompensation!.stats;
     const exact = ledger.agreement('exact');
@@ -343,15 +349,7 @@ describe('lag compensation: what the client cannot foresee', () => {
     const seed = 2;
     const ledger = new ArenaShotLedger();
     const match = new Match(arenaGame, seed, {}, ledger.serverHooks());
-    for (let i = 0; i < 8; i++) {
-      let client: Client | null = null;
-      client = match.addClient({
-        profile: NAMED_PROFILES.flapping,
-        drive: aimBot(seed + i, { aimErrorUnits: 8 }),
-        hooks: ledger.clientHooks(() => client as Client),
-        frameJitterMs: 2,
-      }).client;
-    }
+    addAimClients(match, ledger, NAMED_PROFILES.flapping, seed, 8, 2);
     match.run(30_000);
     const stats = match.server.lagCompensation!.stats;
     const exact = ledger.agreement('exact');
@@ -371,14 +369,7 @@ describe('lag compensation: what the client cannot foresee', () => {
     // the server after the frames they name are forgotten, while the client saw nothing wrong yet.
     const events = [2000, 5000, 8000, 11000].map((atMs) => ({ atMs, durationMs: 1000, latencyMs: 1200 }));
     const profile = parseProfile({ name: 'spiky', latencyMs: 40, jitterMs: 5, events });
-    for (let i = 0; i < 4; i++) {
-      let client: Client | null = null;
-      client = match.addClient({
-        profile,
-        drive: aimBot(seed + i, { aimErrorUnits: 8 }),
-        hooks: ledger.clientHooks(() => client as Client),
-      }).client;
-    }
+    addAimClients(match, ledger, profile, seed, 4);
     match.run(13_000);
     const exact = ledger.agreement('exact');
     const stats = match.server.lagCompensation!.stats;
