@@ -162,7 +162,13 @@ export type SeriesName = (typeof SERIES_NAMES)[number];
  * real time over UDP), then `figures`.
  */
 export class SimMetrics {
-  readonly series: Record<SeriesName, Figure[]>;
+  /**
+   * Every series' values, one per bucket, in storage made once for the run's buckets (NaN stands
+   * for null): a long run or a soak adds nothing to the heap as it goes, so the soak's memory
+   * slope measures the server and the clients, not the harness's own record.
+   */
+  private readonly store: Record<SeriesName, Float64Array>;
+  private buckets = 0;
   private readonly previous = createTotals();
   private readonly current = createTotals();
   private bucketFirstTick = 0;
@@ -191,17 +197,47 @@ export class SimMetrics {
   private steadyDrawn = 0;
   private steadyGuessed = 0;
 
-  constructor(private readonly sources: SimSources) {
-    this.series = Object.fromEntries(SERIES_NAMES.map((name) => [name, []])) as unknown as Record<
-      SeriesName,
-      Figure[]
-    >;
+  /** `capacity`: how many buckets the run has (`sample` is called at most that many times). */
+  constructor(
+    private readonly sources: SimSources,
+    private readonly capacity: number,
+  ) {
+    if (!Number.isInteger(capacity) || capacity < 1) {
+      throw new RangeError(
+        `SimMetrics: capacity must be a whole number of buckets, at least 1 (got ${capacity})`,
+      );
+    }
+    this.store = Object.fromEntries(
+      SERIES_NAMES.map((name) => [name, new Float64Array(capacity)]),
+    ) as unknown as Record<SeriesName, Float64Array>;
     this.drawnBefore = new Float64Array(sources.profiles.length);
     this.guessedBefore = new Float64Array(sources.profiles.length);
   }
 
-  /** Closes the bucket that ends at `nowMs` (ms since the start): appends one value to every series. */
+  /** Every series as plain arrays, one value per bucket sampled so far (for the report and the chart). */
+  series(): Record<SeriesName, Figure[]> {
+    const out = {} as Record<SeriesName, Figure[]>;
+    for (const name of SERIES_NAMES) {
+      const values: Figure[] = [];
+      const column = this.store[name];
+      for (let i = 0; i < this.buckets; i++) values.push(Number.isNaN(column[i]) ? null : column[i]);
+      out[name] = values;
+    }
+    return out;
+  }
+
+  /** The newest bucket's value of one series; null before the first bucket or where it has none. */
+  latest(name: SeriesName): Figure {
+    if (this.buckets === 0) return null;
+    const v = this.store[name][this.buckets - 1];
+    return Number.isNaN(v) ? null : v;
+  }
+
+  /** Closes the bucket that ends at `nowMs` (ms since the start): sets one value of every series. */
   sample(nowMs: number): void {
+    if (this.buckets >= this.capacity) {
+      throw new RangeError(`SimMetrics: more than the ${this.capacity} buckets it was made for`);
+    }
     const server = this.sources.server;
     const tickMs = server.tickIntervalMs;
     const clients = this.sources.clients(nowMs);
@@ -246,7 +282,10 @@ export class SimMetrics {
     this.read(cur, clients);
     const seconds = (nowMs - this.lastSampleMs) / 1000;
     const n = Math.max(1, clients.length);
-    const push = (name: SeriesName, value: Figure) => this.series[name].push(value);
+    const at = this.buckets;
+    const push = (name: SeriesName, value: Figure) => {
+      this.store[name][at] = value === null ? Number.NaN : value;
+    };
     push('t', nowMs / 1000);
     push('bytesPerClientPerSecond.down', (cur.bytesDown - prev.bytesDown) / n / seconds);
     push('bytesPerClientPerSecond.up', (cur.bytesUp - prev.bytesUp) / n / seconds);
@@ -276,6 +315,7 @@ export class SimMetrics {
     push('serverTickMs.max', bucket.length > 0 ? bucket[bucket.length - 1] : null);
     this.bucketFirstTick = this.sources.tickTimes.count;
     this.lastSampleMs = nowMs;
+    this.buckets++;
     copyTotals(prev, cur);
   }
 

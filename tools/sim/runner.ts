@@ -381,14 +381,12 @@ function progressLine(
   done: number,
   wallSeconds: number,
 ): string {
-  const sr = metrics.series;
-  const last = sr.t.length - 1;
   const agreement = LAG_COMPENSATION_MODES.map(
-    (m) => `${m} ${percent(sr[`hitAgreement.${m}.cumulative`][last])}`,
+    (m) => `${m} ${percent(metrics.latest(`hitAgreement.${m}.cumulative`))}`,
   ).join('  ');
   const clock = plan.transport === 'memory' ? 'simulated' : 'real';
-  const t = (sr.t[last] ?? 0).toFixed(0).padStart(5);
-  const down = Math.round(sr['bytesPerClientPerSecond.down'][last] ?? 0);
+  const t = (metrics.latest('t') ?? 0).toFixed(0).padStart(5);
+  const down = Math.round(metrics.latest('bytesPerClientPerSecond.down') ?? 0);
   return `${(done * 100).toFixed(0).padStart(4)}%  ${t} s ${clock}  (wall ${wallSeconds.toFixed(1)} s)  hit agreement ${agreement}  kills ${fight.rules?.kills ?? 0}  down ${down} B/s per client`;
 }
 
@@ -408,15 +406,18 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
     plan.transport === 'memory'
       ? startMemory(plan, fight, tickTimes)
       : await startUdp(plan, fight, tickTimes);
-  const metrics = new SimMetrics({
-    server: session.server,
-    serverClients: fight.serverClients,
-    clients: (nowMs) => session.summaries(nowMs),
-    profiles: plan.bots.map((b) => b.profile),
-    ledger: fight.ledger,
-    rules: fight.rules,
-    tickTimes,
-  });
+  const metrics = new SimMetrics(
+    {
+      server: session.server,
+      serverClients: fight.serverClients,
+      clients: (nowMs) => session.summaries(nowMs),
+      profiles: plan.bots.map((b) => b.profile),
+      ledger: fight.ledger,
+      rules: fight.rules,
+      tickTimes,
+    },
+    Math.ceil(totalMs / bucketMs),
+  );
   const soak = plan.soakSeconds === null ? null : new SoakSampler(plan.soakSeconds, s.seconds, tickTimes);
   let shownStep = 0;
   let figures: Record<string, Figure>;
@@ -459,7 +460,7 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
     realClockFigures: REAL_CLOCK_FIGURES,
     realClockSeries: REAL_CLOCK_SERIES,
     bucketSeconds: bucketMs / 1000,
-    series: metrics.series,
+    series: metrics.series(),
     ...(fight.recorder !== null && plan.record !== null
       ? { demo: { ...fight.recorder.stats, file: plan.record } }
       : {}),
