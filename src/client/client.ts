@@ -218,6 +218,16 @@ const RENDER_TRACK_MS = 2;
 /** No frame for this many snapshot intervals (plus STALL_MARGIN_MS): the link is stalled. */
 const STALL_INTERVALS = 4;
 const STALL_MARGIN_MS = 20;
+/**
+ * Sooner where the link's gaps between frames are short: no frame for STALL_GAP_FACTOR times the
+ * longest gap of the last STALL_GAP_WINDOW_MS (stalls left out), at least STALL_MIN_INTERVALS
+ * snapshot intervals, plus STALL_MARGIN_MS. A latency spike delays the commands sent from its
+ * first moment, and the frames that would show it stop arriving only then: every millisecond of
+ * waiting is a shot shown as a hit that reaches the server past maxUnlagMs.
+ */
+const STALL_GAP_FACTOR = 1.5;
+const STALL_MIN_INTERVALS = 2;
+const STALL_GAP_WINDOW_MS = 10_000;
 
 /** What the player is doing this frame (the game's input layer fills it). */
 export interface InputSample {
@@ -352,6 +362,13 @@ class Session<P, W> {
   renderCommand = -1;
   /** Local time the newest frame arrived, ms. */
   newestFrameAtMs = 0;
+  /**
+   * Longest gap between newest frames (stalls left out) in the current half of the last
+   * STALL_GAP_WINDOW_MS and the half before, ms; when the current half began.
+   */
+  frameGapMax = 0;
+  frameGapMaxBefore = 0;
+  frameGapSinceMs = 0;
   nextCommandSendMs = 0;
   /** The up-link budget allows the next command packet from this time on. */
   upFreeMs = 0;
@@ -798,19 +815,30 @@ export class GameClient<P, W> {
    * the same function), and frame A still within the server's history when the command arrives
    * (maxUnlagMs in server time; the server remembers its frames longer: estimated from the clock
    * and the round trip, with a margin of two snapshot intervals). While no frame has arrived for
-   * STALL_INTERVALS snapshot intervals the link is taken to be stalled both ways (a latency spike
-   * delays the command as much as the frames), and no view is counted on.
+   * longer than the link's gaps explain (stallAfterMs) the link is taken to be stalled both ways
+   * (a latency spike delays the command as much as the frames), and no view is counted on.
    */
   private viewHonoured(cmd: UserCommand): boolean {
     const session = this.session;
     const tickRate = session.connection.tickRate;
     if (!(tickRate > 0) || judgeView(cmd, 1000 / tickRate, this.viewLimits) !== VIEW_HONOURED) return false;
     const intervalMs = 1000 / this.config.updateRate;
-    if (this.nowMs - session.newestFrameAtMs > STALL_INTERVALS * intervalMs + STALL_MARGIN_MS) return false;
+    if (this.nowMs - session.newestFrameAtMs > this.stallAfterMs()) return false;
     const tickMs = 1000 / tickRate;
     const rtt = session.connection.channel?.stats.rttMs ?? 0;
     const arrivalMs = session.clock.receivedNow(this.nowMs) + rtt + 2 * tickMs + 2 * intervalMs;
     return cmd.viewTickA * tickMs >= arrivalMs - this.viewLimits.maxUnlagMs;
+  }
+
+  /** How long without a new frame the link is taken to be stalled, ms (STALL_GAP_FACTOR). */
+  private stallAfterMs(): number {
+    const session = this.session;
+    const intervalMs = 1000 / this.config.updateRate;
+    const longest = STALL_INTERVALS * intervalMs + STALL_MARGIN_MS;
+    const gaps = Math.max(session.frameGapMax, session.frameGapMaxBefore);
+    if (!(gaps > 0)) return longest;
+    const fit = Math.max(STALL_MIN_INTERVALS * intervalMs, STALL_GAP_FACTOR * gaps) + STALL_MARGIN_MS;
+    return Math.min(fit, longest);
   }
 
   private sendCommands(nowMs: number): void {
@@ -1074,6 +1102,15 @@ export class GameClient<P, W> {
     // snapshot baseline; its player state and clock sample are out of date.
     if (f.serverTick > session.serverTick || !session.spawned) {
       session.serverTick = f.serverTick;
+      if (session.spawned) {
+        const gap = this.nowMs - session.newestFrameAtMs;
+        if (this.nowMs - session.frameGapSinceMs >= STALL_GAP_WINDOW_MS / 2) {
+          session.frameGapMaxBefore = session.frameGapMax;
+          session.frameGapMax = 0;
+          session.frameGapSinceMs = this.nowMs;
+        }
+        if (gap <= this.stallAfterMs() && gap > session.frameGapMax) session.frameGapMax = gap;
+      }
       session.newestFrameAtMs = this.nowMs;
       const rtt = session.connection.channel?.stats.rttMs ?? 0;
       session.clock.onServerTime(this.nowMs, (f.serverTick * 1000) / tickRate, rtt);

@@ -383,6 +383,39 @@ describe('lag compensation: what the client cannot foresee', () => {
     expect(d[VIEW_FRAMES_NOT_SENT] + d[VIEW_PAST_UNLAG_SERVER_TIME], msg).toBe(total);
     match.close();
   });
+
+  it('counts views out within a few snapshot intervals of a latency spike, on a link whose frames come steadily', () => {
+    const seed = 94;
+    const msg = `seed ${seed}`;
+    const match = new Match(arenaGame, seed, {});
+    const starts = [3000, 6000, 9000];
+    const events = starts.map((atMs) => ({ atMs, durationMs: 1000, latencyMs: 1200 }));
+    const profile = parseProfile({ name: 'spiky', latencyMs: 40, jitterMs: 5, events });
+    const client = match.addClient({ profile, drive: aimBot(seed, { aimErrorUnits: 8 }) }).client;
+    // Step a millisecond at a time and note when the client first counts a command's view out
+    // after each spike starts, and whether it does so anywhere else (after a second to connect).
+    const firstAfter: number[] = [];
+    let elsewhere = 0;
+    let seen = 0;
+    for (let t = 1; t <= 11_000; t++) {
+      match.run(1);
+      const n = client.stats.viewsUncompensated;
+      if (n === seen) continue;
+      const start = starts.find((s) => t >= s && t < s + 1500);
+      if (start === undefined) {
+        if (t > 1000) elsewhere += n - seen;
+      } else if (firstAfter.length === starts.indexOf(start)) firstAfter.push(t - start);
+      seen = n;
+    }
+    console.log(`${msg}: first view counted out ${firstAfter.join(', ')} ms after each spike began`);
+    // The last frame before a spike arrives up to 45 ms after it began; frames come every 31 ms,
+    // so a gap of 2 intervals and the margin (83 ms) is already a stall, where 4 intervals and the
+    // margin (145 ms) would take until 167 ms.
+    expect(firstAfter.length, msg).toBe(starts.length);
+    for (const ms of firstAfter) expect(ms, msg).toBeLessThan(140);
+    expect(elsewhere, msg).toBe(0);
+    match.close();
+  });
 });
 
 describe('weapon prediction', () => {
