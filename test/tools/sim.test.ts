@@ -188,12 +188,58 @@ describe('sim: soak', () => {
     expect(slope([0, 1, 2, 3], [4, 4, 4, 4])).toBe(0);
     expect(slope([1], [3])).toBe(null);
     expect(slope([2, 2], [1, 5])).toBe(null);
-    // The slope's standard error: 0 on a straight line, sqrt(0.8 / 2 / 5) for these residuals.
-    expect(fitLine([0, 1, 2, 3], [5, 7, 9, 11])).toEqual({ slope: 2, standardError: 0 });
+    // The slope's standard error: 0 on a straight line, sqrt(0.8 / 2 / 5) for these residuals
+    // (alternating: negatively correlated, so every sample counts).
+    expect(fitLine([0, 1, 2, 3], [5, 7, 9, 11])).toEqual({
+      slope: 2,
+      standardError: 0,
+      lagCorrelation: 0,
+      effectiveSamples: 4,
+    });
     const zigzag = fitLine([0, 1, 2, 3], [0, 1, 0, 1]);
     expect(zigzag?.slope).toBeCloseTo(0.2, 12);
+    expect(zigzag?.lagCorrelation).toBeLessThan(0);
+    expect(zigzag?.effectiveSamples).toBe(4);
     expect(zigzag?.standardError).toBeCloseTo(Math.sqrt(0.08), 12);
-    expect(fitLine([0, 1], [0, 3])).toEqual({ slope: 3, standardError: null });
+    expect(fitLine([0, 1], [0, 3])).toEqual({
+      slope: 3,
+      standardError: null,
+      lagCorrelation: null,
+      effectiveSamples: 2,
+    });
+  });
+
+  it("widens the slope's error when neighbouring samples are alike (a wandering heap)", () => {
+    // No trend, a slow wave: residuals that stay on one side for many samples at a time.
+    const xs = Array.from({ length: 48 }, (_, i) => i);
+    const ys = xs.map((x) => Math.sin(x / 4));
+    const fit = fitLine(xs, ys);
+    if (fit === null) throw new Error('no fit');
+    expect(fit.lagCorrelation).toBeGreaterThan(0.9);
+    expect(fit.effectiveSamples).toBeLessThan(3);
+    // Under three independent samples' worth: no error can be claimed.
+    expect(fit.standardError).toBe(null);
+    // A faster wave (lag-1 correlation cos 1.3, about 0.27): the error is that of independent
+    // samples times sqrt((n - 2) / (m - 2)).
+    const zs = xs.map((x) => Math.sin(x * 1.3));
+    const faster = fitLine(xs, zs);
+    if (faster === null || faster.standardError === null) throw new Error('no error');
+    const mx = xs.reduce((a, x) => a + x, 0) / xs.length;
+    const mz = zs.reduce((a, z) => a + z, 0) / zs.length;
+    let sxx = 0;
+    let ss = 0;
+    for (let i = 0; i < xs.length; i++) {
+      sxx += (xs[i] - mx) ** 2;
+      ss += (zs[i] - mz - faster.slope * (xs[i] - mx)) ** 2;
+    }
+    const independent = Math.sqrt(ss / (xs.length - 2) / sxx);
+    expect(faster.lagCorrelation).toBeGreaterThan(0);
+    expect(faster.effectiveSamples).toBeLessThan(48);
+    expect(faster.standardError).toBeCloseTo(
+      independent * Math.sqrt((xs.length - 2) / (faster.effectiveSamples - 2)),
+      12,
+    );
+    expect(faster.standardError).toBeGreaterThan(independent);
   });
 });
 

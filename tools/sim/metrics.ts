@@ -26,9 +26,13 @@ export const REAL_CLOCK_FIGURES: readonly string[] = [
   'soak.heapMB.first',
   'soak.heapMB.last',
   'soak.heapMBPerHour',
+  'soak.heapMBPerHour.error',
+  'soak.heapMBPerHour.effectiveSamples',
   'soak.rssMB.first',
   'soak.rssMB.last',
   'soak.rssMBPerHour',
+  'soak.rssMBPerHour.error',
+  'soak.rssMBPerHour.effectiveSamples',
   'soak.tickP50MsPerHour',
   'soak.tickP99MsPerHour',
 ];

@@ -279,13 +279,13 @@ export function formatReport(result: SimResult): string {
         [
           'heap used',
           `${fixed(get('soak.heapMBPerHour'), 2)} MB/h`,
-          `slope ${plusMinus(get('soak.heapMBPerHour.error'))}; ${flatness(get('soak.heapMBPerHour'), get('soak.heapMBPerHour.error'))}; ${fixed(get('soak.heapMB.first'), 1)} MB then ${fixed(get('soak.heapMB.last'), 1)} MB`,
+          `slope ${plusMinus(get('soak.heapMBPerHour.error'), get('soak.heapMBPerHour.effectiveSamples'), get('soak.fittedSamples'))}; ${flatness(get('soak.heapMBPerHour'), get('soak.heapMBPerHour.error'))}; ${fixed(get('soak.heapMB.first'), 1)} MB then ${fixed(get('soak.heapMB.last'), 1)} MB`,
           'soak.heapMBPerHour',
         ],
         [
           'resident set',
           `${fixed(get('soak.rssMBPerHour'), 2)} MB/h`,
-          `slope ${plusMinus(get('soak.rssMBPerHour.error'))}; ${flatness(get('soak.rssMBPerHour'), get('soak.rssMBPerHour.error'))}; ${fixed(get('soak.rssMB.first'), 1)} MB then ${fixed(get('soak.rssMB.last'), 1)} MB`,
+          `slope ${plusMinus(get('soak.rssMBPerHour.error'), get('soak.rssMBPerHour.effectiveSamples'), get('soak.fittedSamples'))}; ${flatness(get('soak.rssMBPerHour'), get('soak.rssMBPerHour.error'))}; ${fixed(get('soak.rssMB.first'), 1)} MB then ${fixed(get('soak.rssMB.last'), 1)} MB`,
           'soak.rssMBPerHour',
         ],
         ['tick p50', `${fixed(get('soak.tickP50MsPerHour'), 3)} ms/h`, 'slope', 'soak.tickP50MsPerHour'],
@@ -320,9 +320,17 @@ export function formatReport(result: SimResult): string {
   return lines.join('\n');
 }
 
-/** "± E (standard error)" of a fitted slope, or "(no error: too few samples)". */
-function plusMinus(error: Figure): string {
-  return typeof error === 'number' ? `± ${error.toFixed(2)} (standard error)` : '(no error: too few samples)';
+/**
+ * "± E (standard error, M effective of N samples)" of a fitted slope, or "(no error: too few
+ * samples)".
+ */
+function plusMinus(error: Figure, effective: Figure, fitted: Figure): string {
+  if (typeof error !== 'number') return '(no error: too few samples)';
+  const worth =
+    typeof effective === 'number' && typeof fitted === 'number'
+      ? `, samples worth ${effective.toFixed(0)} independent of ${fitted}`
+      : '';
+  return `± ${error.toFixed(2)} (standard error${worth})`;
 }
 
 /** Whether a fitted slope is 0 within its noise: within two standard errors of 0. */

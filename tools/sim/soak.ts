@@ -29,16 +29,29 @@ export function slope(xs: readonly number[], ys: readonly number[]): number | nu
   return fitLine(xs, ys)?.slope ?? null;
 }
 
+/** A fitted line: see fitLine. */
+export interface LineFit {
+  slope: number;
+  /** The slope's standard error, null when too few samples (or effective samples) are left to measure it. */
+  standardError: number | null;
+  /** Lag-1 autocorrelation of the residuals in sample order (null with fewer than three samples). */
+  lagCorrelation: number | null;
+  /** Independent samples the residuals are worth (n, fewer when they are correlated). */
+  effectiveSamples: number;
+}
+
 /**
- * The least-squares line's slope of y over x and the slope's standard error (the residuals'
- * spread over the spread of x: sqrt(sum of squared residuals / (n - 2) / sum (x - mean x)^2));
- * null with fewer than two distinct x. With two points the error is null (nothing is left to
- * measure it).
+ * The least-squares line's slope of y over x (samples in time order) and the slope's standard
+ * error: the residuals' spread over the spread of x, sqrt(sum of squared residuals / (m - 2) /
+ * sum (x - mean x)^2), where m is the number of independent samples the residuals are worth. A
+ * process's heap sampled every half minute wanders for minutes at a time (collections, caches
+ * filling and emptying), so neighbouring residuals are alike and n samples say less than n
+ * independent ones: with r the residuals' lag-1 autocorrelation, m = n (1 - r) / (1 + r) when r
+ * is positive (the usual correction for a trend in autocorrelated data, as in Santer et al. 2000),
+ * m = n otherwise. Without it a soak whose heap only wanders reads as growing. Null with fewer than
+ * two distinct x; with two points, or two effective samples or fewer, the error is null.
  */
-export function fitLine(
-  xs: readonly number[],
-  ys: readonly number[],
-): { slope: number; standardError: number | null } | null {
+export function fitLine(xs: readonly number[], ys: readonly number[]): LineFit | null {
   const n = xs.length;
   if (n < 2 || ys.length !== n) return null;
   let mx = 0;
@@ -57,13 +70,24 @@ export function fitLine(
   }
   if (!(sxx > 0)) return null;
   const b = sxy / sxx;
-  if (n < 3) return { slope: b, standardError: null };
+  if (n < 3) return { slope: b, standardError: null, lagCorrelation: null, effectiveSamples: n };
   let ss = 0;
+  let lag = 0;
+  let previous = 0;
   for (let i = 0; i < n; i++) {
     const r = ys[i] - my - b * (xs[i] - mx);
     ss += r * r;
+    if (i > 0) lag += r * previous;
+    previous = r;
   }
-  return { slope: b, standardError: Math.sqrt(ss / (n - 2) / sxx) };
+  const rho = ss > 0 ? lag / ss : 0;
+  const effective = rho > 0 ? (n * (1 - rho)) / (1 + rho) : n;
+  return {
+    slope: b,
+    standardError: effective > 2 ? Math.sqrt(ss / (effective - 2) / sxx) : null,
+    lagCorrelation: rho,
+    effectiveSamples: effective,
+  };
 }
 
 /**
@@ -144,10 +168,12 @@ export class SoakSampler {
       'soak.heapMB.last': last?.heapMB ?? null,
       'soak.heapMBPerHour': heap?.slope ?? null,
       'soak.heapMBPerHour.error': heap?.standardError ?? null,
+      'soak.heapMBPerHour.effectiveSamples': heap?.effectiveSamples ?? null,
       'soak.rssMB.first': first?.rssMB ?? null,
       'soak.rssMB.last': last?.rssMB ?? null,
       'soak.rssMBPerHour': rss?.slope ?? null,
       'soak.rssMBPerHour.error': rss?.standardError ?? null,
+      'soak.rssMBPerHour.effectiveSamples': rss?.effectiveSamples ?? null,
       'soak.tickP50MsPerHour': slopeOf((s) => s.tickP50Ms),
       'soak.tickP99MsPerHour': slopeOf((s) => s.tickP99Ms),
     };
