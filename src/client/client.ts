@@ -220,8 +220,8 @@ const STALL_INTERVALS = 4;
 const STALL_MARGIN_MS = 20;
 /**
  * Sooner where the link's gaps between frames are short: no frame for STALL_GAP_FACTOR times the
- * longest gap of the last STALL_GAP_WINDOW_MS (stalls left out), at least STALL_MIN_INTERVALS
- * snapshot intervals, plus STALL_MARGIN_MS. A latency spike delays the commands sent from its
+ * longest gap of the last 5 to 10 s (two halves of STALL_GAP_WINDOW_MS; gaps past the longest wait
+ * left out), at least STALL_MIN_INTERVALS snapshot intervals, plus STALL_MARGIN_MS. A latency spike delays the commands sent from its
  * first moment, and the frames that would show it stop arriving only then: every millisecond of
  * waiting is a shot shown as a hit that reaches the server past maxUnlagMs.
  */
@@ -363,8 +363,8 @@ class Session<P, W> {
   /** Local time the newest frame arrived, ms. */
   newestFrameAtMs = 0;
   /**
-   * Longest gap between newest frames (stalls left out) in the current half of the last
-   * STALL_GAP_WINDOW_MS and the half before, ms; when the current half began.
+   * Longest gap between newest frames (those past the longest stall wait left out) in the current
+   * half of STALL_GAP_WINDOW_MS and the half before, ms; when the current half began.
    */
   frameGapMax = 0;
   frameGapMaxBefore = 0;
@@ -830,11 +830,16 @@ export class GameClient<P, W> {
     return cmd.viewTickA * tickMs >= arrivalMs - this.viewLimits.maxUnlagMs;
   }
 
+  /** The longest the client waits for a frame before taking the link to be stalled, ms. */
+  private longestStallMs(): number {
+    return (STALL_INTERVALS * 1000) / this.config.updateRate + STALL_MARGIN_MS;
+  }
+
   /** How long without a new frame the link is taken to be stalled, ms (STALL_GAP_FACTOR). */
   private stallAfterMs(): number {
     const session = this.session;
     const intervalMs = 1000 / this.config.updateRate;
-    const longest = STALL_INTERVALS * intervalMs + STALL_MARGIN_MS;
+    const longest = this.longestStallMs();
     const gaps = Math.max(session.frameGapMax, session.frameGapMaxBefore);
     if (!(gaps > 0)) return longest;
     const fit = Math.max(STALL_MIN_INTERVALS * intervalMs, STALL_GAP_FACTOR * gaps) + STALL_MARGIN_MS;
@@ -1109,7 +1114,9 @@ export class GameClient<P, W> {
           session.frameGapMax = 0;
           session.frameGapSinceMs = this.nowMs;
         }
-        if (gap <= this.stallAfterMs() && gap > session.frameGapMax) session.frameGapMax = gap;
+        // Every gap up to the longest wait counts (not only those under the current threshold, or
+        // one lowered on a steady link would never rise again when the link's gaps grow).
+        if (gap <= this.longestStallMs() && gap > session.frameGapMax) session.frameGapMax = gap;
       }
       session.newestFrameAtMs = this.nowMs;
       const rtt = session.connection.channel?.stats.rttMs ?? 0;

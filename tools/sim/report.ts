@@ -321,11 +321,15 @@ export function formatReport(result: SimResult): string {
 }
 
 /**
- * "± E (standard error, M effective of N samples)" of a fitted slope, or "(no error: too few
- * samples)".
+ * "± E (standard error, samples worth M independent of N)" of a fitted slope, or why it has none
+ * (too few samples, or samples so alike they are worth two or fewer).
  */
 function plusMinus(error: Figure, effective: Figure, fitted: Figure): string {
-  if (typeof error !== 'number') return '(no error: too few samples)';
+  if (typeof error !== 'number') {
+    return typeof effective === 'number' && typeof fitted === 'number' && fitted > 2
+      ? `(no error: the samples are too alike, worth ${effective.toFixed(1)} independent of ${fitted})`
+      : '(no error: too few samples)';
+  }
   const worth =
     typeof effective === 'number' && typeof fitted === 'number'
       ? `, samples worth ${effective.toFixed(0)} independent of ${fitted}`
