@@ -18,6 +18,8 @@ import {
   OUTAGE_RECOVERY_MS,
   REAL_CLOCK_FIGURES,
   REAL_CLOCK_SERIES,
+  SimMetrics,
+  type SimSources,
   STEADY_AFTER_MS,
   steadyBetween,
 } from '../../tools/sim/metrics.ts';
@@ -105,6 +107,16 @@ describe('sim: reproducible from the seed', () => {
     expect(svg.match(/<path /g)?.length, msg).toBeGreaterThanOrEqual(9);
   });
 
+  it('keeps the series in storage made for the run, and refuses a size that is not a bucket count', () => {
+    const sources = { profiles: [] } as unknown as SimSources;
+    for (const bad of [0, -1, 1.5, Number.NaN]) {
+      expect(() => new SimMetrics(sources, bad), String(bad)).toThrow(/capacity must be a whole number/);
+    }
+    const metrics = new SimMetrics(sources, 4);
+    expect(metrics.latest('t')).toBe(null);
+    expect(metrics.series().t).toEqual([]);
+  });
+
   it('runs every built-in scenario, the runners with no shots', async () => {
     const seed = 3;
     for (const name of Object.keys(BUILT_IN_SCENARIOS)) {
@@ -115,6 +127,9 @@ describe('sim: reproducible from the seed', () => {
       if (name === 'runners') {
         expect(r.figures['shots.rays'], msg).toBe(0);
         expect(r.figures['hitAgreement.exact'], msg).toBe(null);
+        // A bucket with no ray has no share: null in the report, not NaN or 0.
+        expect(r.series['hitAgreement.exact'], msg).toEqual([null, null, null]);
+        expect(r.series.t, msg).toEqual([1, 2, 3]);
       } else {
         expect(r.figures['shots.rays'], msg).toBeGreaterThan(0);
       }
