@@ -215,15 +215,16 @@ export function commandCopies(loss: number): number {
 /** The render time follows the commands' time while within this of the clock's, ms. */
 const RENDER_TRACK_MS = 2;
 
-/** No frame for this many snapshot intervals (plus STALL_MARGIN_MS): the link is stalled. */
+/** No frame for this many snapshot intervals (plus STALL_MARGIN_MS): the link is stalled, at the latest. */
 const STALL_INTERVALS = 4;
 const STALL_MARGIN_MS = 20;
 /**
  * Sooner where the link's gaps between frames are short: no frame for STALL_GAP_FACTOR times the
- * longest gap of the last 5 to 10 s (two halves of STALL_GAP_WINDOW_MS; gaps past the longest wait
- * left out), at least STALL_MIN_INTERVALS snapshot intervals, plus STALL_MARGIN_MS. A latency spike delays the commands sent from its
- * first moment, and the frames that would show it stop arriving only then: every millisecond of
- * waiting is a shot shown as a hit that reaches the server past maxUnlagMs.
+ * longest gap of the last 5 to 10 s (two halves of STALL_GAP_WINDOW_MS; gaps past the longest
+ * wait left out), at least STALL_MIN_INTERVALS snapshot intervals, plus STALL_MARGIN_MS. A
+ * latency spike delays the commands sent from its first moment, and the frames that would show
+ * it stop arriving only then: every millisecond of waiting is a shot shown as a hit that reaches
+ * the server past maxUnlagMs.
  */
 const STALL_GAP_FACTOR = 1.5;
 const STALL_MIN_INTERVALS = 2;
