@@ -11,7 +11,8 @@ import { UdpEndpoint, type UdpEndpointOptions, udpAddress } from './net/transpor
 import { WebRtcClientEndpoint } from './net/transports/webrtc-client.ts';
 import { WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
 
-export { nodeCipher } from './net/node-packet-crypto.ts';
+export { nodeCipher, serverCipher } from './net/node-packet-crypto.ts';
+export { sodiumAvailable, sodiumCipher } from './net/sodium-packet-crypto.ts';
 export type { HttpGuardOptions, HttpGuardStats } from './net/transports/http-guard.ts';
 export { routeUpgrades, type UpgradeHandler } from './net/transports/link-server.ts';
 export { type MultiTransportOptions, MultiTransportServer } from './net/transports/multi.ts';

@@ -33,6 +33,7 @@ import {
   ViewCache,
   writeNonce,
 } from '../../src/net/packet-crypto.ts';
+import { sodiumAvailable, sodiumCipher } from '../../src/net/sodium-packet-crypto.ts';
 import { MAX_PACKET_BYTES } from '../../src/net/transport.ts';
 import { Random } from '../../src/sim/random.ts';
 
@@ -64,11 +65,16 @@ function sealedLink() {
 }
 
 describe('packet ciphers', () => {
-  it('Node and noble ChaCha20-Poly1305 produce the same bytes and open each other', () => {
+  it('libsodium, Node and noble ChaCha20-Poly1305 produce the same bytes and open each other', () => {
+    // sodium-native is an optional dependency, installed with this repository: the server uses it.
+    expect(sodiumAvailable()).toBe(true);
     const rng = new Random(3);
     const ciphers: [string, PacketCipher, PacketCipher][] = [
       ['noble to node', nobleCipher(key(9)), nodeCipher(key(9))],
       ['node to noble', nodeCipher(key(9)), nobleCipher(key(9))],
+      ['sodium to noble', sodiumCipher(key(9)), nobleCipher(key(9))],
+      ['noble to sodium', nobleCipher(key(9)), sodiumCipher(key(9))],
+      ['node to sodium', nodeCipher(key(9)), sodiumCipher(key(9))],
     ];
     const nonce = new Uint8Array(12);
     const aad = new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -107,6 +113,7 @@ describe('packet ciphers', () => {
     for (const [name, seal, open] of [
       ['noble', nobleCipher(key(4)), nobleCipher(key(4))],
       ['node', nodeCipher(key(4)), nodeCipher(key(4))],
+      ['sodium', sodiumCipher(key(4)), sodiumCipher(key(4))],
     ] as const) {
       const reference = nodeCipher(key(4));
       const buffer = new Uint8Array(MAX_PACKET_BYTES);

@@ -15,6 +15,7 @@ import {
   type PacketKeys,
   writeNonce,
 } from '../../src/net/packet-crypto.ts';
+import { sodiumCipher } from '../../src/net/sodium-packet-crypto.ts';
 import { type Row, round, table, timePerCall } from './report.ts';
 
 /**
@@ -85,6 +86,7 @@ export function packetCryptoSection(): void {
   const rows: Record<string, Row> = {};
   for (const size of SIZES) {
     for (const [name, cipher] of [
+      ['sodium', sodiumCipher(key)],
       ['node', nodeCipher(key)],
       ['noble', nobleCipher(key)],
       ['noble, a new AEAD per packet', nobleOneShot(key)],
@@ -98,7 +100,8 @@ export function packetCryptoSection(): void {
     }
   }
   table('ChaCha20-Poly1305 per packet (payload bytes, 16-byte tag added)', rows, [
-    'node: the server (OpenSSL through node:crypto); noble: the browser-safe client (@noble/ciphers),',
+    'sodium: the server (libsodium through the optional sodium-native, in place); node: the server',
+    'where sodium-native does not load (OpenSSL through node:crypto, an object per packet); noble: the browser-safe client (@noble/ciphers),',
     'in place through cached views; "a new AEAD per packet": the earlier noble cipher, for the ratio',
   ]);
 
@@ -120,7 +123,7 @@ export function packetCryptoSection(): void {
     };
   }
   table('Channel send + receive of one packet (both ends in this process)', channelRows, [
-    'server to client: node seals, noble opens; client to server: noble seals, node opens',
+    'server to client: the server seals (sodium), noble opens; client to server: noble seals, the server opens',
   ]);
 
   const agreeRows: Record<string, Row> = {

@@ -26,7 +26,7 @@ import {
   type InputSample,
 } from '../../src/client/client.ts';
 import type { LinkStats } from '../../src/net/conditioner.ts';
-import { nodeCipher } from '../../src/net/node-packet-crypto.ts';
+import { serverCipher } from '../../src/net/node-packet-crypto.ts';
 import { conditionsAt, createLinkConditions, type NetworkProfile } from '../../src/net/profile.ts';
 import type { MemoryEndpoint, MemoryNetwork } from '../../src/net/transports/memory.ts';
 import { Random } from '../../src/sim/random.ts';
@@ -65,8 +65,8 @@ export function botSeeds(plan: SimPlan): BotSeeds[] {
 export function clientConfigFor(plan: SimPlan): Partial<ClientConfig> {
   const s = plan.scenario;
   return {
-    // The bots are clients in Node: OpenSSL's ChaCha20-Poly1305, as the server's.
-    packetCipher: nodeCipher,
+    // The bots are clients in Node: the server's ChaCha20-Poly1305 (libsodium where it loads).
+    packetCipher: serverCipher,
     updateRate: s.updateRate,
     rateBytesPerSecond: s.rateBytesPerSecond,
     interpolationDelayMs: s.interpolationDelayMs,
