@@ -72,10 +72,12 @@ export function sodiumCipher(key: Uint8Array): PacketCipher {
   const tags = new ViewCache();
   return {
     seal(nonce, aad, data, start, end, out) {
+      // In place (the channel's way) the input and output are one view: libsodium allows it.
+      const body = outputs.get(out, start, end);
       lib.crypto_aead_chacha20poly1305_ietf_encrypt_detached(
-        outputs.get(out, start, end),
+        body,
         tags.get(out, end, end + PACKET_TAG_BYTES),
-        inputs.get(data, start, end),
+        data === out ? body : inputs.get(data, start, end),
         aad,
         null,
         nonce,
@@ -86,10 +88,11 @@ export function sodiumCipher(key: Uint8Array): PacketCipher {
       const bodyEnd = end - PACKET_TAG_BYTES;
       if (bodyEnd < start || end > data.length || bodyEnd > out.length) return false;
       try {
+        const body = outputs.get(out, start, bodyEnd);
         lib.crypto_aead_chacha20poly1305_ietf_decrypt_detached(
-          outputs.get(out, start, bodyEnd),
+          body,
           null,
-          inputs.get(data, start, bodyEnd),
+          data === out ? body : inputs.get(data, start, bodyEnd),
           tags.get(data, bodyEnd, end),
           aad,
           nonce,

@@ -153,7 +153,7 @@ export class CommandQueue {
 
   private readonly pending = new SequenceBuffer<UserCommand>(QUEUE_SIZE, createUserCommand);
   /**
-   * Every command received, as it came (before clamping), by number: the bases the client's
+   * Every command received, as its first copy came (before clamping), by number: the bases the client's
    * runs are encoded against (`serializeCommandRun`). Twice the queue, so a base the client may
    * still name (at most MAX_COMMAND_BASE_GAP before a run) is never overwritten by a command it
    * has not sent yet.
@@ -224,7 +224,8 @@ export class CommandQueue {
    */
   receive(cmd: UserCommand): void {
     const seq = cmd.sequence;
-    copyUserCommand(this.received.insert(seq), cmd);
+    // A copy of a command already held is the same command (the client repeats what it sent).
+    if (!this.received.has(seq)) copyUserCommand(this.received.insert(seq), cmd);
     if (seq > this.newestReceived) this.newestReceived = seq;
     if (seq > this.newestSeen) {
       this.newestSeen = Math.min(seq, this.lastDone + MAX_LOST_PER_CLAIM + 1);
