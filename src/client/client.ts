@@ -649,6 +649,7 @@ export class GameClient<P, W> {
         this.sendCommands(nowMs);
       }
     }
+    connection.advance(nowMs);
     this.endpoint.poll(nowMs, this.onPacket);
     if (connection.state === 'connected') {
       connection.update(nowMs);

@@ -163,6 +163,7 @@ export class SpectatorClient {
     this.nowMs = nowMs;
     const connection = this.connection;
     if (connection.state === 'connecting' || connection.state === 'challenged') connection.update(nowMs);
+    connection.advance(nowMs);
     this.endpoint.poll(nowMs, this.onPacket);
     if (connection.state !== 'connected') return;
     const channel = connection.channel;

@@ -32,7 +32,9 @@ describe('NetGraph and PacketHistory', () => {
     m.run(5000);
     const f = graph.figures;
     const msg = `seed ${SEED}: ${JSON.stringify(f)}`;
-    expect(f.pingMs, msg).toBeGreaterThan(85);
+    // Never under the path's 2 x 50 ms: a packet is stamped with the frame that reads it (stamped
+    // with the frame before, the ping read a frame short: 83 ms).
+    expect(f.pingMs, msg).toBeGreaterThanOrEqual(100);
     expect(f.pingMs, msg).toBeLessThan(140);
     expect(f.fps, msg).toBeGreaterThan(55);
     expect(f.fps, msg).toBeLessThan(65);
