@@ -175,9 +175,21 @@ export interface ChannelStats {
   /** Bytes sent and accepted, headers included. */
   bytesSent: number;
   bytesReceived: number;
-  /** Smoothed round-trip time and its variance (RFC 6298); 0 until the first sample. */
+  /**
+   * Smoothed round-trip time and its variance (RFC 6298); 0 until the first sample. Sampled only
+   * from packets whose predecessor had arrived (see `receive`): a loss burst or reordering on the
+   * return path does not read as a longer round trip.
+   */
   rttMs: number;
   rttVarianceMs: number;
+  /**
+   * Smoothed time from sending a packet to its first acknowledgement, and its variance, every
+   * packet counted: unlike rttMs, which samples only in-order acknowledgements of the newest
+   * packet, this includes acknowledgements carried late after a loss burst or overtaken on a
+   * reordering route: how long evidence of what arrived can take.
+   */
+  ackDelayMs: number;
+  ackDelayVarianceMs: number;
   /** Share of sent packets never acknowledged, over the last `lossWindowPackets` old enough to tell. */
   outgoingLoss: number;
   /** Share of the peer's sequence numbers that never arrived, over the last `lossWindowPackets`. */
@@ -612,6 +624,8 @@ export class PacketChannel {
       bytesReceived: 0,
       rttMs: 0,
       rttVarianceMs: 0,
+      ackDelayMs: 0,
+      ackDelayVarianceMs: 0,
       outgoingLoss: 0,
       incomingLoss: 0,
       reliableQueued: 0,
@@ -849,6 +863,7 @@ export class PacketChannel {
       return this.drop('malformed');
     if (!this.receiver.fits(section)) return this.drop('reliable window');
 
+    const wasReceived = this.hasReceived;
     this.markReceived(sequence, extended);
     if (!acksNothing && (this.newestAckTaken < 0 || seqGreaterThan(ack, this.newestAckTaken)))
       this.newestAckTaken = ack;
@@ -857,10 +872,16 @@ export class PacketChannel {
     this.lastReceivedMs = nowMs;
     this.stats.packetsReceived++;
     this.stats.bytesReceived += length;
+    // Round-trip samples only from a packet whose predecessor arrived before it: any
+    // acknowledgement it is the first to carry could not have been carried by an earlier packet.
+    // After a loss (the predecessor lost) or overtaken on the route, the first acknowledgements
+    // it carries may have waited in packets that never came or came late, and would read the
+    // loss or the reordering as a longer, more variable round trip (ackDelayMs counts them).
+    const sampling = ahead === 1 || !wasReceived;
     for (let i = ACK_BITS - 1; i >= 0; i--) {
-      if ((ackBits >>> i) & 1) this.acknowledge(nowMs, seqAdd(ack, -1 - i));
+      if ((ackBits >>> i) & 1) this.acknowledge(nowMs, seqAdd(ack, -1 - i), sampling);
     }
-    this.acknowledge(nowMs, ack);
+    this.acknowledge(nowMs, ack, sampling);
     this.receiver.accept(section);
     this.stats.reliableDuplicates = this.receiver.duplicates;
     this.settleOutgoing(nowMs);
@@ -898,7 +919,7 @@ export class PacketChannel {
   }
 
   /** First acknowledgement of a packet we sent: RTT sample, loss correction, reliable retirement, onAck. */
-  private acknowledge(nowMs: number, sequence: number): void {
+  private acknowledge(nowMs: number, sequence: number, sampling: boolean): void {
     const record = this.sent.get(sequence);
     if (record === undefined || record.acked) return;
     record.acked = true;
@@ -909,7 +930,16 @@ export class PacketChannel {
     const st = this.stats;
     st.packetsAcked++;
     const sample = Math.max(0, nowMs - record.sendTimeMs);
-    if (this.hasRtt) {
+    if (st.packetsAcked > 1) {
+      st.ackDelayVarianceMs += (Math.abs(sample - st.ackDelayMs) - st.ackDelayVarianceMs) / 4;
+      st.ackDelayMs += (sample - st.ackDelayMs) / 8;
+    } else {
+      st.ackDelayMs = sample;
+      st.ackDelayVarianceMs = sample / 2;
+    }
+    if (!sampling) {
+      // No sample.
+    } else if (this.hasRtt) {
       st.rttVarianceMs += (Math.abs(sample - st.rttMs) - st.rttVarianceMs) / 4;
       st.rttMs += (sample - st.rttMs) / 8;
     } else {

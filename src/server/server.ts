@@ -756,13 +756,19 @@ export class GameServer<P, W> {
       if (this.hooks.onMessage !== undefined) this.receiveMessages(client);
       client.commands.addRealTime(this.tickIntervalMs);
       const link = client.connection.channel.stats;
-      client.commands.reorderWindowMs = reorderWindowFor(link.rttMs, link.rttVarianceMs);
+      // The reorder window and the hearing test wait by how long acknowledgements take (late ones
+      // included: after a spike, packets sent later overtake those sent during it), not by the
+      // round trip, which samples only acknowledgements that came in order.
+      client.commands.reorderWindowMs = reorderWindowFor(link.ackDelayMs, link.ackDelayVarianceMs);
       // The client hears the server while it acknowledges frames sent lately: within a round trip,
       // four deviations, two snapshot intervals and two ticks.
       client.commands.clientHearing =
         this.nowMs - client.heardSentMs <=
-        link.rttMs + 4 * link.rttVarianceMs + 2000 / client.pacing.updateRate + 2 * this.tickIntervalMs;
-      client.commands.jitterAllowanceMs = jitterAllowanceFor(link.rttVarianceMs);
+        link.ackDelayMs +
+          4 * link.ackDelayVarianceMs +
+          2000 / client.pacing.updateRate +
+          2 * this.tickIntervalMs;
+      client.commands.jitterAllowanceMs = jitterAllowanceFor(link.ackDelayVarianceMs);
       events.source = client.slot;
       for (let n = 0; n < this.config.maxCommandsPerTick; n++) {
         const cmd = client.commands.next();

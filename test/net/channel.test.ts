@@ -230,6 +230,48 @@ describe('PacketChannel acks', () => {
     expect(link.b.stats.incomingLoss).toBe(0);
   });
 
+  it('a loss burst on the return path or a packet overtaken is no round-trip sample; the ack delay counts them', () => {
+    // A fixed 60 ms each way; every 500 ms, the return path (b to a) loses 200 ms of packets, and
+    // every 700 ms one packet from b is held 45 ms more (overtaken by the next ones). The
+    // acknowledgements those packets carried arrive late in later packets' ack bits.
+    const link = new Loopback();
+    const delayMs = 60;
+    const queueB: { at: number; data: Uint8Array }[] = [];
+    const queueA: { at: number; data: Uint8Array }[] = [];
+    let rttMax = 0;
+    let rttVarianceMax = 0;
+    let ackDelayMax = 0;
+    let ackDelayVarianceMax = 0;
+    for (let now = 0; now < 10_000; now++) {
+      while (queueB.length > 0 && queueB[0].at <= now) link.b.receive(now, queueB.shift()!.data);
+      queueA.sort((x, y) => x.at - y.at);
+      while (queueA.length > 0 && queueA[0].at <= now) link.a.receive(now, queueA.shift()!.data);
+      if (now % 10 === 0) {
+        link.a.send(now);
+        link.b.send(now);
+        for (const d of link.toB.splice(0)) queueB.push({ at: now + delayMs, data: d });
+        const lost = now % 500 >= 300;
+        const held = now % 700 === 100;
+        for (const d of link.toA.splice(0))
+          if (!lost) queueA.push({ at: now + delayMs + (held ? 45 : 0), data: d });
+      }
+      if (now >= 1000) {
+        rttMax = Math.max(rttMax, link.a.stats.rttMs);
+        rttVarianceMax = Math.max(rttVarianceMax, link.a.stats.rttVarianceMs);
+        ackDelayMax = Math.max(ackDelayMax, link.a.stats.ackDelayMs);
+        ackDelayVarianceMax = Math.max(ackDelayVarianceMax, link.a.stats.ackDelayVarianceMs);
+      }
+    }
+    // Every in-order packet's acknowledgements left at once: the round trip stays 2 x 60 ms.
+    expect(rttMax).toBeCloseTo(2 * delayMs, 5);
+    expect(rttVarianceMax).toBeLessThan(1);
+    // Taking every first acknowledgement, as the ack delay does, reads the bursts and the held
+    // packets as a longer and more variable trip (the packets a's loss count then restores).
+    expect(ackDelayMax).toBeGreaterThan(2 * delayMs + 20);
+    expect(ackDelayVarianceMax).toBeGreaterThan(10);
+    expect(link.a.stats.outgoingLoss).toBe(0);
+  });
+
   it('measures loss both ways, and a late packet fills its hole', () => {
     const link = new Loopback({ lossWindowPackets: 256 });
     let now = 0;
