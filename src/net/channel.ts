@@ -456,6 +456,11 @@ const SENT_BUFFER_SIZE = 512;
 const INITIAL_RTT_MS = 100;
 /** Before the first RTT sample, a sent packet unacknowledged this long counts as lost. */
 const INITIAL_LOSS_TIMEOUT_MS = 1000;
+/**
+ * First acknowledgements without a round-trip sample after which one is taken anyway (about a
+ * second of packets): see PacketChannel.acknowledge.
+ */
+const FORCED_SAMPLE_ACKS = 64;
 /** Additional authenticated data of a sealed packet: prefix, sequence, ack, ack bits. */
 const AAD_BYTES = 9;
 
@@ -586,6 +591,8 @@ export class PacketChannel {
   /** Oldest sent sequence not yet settled (acked or counted lost) for the outgoing loss window. */
   private lossCursor = 0;
   private hasRtt = false;
+  /** First acknowledgements since the last round-trip sample (see acknowledge). */
+  private acksWithoutSample = 0;
 
   private hasReceived = false;
   /** Newest sequence received and bit i = sequence remoteSequence-1-i received. */
@@ -937,7 +944,11 @@ export class PacketChannel {
       st.ackDelayMs = sample;
       st.ackDelayVarianceMs = sample / 2;
     }
-    if (!sampling) {
+    // The first acknowledgement is always a sample. A route where no packet follows its
+    // predecessor (every other one lost, or pairs swapped) would give no more: after
+    // FORCED_SAMPLE_ACKS first acknowledgements without one, the next is taken whatever came
+    // before it.
+    if (!sampling && this.hasRtt && ++this.acksWithoutSample < FORCED_SAMPLE_ACKS) {
       // No sample.
     } else if (this.hasRtt) {
       st.rttVarianceMs += (Math.abs(sample - st.rttMs) - st.rttVarianceMs) / 4;
@@ -947,6 +958,7 @@ export class PacketChannel {
       st.rttMs = sample;
       st.rttVarianceMs = sample / 2;
     }
+    if (sampling || this.acksWithoutSample >= FORCED_SAMPLE_ACKS || !this.hasRtt) this.acksWithoutSample = 0;
     this.outgoing.correct(sequence);
     st.outgoingLoss = this.outgoing.ratio;
     if (record.messageCount > 0) this.sender.acknowledge(record.messageIds, record.messageCount);

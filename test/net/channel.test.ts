@@ -272,6 +272,36 @@ describe('PacketChannel acks', () => {
     expect(link.a.stats.outgoingLoss).toBe(0);
   });
 
+  it('still measures the round trip where no packet follows its predecessor (every pair swapped)', () => {
+    // b's packets arrive in pairs, the second of each pair first: no packet from b ever comes
+    // right after its predecessor. a still takes a sample every FORCED_SAMPLE_ACKS acknowledgements.
+    const link = new Loopback();
+    const delayMs = 60;
+    const queueB: { at: number; data: Uint8Array }[] = [];
+    const queueA: { at: number; data: Uint8Array }[] = [];
+    let held: Uint8Array | null = null;
+    for (let now = 0; now < 10_000; now++) {
+      while (queueB.length > 0 && queueB[0].at <= now) link.b.receive(now, queueB.shift()!.data);
+      while (queueA.length > 0 && queueA[0].at <= now) link.a.receive(now, queueA.shift()!.data);
+      if (now % 10 === 0) {
+        link.a.send(now);
+        link.b.send(now);
+        for (const d of link.toB.splice(0)) queueB.push({ at: now + delayMs, data: d });
+        for (const d of link.toA.splice(0)) {
+          if (held === null) held = d;
+          else {
+            queueA.push({ at: now + delayMs, data: d });
+            queueA.push({ at: now + delayMs, data: held });
+            held = null;
+          }
+        }
+      }
+    }
+    // Each acknowledgement waits up to one more packet of b's (10 ms) for its pair.
+    expect(link.a.stats.rttMs).toBeGreaterThanOrEqual(2 * delayMs);
+    expect(link.a.stats.rttMs).toBeLessThanOrEqual(2 * delayMs + 10);
+  });
+
   it('measures loss both ways, and a late packet fills its hole', () => {
     const link = new Loopback({ lossWindowPackets: 256 });
     let now = 0;
