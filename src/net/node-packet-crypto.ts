@@ -14,6 +14,7 @@ import {
   KEY_MATERIAL_BYTES,
   keyMaterialInput,
   keySalt,
+  openableRange,
   PACKET_KEY_BYTES,
   PACKET_TAG_BYTES,
   type PacketCipher,
@@ -44,8 +45,8 @@ export function nodeCipher(key: Uint8Array): PacketCipher {
       out.set(c.getAuthTag(), end);
     },
     open(nonce, aad, data, start, end, out) {
+      if (!openableRange(data, out, start, end)) return false;
       const bodyEnd = end - PACKET_TAG_BYTES;
-      if (bodyEnd < start) return false;
       try {
         const d = createDecipheriv('chacha20-poly1305', k, nonce, { authTagLength: PACKET_TAG_BYTES });
         d.setAAD(aad, { plaintextLength: bodyEnd - start });

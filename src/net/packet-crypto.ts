@@ -106,6 +106,23 @@ export function writeNonce(nonce: Uint8Array, sequence: number): void {
 }
 
 /**
+ * Whether `open` may read `data[start..end)` (a body and its tag) and write the body into `out`
+ * at `start`: whole, non-negative offsets within both arrays, room for the tag. Every cipher
+ * checks this first, so no range is read from the end (as a negative subarray offset would) or
+ * rounded.
+ */
+export function openableRange(data: Uint8Array, out: Uint8Array, start: number, end: number): boolean {
+  return (
+    Number.isInteger(start) &&
+    Number.isInteger(end) &&
+    start >= 0 &&
+    end - start >= PACKET_TAG_BYTES &&
+    end <= data.length &&
+    end - PACKET_TAG_BYTES <= out.length
+  );
+}
+
+/**
  * Exact-length views of one buffer, made once per (start, end) and reused: the AEAD takes its
  * input and output as whole arrays, and a packet's bytes always sit in the same preallocated
  * buffer (the channel's writer, or its receive buffer), so packets of a length seen lately make no
@@ -130,6 +147,8 @@ export class ViewCache {
   }
 
   get(buffer: Uint8Array, start: number, end: number): Uint8Array {
+    // Only ranges the key can tell apart are kept (packets are at most 1,200 bytes).
+    if (!(start >= 0 && start <= 0xffff && end >= 0 && end <= 0xffff)) return buffer.subarray(start, end);
     if (buffer !== this.buffer || ++this.gets >= ViewCache.EPOCH_GETS) {
       this.buffer = buffer;
       this.views.clear();
@@ -181,7 +200,7 @@ export function nobleCipher(key: Uint8Array): PacketCipher {
       );
     },
     open(nonce, aad, data, start, end, out) {
-      if (end - start < PACKET_TAG_BYTES) return false;
+      if (!openableRange(data, out, start, end)) return false;
       try {
         prepare(nonce, aad).decrypt(
           inputs.get(data, start, end),

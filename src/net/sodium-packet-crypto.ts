@@ -1,13 +1,19 @@
 // Packet authentication through libsodium (Node only, optional): the same ChaCha20-Poly1305
 // (IETF, 12-byte nonce) as packet-crypto.ts and node-packet-crypto.ts, interchangeable with both
 // on the wire. libsodium seals into the caller's buffer with no object per packet, where
-// node:crypto makes a cipher object and two Buffers for each one: about 0.6-0.9 us per packet of
-// a few hundred bytes against 3.5-6 (`npm run bench -- crypto`). `sodium-native` is an optional
+// node:crypto makes a cipher object and two Buffers for each one: 0.9-1.4 us per packet of 100 to
+// 1,150 bytes against 5.7-6.9 (`npm run bench -- crypto`). `sodium-native` is an optional
 // dependency with prebuilt binaries; where it cannot load, the server uses node:crypto's
 // (`serverCipher` in node-packet-crypto.ts).
 
 import { createRequire } from 'node:module';
-import { PACKET_KEY_BYTES, PACKET_TAG_BYTES, type PacketCipher, ViewCache } from './packet-crypto.ts';
+import {
+  openableRange,
+  PACKET_KEY_BYTES,
+  PACKET_TAG_BYTES,
+  type PacketCipher,
+  ViewCache,
+} from './packet-crypto.ts';
 
 /** The part of sodium-native used here. */
 interface SodiumAead {
@@ -85,8 +91,8 @@ export function sodiumCipher(key: Uint8Array): PacketCipher {
       );
     },
     open(nonce, aad, data, start, end, out) {
+      if (!openableRange(data, out, start, end)) return false;
       const bodyEnd = end - PACKET_TAG_BYTES;
-      if (bodyEnd < start || end > data.length || bodyEnd > out.length) return false;
       try {
         const body = outputs.get(out, start, bodyEnd);
         lib.crypto_aead_chacha20poly1305_ietf_decrypt_detached(

@@ -41,7 +41,8 @@ export interface CommandBudgetConfig {
    * as lost and skipped (ms). Packets overtake each other on a jittery route; the client repeats
    * each command only in a bounded number of packets, so the server cannot tell from a packet's
    * first command that the ones before it will never come. The server sets it per client from
-   * the measured round-trip deviation (`reorderWindowFor`); this is the starting value.
+   * the measured delay to a first acknowledgement and its deviation (`ChannelStats.ackDelayMs`,
+   * late acknowledgements included; `reorderWindowFor`); this is the starting value.
    */
   reorderWindowMs: number;
 }
@@ -175,8 +176,8 @@ export class CommandQueue {
   /**
    * How much more than one arrival's bundle may wait without counting as a backlog to drain (ms):
    * packets arriving early by the route's jitter bring their commands before the budget has
-   * refilled for them. The server sets it per client from the round-trip deviation
-   * (`jitterAllowanceFor`).
+   * refilled for them. The server sets it per client from the deviation of the delay to a first
+   * acknowledgement (`ChannelStats.ackDelayVarianceMs`; `jitterAllowanceFor`).
    */
   jitterAllowanceMs = 0;
 

@@ -756,11 +756,12 @@ export class GameServer<P, W> {
       if (this.hooks.onMessage !== undefined) this.receiveMessages(client);
       client.commands.addRealTime(this.tickIntervalMs);
       const link = client.connection.channel.stats;
-      // The reorder window and the hearing test wait by how long acknowledgements take (late ones
-      // included: after a spike, packets sent later overtake those sent during it), not by the
-      // round trip, which samples only acknowledgements that came in order.
+      // The reorder window, the hearing test and the jitter allowance wait by how long
+      // acknowledgements take, late ones included (after a spike, packets sent later overtake
+      // those sent during it), not by the round trip, which samples only packets that followed
+      // their predecessor.
       client.commands.reorderWindowMs = reorderWindowFor(link.ackDelayMs, link.ackDelayVarianceMs);
-      // The client hears the server while it acknowledges frames sent lately: within a round trip,
+      // The client hears the server while it acknowledges frames sent lately: within an ack delay,
       // four deviations, two snapshot intervals and two ticks.
       client.commands.clientHearing =
         this.nowMs - client.heardSentMs <=
