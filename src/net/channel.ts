@@ -461,6 +461,11 @@ const INITIAL_LOSS_TIMEOUT_MS = 1000;
  * second of packets): see PacketChannel.acknowledge.
  */
 const FORCED_SAMPLE_ACKS = 64;
+/** Whether an acknowledgement is a round-trip sample: see PacketChannel.acknowledge. */
+const NO_SAMPLE = 0;
+const SAMPLE = 1;
+const SAMPLE_IF_OVERDUE = 2;
+type SampleMode = typeof NO_SAMPLE | typeof SAMPLE | typeof SAMPLE_IF_OVERDUE;
 /** Additional authenticated data of a sealed packet: prefix, sequence, ack, ack bits. */
 const AAD_BYTES = 9;
 
@@ -886,9 +891,9 @@ export class PacketChannel {
     // loss or the reordering as a longer, more variable round trip (ackDelayMs counts them).
     const sampling = ahead === 1 || !wasReceived;
     for (let i = ACK_BITS - 1; i >= 0; i--) {
-      if ((ackBits >>> i) & 1) this.acknowledge(nowMs, seqAdd(ack, -1 - i), sampling);
+      if ((ackBits >>> i) & 1) this.acknowledge(nowMs, seqAdd(ack, -1 - i), sampling ? SAMPLE : NO_SAMPLE);
     }
-    this.acknowledge(nowMs, ack, sampling);
+    this.acknowledge(nowMs, ack, sampling ? SAMPLE : SAMPLE_IF_OVERDUE);
     this.receiver.accept(section);
     this.stats.reliableDuplicates = this.receiver.duplicates;
     this.settleOutgoing(nowMs);
@@ -926,7 +931,7 @@ export class PacketChannel {
   }
 
   /** First acknowledgement of a packet we sent: RTT sample, loss correction, reliable retirement, onAck. */
-  private acknowledge(nowMs: number, sequence: number, sampling: boolean): void {
+  private acknowledge(nowMs: number, sequence: number, mode: SampleMode): void {
     const record = this.sent.get(sequence);
     if (record === undefined || record.acked) return;
     record.acked = true;
@@ -946,19 +951,24 @@ export class PacketChannel {
     }
     // The first acknowledgement is always a sample. A route where no packet follows its
     // predecessor (every other one lost, or pairs swapped) would give no more: after
-    // FORCED_SAMPLE_ACKS first acknowledgements without one, the next is taken whatever came
-    // before it.
-    if (!sampling && this.hasRtt && ++this.acksWithoutSample < FORCED_SAMPLE_ACKS) {
-      // No sample.
-    } else if (this.hasRtt) {
-      st.rttVarianceMs += (Math.abs(sample - st.rttMs) - st.rttVarianceMs) / 4;
-      st.rttMs += (sample - st.rttMs) / 8;
-    } else {
-      this.hasRtt = true;
-      st.rttMs = sample;
-      st.rttVarianceMs = sample / 2;
+    // FORCED_SAMPLE_ACKS first acknowledgements without one, the next newest acknowledgement of
+    // a packet (its ack field, the least likely to have waited) is taken whatever came before it.
+    if (mode !== SAMPLE && this.hasRtt) this.acksWithoutSample++;
+    const take =
+      mode === SAMPLE ||
+      !this.hasRtt ||
+      (mode === SAMPLE_IF_OVERDUE && this.acksWithoutSample >= FORCED_SAMPLE_ACKS);
+    if (take) {
+      this.acksWithoutSample = 0;
+      if (this.hasRtt) {
+        st.rttVarianceMs += (Math.abs(sample - st.rttMs) - st.rttVarianceMs) / 4;
+        st.rttMs += (sample - st.rttMs) / 8;
+      } else {
+        this.hasRtt = true;
+        st.rttMs = sample;
+        st.rttVarianceMs = sample / 2;
+      }
     }
-    if (sampling || this.acksWithoutSample >= FORCED_SAMPLE_ACKS || !this.hasRtt) this.acksWithoutSample = 0;
     this.outgoing.correct(sequence);
     st.outgoingLoss = this.outgoing.ratio;
     if (record.messageCount > 0) this.sender.acknowledge(record.messageIds, record.messageCount);
