@@ -53,6 +53,8 @@ describe('the arena dedicated server', () => {
     const { proc, out, exited, port } = await start(['--matches', '2', '--workers', '1']);
     expect(port, out.text).toBeGreaterThan(0);
     expect(out.text).toContain('matches 1..2 on 1 worker threads');
+    // The optional sodium-native is installed with this repository: the log says the server uses it.
+    expect(out.text).toContain('packets sealed with libsodium');
     expect(await status(`http://127.0.0.1:${port}/healthz`)).toBe(200);
     const joins = [];
     for (const id of [2, 3]) {
