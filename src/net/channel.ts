@@ -461,6 +461,27 @@ const INITIAL_LOSS_TIMEOUT_MS = 1000;
  * second of packets): see PacketChannel.acknowledge.
  */
 const FORCED_SAMPLE_ACKS = 64;
+/**
+ * A delay smoothed as RFC 6298 smooths the round trip: the first sample is the mean and half of
+ * it the deviation; each later one moves the mean by 1/8 and the deviation by 1/4 of the way.
+ */
+class SmoothedDelay {
+  has = false;
+  ms = 0;
+  deviationMs = 0;
+
+  add(sample: number): void {
+    if (this.has) {
+      this.deviationMs += (Math.abs(sample - this.ms) - this.deviationMs) / 4;
+      this.ms += (sample - this.ms) / 8;
+    } else {
+      this.has = true;
+      this.ms = sample;
+      this.deviationMs = sample / 2;
+    }
+  }
+}
+
 /** Whether an acknowledgement is a round-trip sample: see PacketChannel.acknowledge. */
 const NO_SAMPLE = 0;
 const SAMPLE = 1;
@@ -595,7 +616,9 @@ export class PacketChannel {
   private nextSequence = 0;
   /** Oldest sent sequence not yet settled (acked or counted lost) for the outgoing loss window. */
   private lossCursor = 0;
-  private hasRtt = false;
+  /** Round-trip samples (rttMs) and every first acknowledgement's delay (ackDelayMs). */
+  private readonly rtt = new SmoothedDelay();
+  private readonly ackDelay = new SmoothedDelay();
   /** First acknowledgements since the last round-trip sample (see acknowledge). */
   private acksWithoutSample = 0;
 
@@ -671,7 +694,7 @@ export class PacketChannel {
    */
   send(nowMs: number, writePayload?: (s: BitStream) => void): number {
     const s = this.beginPacket(nowMs, PacketType.Data);
-    const rtt = this.hasRtt ? this.stats.rttMs : INITIAL_RTT_MS;
+    const rtt = this.rtt.has ? this.stats.rttMs : INITIAL_RTT_MS;
     const resendDelayMs = Math.max(rtt * 1.1, this.config.reliableResendMinMs);
     const maxBits = (MAX_PACKET_BYTES - this.headerBytes - this.tagBytes) * 8;
     const section = this.txSection;
@@ -942,32 +965,24 @@ export class PacketChannel {
     const st = this.stats;
     st.packetsAcked++;
     const sample = Math.max(0, nowMs - record.sendTimeMs);
-    if (st.packetsAcked > 1) {
-      st.ackDelayVarianceMs += (Math.abs(sample - st.ackDelayMs) - st.ackDelayVarianceMs) / 4;
-      st.ackDelayMs += (sample - st.ackDelayMs) / 8;
-    } else {
-      st.ackDelayMs = sample;
-      st.ackDelayVarianceMs = sample / 2;
-    }
+    this.ackDelay.add(sample);
+    st.ackDelayMs = this.ackDelay.ms;
+    st.ackDelayVarianceMs = this.ackDelay.deviationMs;
     // The first acknowledgement is always a sample. A route where no packet follows its
     // predecessor (every other one lost, or pairs swapped) would give no more: after
     // FORCED_SAMPLE_ACKS first acknowledgements without one, the next newest acknowledgement of
     // a packet (its ack field, the least likely to have waited) is taken whatever came before it.
-    if (mode !== SAMPLE && this.hasRtt) this.acksWithoutSample++;
-    const take =
+    const rtt = this.rtt;
+    if (mode !== SAMPLE && rtt.has) this.acksWithoutSample++;
+    if (
       mode === SAMPLE ||
-      !this.hasRtt ||
-      (mode === SAMPLE_IF_OVERDUE && this.acksWithoutSample >= FORCED_SAMPLE_ACKS);
-    if (take) {
+      !rtt.has ||
+      (mode === SAMPLE_IF_OVERDUE && this.acksWithoutSample >= FORCED_SAMPLE_ACKS)
+    ) {
       this.acksWithoutSample = 0;
-      if (this.hasRtt) {
-        st.rttVarianceMs += (Math.abs(sample - st.rttMs) - st.rttVarianceMs) / 4;
-        st.rttMs += (sample - st.rttMs) / 8;
-      } else {
-        this.hasRtt = true;
-        st.rttMs = sample;
-        st.rttVarianceMs = sample / 2;
-      }
+      rtt.add(sample);
+      st.rttMs = rtt.ms;
+      st.rttVarianceMs = rtt.deviationMs;
     }
     this.outgoing.correct(sequence);
     st.outgoingLoss = this.outgoing.ratio;
@@ -978,7 +993,7 @@ export class PacketChannel {
   /** Settles every sent packet at least ACK_BITS behind the newest whose ack is overdue. */
   private settleOutgoing(nowMs: number): void {
     const st = this.stats;
-    const timeoutMs = this.hasRtt ? st.rttMs + 4 * st.rttVarianceMs + 100 : INITIAL_LOSS_TIMEOUT_MS;
+    const timeoutMs = this.rtt.has ? st.rttMs + 4 * st.rttVarianceMs + 100 : INITIAL_LOSS_TIMEOUT_MS;
     const newest = seqAdd(this.nextSequence, -1);
     while (this.lossCursor !== this.nextSequence && seqDiff(newest, this.lossCursor) >= ACK_BITS) {
       const record = this.sent.get(this.lossCursor);

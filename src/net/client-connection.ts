@@ -148,7 +148,7 @@ export class ClientConnection {
 
   /** Resends handshake packets that are due and checks timeouts, at `nowMs`. */
   update(nowMs: number): void {
-    if (nowMs > this.nowMs) this.nowMs = nowMs;
+    this.advance(nowMs);
     if (this.state === 'connecting' || this.state === 'challenged') {
       if (this.nowMs - this.startMs > this.config.connectTimeoutMs) {
         // Still refused when time ran out (server full): give up with that reason.

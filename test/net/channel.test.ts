@@ -48,6 +48,37 @@ function readHeader(data: Uint8Array): PacketHeader {
   return h;
 }
 
+/**
+ * Runs `link` on a 1 ms clock until `untilMs`, both ends sending every 10 ms (right after
+ * receiving). a's packets reach b `delayMs` later; each of b's goes to `returnPath`, which
+ * delivers it to a at the time it chooses (`deliver`), later or never. `each` runs every ms.
+ */
+function runDelayed(
+  link: Loopback,
+  untilMs: number,
+  delayMs: number,
+  returnPath: (now: number, data: Uint8Array, deliver: (at: number, data: Uint8Array) => void) => void,
+  each: (now: number) => void = () => {},
+): void {
+  const queueB: { at: number; data: Uint8Array }[] = [];
+  const queueA: { at: number; data: Uint8Array }[] = [];
+  const deliver = (at: number, data: Uint8Array) => {
+    queueA.push({ at, data });
+    queueA.sort((x, y) => x.at - y.at);
+  };
+  for (let now = 0; now < untilMs; now++) {
+    while (queueB.length > 0 && queueB[0].at <= now) link.b.receive(now, queueB.shift()!.data);
+    while (queueA.length > 0 && queueA[0].at <= now) link.a.receive(now, queueA.shift()!.data);
+    if (now % 10 === 0) {
+      link.a.send(now);
+      link.b.send(now);
+      for (const d of link.toB.splice(0)) queueB.push({ at: now + delayMs, data: d });
+      for (const d of link.toA.splice(0)) returnPath(now, d, deliver);
+    }
+    each(now);
+  }
+}
+
 function bytes(length: number, salt: number): Uint8Array {
   const m = new Uint8Array(length);
   for (let i = 0; i < length; i++) m[i] = (salt * 7 + i * 3) & 0xff;
@@ -210,18 +241,7 @@ describe('PacketChannel acks', () => {
   it('samples RTT from first acks and converges on a fixed-delay link', () => {
     const link = new Loopback();
     const delayMs = 60;
-    const queueB: { at: number; data: Uint8Array }[] = [];
-    const queueA: { at: number; data: Uint8Array }[] = [];
-    for (let now = 0; now < 5000; now++) {
-      while (queueB.length > 0 && queueB[0].at <= now) link.b.receive(now, queueB.shift()!.data);
-      while (queueA.length > 0 && queueA[0].at <= now) link.a.receive(now, queueA.shift()!.data);
-      if (now % 10 === 0) {
-        link.a.send(now);
-        link.b.send(now);
-        for (const d of link.toB.splice(0)) queueB.push({ at: now + delayMs, data: d });
-        for (const d of link.toA.splice(0)) queueA.push({ at: now + delayMs, data: d });
-      }
-    }
+    runDelayed(link, 5000, delayMs, (now, d, deliver) => deliver(now + delayMs, d));
     // Both sides send every 10 ms, right after receiving, and the delay is a multiple of 10 ms:
     // every ack leaves at once, so every sample is exactly 2 x 60 ms.
     expect(link.a.stats.rttMs).toBeCloseTo(2 * delayMs, 5);
@@ -236,32 +256,26 @@ describe('PacketChannel acks', () => {
     // acknowledgements those packets carried arrive late in later packets' ack bits.
     const link = new Loopback();
     const delayMs = 60;
-    const queueB: { at: number; data: Uint8Array }[] = [];
-    const queueA: { at: number; data: Uint8Array }[] = [];
     let rttMax = 0;
     let rttVarianceMax = 0;
     let ackDelayMax = 0;
     let ackDelayVarianceMax = 0;
-    for (let now = 0; now < 10_000; now++) {
-      while (queueB.length > 0 && queueB[0].at <= now) link.b.receive(now, queueB.shift()!.data);
-      queueA.sort((x, y) => x.at - y.at);
-      while (queueA.length > 0 && queueA[0].at <= now) link.a.receive(now, queueA.shift()!.data);
-      if (now % 10 === 0) {
-        link.a.send(now);
-        link.b.send(now);
-        for (const d of link.toB.splice(0)) queueB.push({ at: now + delayMs, data: d });
-        const lost = now % 500 >= 300;
-        const held = now % 700 === 100;
-        for (const d of link.toA.splice(0))
-          if (!lost) queueA.push({ at: now + delayMs + (held ? 45 : 0), data: d });
-      }
-      if (now >= 1000) {
-        rttMax = Math.max(rttMax, link.a.stats.rttMs);
-        rttVarianceMax = Math.max(rttVarianceMax, link.a.stats.rttVarianceMs);
-        ackDelayMax = Math.max(ackDelayMax, link.a.stats.ackDelayMs);
-        ackDelayVarianceMax = Math.max(ackDelayVarianceMax, link.a.stats.ackDelayVarianceMs);
-      }
-    }
+    runDelayed(
+      link,
+      10_000,
+      delayMs,
+      (now, d, deliver) => {
+        if (now % 500 < 300) deliver(now + delayMs + (now % 700 === 100 ? 45 : 0), d);
+      },
+      (now) => {
+        if (now < 1000) return;
+        const st = link.a.stats;
+        rttMax = Math.max(rttMax, st.rttMs);
+        rttVarianceMax = Math.max(rttVarianceMax, st.rttVarianceMs);
+        ackDelayMax = Math.max(ackDelayMax, st.ackDelayMs);
+        ackDelayVarianceMax = Math.max(ackDelayVarianceMax, st.ackDelayVarianceMs);
+      },
+    );
     // Every in-order packet's acknowledgements left at once: the round trip stays 2 x 60 ms.
     expect(rttMax).toBeCloseTo(2 * delayMs, 5);
     expect(rttVarianceMax).toBeLessThan(1);
@@ -274,32 +288,26 @@ describe('PacketChannel acks', () => {
 
   it('still measures the round trip where no packet follows its predecessor (every pair swapped)', () => {
     // b's packets arrive in pairs, the second of each pair first: no packet from b ever comes
-    // right after its predecessor. a still takes a sample every FORCED_SAMPLE_ACKS acknowledgements.
+    // right after its predecessor. The return path's delay grows from 60 to 140 ms at 3 s: a
+    // still follows it, taking a sample every FORCED_SAMPLE_ACKS acknowledgements (without them
+    // the round trip would stay at its first sample, about 120 ms).
     const link = new Loopback();
     const delayMs = 60;
-    const queueB: { at: number; data: Uint8Array }[] = [];
-    const queueA: { at: number; data: Uint8Array }[] = [];
     let held: Uint8Array | null = null;
-    for (let now = 0; now < 10_000; now++) {
-      while (queueB.length > 0 && queueB[0].at <= now) link.b.receive(now, queueB.shift()!.data);
-      while (queueA.length > 0 && queueA[0].at <= now) link.a.receive(now, queueA.shift()!.data);
-      if (now % 10 === 0) {
-        link.a.send(now);
-        link.b.send(now);
-        for (const d of link.toB.splice(0)) queueB.push({ at: now + delayMs, data: d });
-        for (const d of link.toA.splice(0)) {
-          if (held === null) held = d;
-          else {
-            queueA.push({ at: now + delayMs, data: d });
-            queueA.push({ at: now + delayMs, data: held });
-            held = null;
-          }
-        }
+    runDelayed(link, 10_000, delayMs, (now, d, deliver) => {
+      const back = now < 3000 ? 60 : 140;
+      if (held === null) held = d;
+      else {
+        deliver(now + back, d);
+        deliver(now + back, held);
+        held = null;
       }
-    }
-    // Each acknowledgement waits up to one more packet of b's (10 ms) for its pair.
-    expect(link.a.stats.rttMs).toBeGreaterThanOrEqual(2 * delayMs);
-    expect(link.a.stats.rttMs).toBeLessThanOrEqual(2 * delayMs + 10);
+    });
+    // A sample every 64 acknowledgements (about 0.6 s here), each moving the estimate 1/8 of the
+    // way: 7 s after the change it has come most of the way from 120 to 200-210 ms (an
+    // acknowledgement waits up to one more packet of b's, 10 ms, for its pair).
+    expect(link.a.stats.rttMs).toBeGreaterThan(170);
+    expect(link.a.stats.rttMs).toBeLessThanOrEqual(delayMs + 140 + 10);
   });
 
   it('measures loss both ways, and a late packet fills its hole', () => {
