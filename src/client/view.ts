@@ -100,10 +100,12 @@ export class RemoteView {
     while (i > 0 && t[i - 1] > tick) i--;
     if (i > 0 && t[i - 1] === tick) return;
     if (this.tickCount === TICK_HISTORY) {
+      // Full: the oldest leaves, the ticks before the insertion point move down one and the new
+      // one takes the place freed (a frame older than all is not kept).
       if (i === 0) return;
       t.copyWithin(0, 1, i);
-      i--;
-      this.tickCount--;
+      t[i - 1] = tick;
+      return;
     }
     t.copyWithin(i + 1, i, this.tickCount);
     t[i] = tick;

@@ -525,6 +525,44 @@ describe('RemoteView history', () => {
     );
   });
 
+  it('keeps the newest 64 frames in tick order when frames come out of order into a full history', () => {
+    // Each frame arrives up to 3 places late: every late one is newer than the oldest held, so
+    // it joins the history and the oldest leaves. (It once shifted the frames after it by one,
+    // losing the newest and drawing a pair with frame A newer than frame B.)
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 0x7fffffff }), (seed) => {
+        const rng = new Random(seed);
+        const l = link({}, { frameHistory: 128 });
+        const e = l.store.create(PLAYER);
+        const ticks: number[] = [];
+        let tick = 100;
+        for (let n = 0; n < 90; n++) {
+          tick += rng.int(1, 2);
+          l.place(e, tick);
+          l.write(tick);
+          ticks.push(tick);
+        }
+        const order = ticks.slice();
+        for (let i = 0; i + 1 < order.length; i++) {
+          const j = Math.min(order.length - 1, i + rng.int(0, 3));
+          [order[i], order[j]] = [order[j], order[i]];
+        }
+        for (const t of order) expect(l.deliver(t, false), `seed ${seed} tick ${t}`).toBe(true);
+        expect(l.view.newestTick, `seed ${seed}`).toBe(ticks[ticks.length - 1]);
+        const kept = ticks.slice(-64);
+        for (let k = 0; k + 1 < kept.length; k++) {
+          const mid = (kept[k] + kept[k + 1]) / 2;
+          const at = `seed ${seed} render ${mid}`;
+          expect(l.view.update(mid, TICK_MS), at).toBe(VIEW_INTERPOLATED);
+          expect([l.view.tickA, l.view.tickB, l.view.fraction], at).toEqual([kept[k], kept[k + 1], 0.5]);
+        }
+        expect(l.view.update(kept[0] - 0.5, TICK_MS), `seed ${seed}`).toBe(VIEW_HELD);
+        expect([l.view.tickA, l.view.tickB], `seed ${seed}`).toEqual([kept[0], kept[0]]);
+      }),
+      { seed: SEED + 2, numRuns: 20 },
+    );
+  });
+
   it('frames the reader forgot leave the history, even when an older one is still held', () => {
     // A reader ring of 8 frames: frame 10 takes the slot of frame 2; frame 9 (slot 1) is lost,
     // so frame 1 is still held while frame 2, newer, is gone.
