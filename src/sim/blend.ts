@@ -2,7 +2,6 @@
 // render and by the server to rewind (lag compensation), so both compute the same numbers.
 
 import { decodeNumber, type EntityTypeSchema } from '../protocol/schema.ts';
-import { lerpAngle } from './math.ts';
 
 /**
  * Writes into `out[outOffset ..]` the entity's values at fraction `f` from frame A to frame B,
@@ -52,7 +51,12 @@ export function blendEntity(
       // In stored steps (integers), so that f = 0 and f = 1 give A's and B's values exactly.
       out[outOffset + i] = decodeNumber(type, i, qa + (qb - qa) * f);
     } else if (kind === 2) {
-      out[outOffset + i] = lerpAngle(decodeNumber(type, i, qa), decodeNumber(type, i, qb), f);
+      // lerpAngle written out: a number returned from a call not inlined is a heap allocation,
+      // and this runs for every drawn entity every frame.
+      const from = decodeNumber(type, i, qa);
+      const d = decodeNumber(type, i, qb) - from;
+      const wrapped = d - 360 * Math.floor(d / 360);
+      out[outOffset + i] = from + (wrapped > 180 ? wrapped - 360 : wrapped) * f;
     } else {
       out[outOffset + i] = decodeNumber(type, i, f >= 1 ? qb : qa);
     }

@@ -1,6 +1,7 @@
 // Benchmark section 3: one client's frame with 64 and with 128 remote players in view at 250 ms
 // RTT (receive, prediction replay, interpolation), and the replay cost by unacknowledged commands.
 
+import { getHeapStatistics } from 'node:v8';
 import { Match } from 'backstep/testing';
 import { BUTTON_JUMP } from '../../games/arena/shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
@@ -70,6 +71,9 @@ function clientFrame(o: ClientFrameOptions, remotePlayers: number): void {
   const frameCpu = new Samples();
   const predict = new Samples();
   const view = new Samples();
+  // Heap growth across a frame (frames during which a collection shrank the heap are left out).
+  let allocated = 0;
+  let allocatedFrames = 0;
   let pending = 0;
   let drawn = 0;
   let rtt = 0;
@@ -84,8 +88,14 @@ function clientFrame(o: ClientFrameOptions, remotePlayers: number): void {
     const update = timed(client.update.bind(client), frame);
     client.update = (nowMs, input) => {
       const c0 = process.cpuUsage();
+      const h0 = getHeapStatistics().used_heap_size;
       update(nowMs, input);
+      const h1 = getHeapStatistics().used_heap_size;
       const c1 = process.cpuUsage(c0);
+      if (h1 >= h0) {
+        allocated += h1 - h0;
+        allocatedFrames++;
+      }
       frameCpu.add((c1.user + c1.system) / 1000);
     };
     client.predictor.predict = timed(client.predictor.predict.bind(client.predictor), predict);
@@ -109,7 +119,8 @@ function clientFrame(o: ClientFrameOptions, remotePlayers: number): void {
       'of which RemoteView.update': timingRow(view),
     },
     [
-      `Per frame means: ${round(pending / n, 1)} unacknowledged commands, ${round(drawn / n, 1)} remote entities drawn, RTT ${round(rtt / n, 0)} ms.`,
+      `Per frame means: ${round(pending / n, 1)} unacknowledged commands, ${round(drawn / n, 1)} remote entities drawn, RTT ${round(rtt / n, 0)} ms,`,
+      `  ${round(allocated / Math.max(1, allocatedFrames), 0)} bytes allocated (heap growth across the frame; frames during which a collection ran left out).`,
       'A frame makes and predicts one command, sends commands, reads the packets due (decoding the frame header,',
       '  events and delta snapshot), replays prediction (only when a new acknowledgement arrived, about 32 of',
       `  60 frames: the p50 mixes both kinds) and interpolates every remote player. All ${match.clients.length} clients of`,

@@ -99,7 +99,10 @@ export function aimBot(
       if (view.types[e] !== PLAYER_ENTITY_TYPE) continue;
       const v = e * view.stride;
       if (view.values[v + ALIVE] === 0) continue;
-      const d = Math.hypot(view.values[v + X] - ex, view.values[v + Y] - ey);
+      // Squared distance: Math.hypot returns a heap number, once per bot, entity and frame.
+      const dx = view.values[v + X] - ex;
+      const dy = view.values[v + Y] - ey;
+      const d = dx * dx + dy * dy;
       if (d < bestD) {
         bestD = d;
         best = e;
@@ -115,7 +118,7 @@ export function aimBot(
     const dy = ty - ey;
     const dz = tz - ez;
     input.yaw = (Math.atan2(dy, dx) * 180) / Math.PI;
-    input.pitch = (-Math.atan2(dz, Math.hypot(dx, dy)) * 180) / Math.PI;
+    input.pitch = (-Math.atan2(dz, Math.sqrt(dx * dx + dy * dy)) * 180) / Math.PI;
     input.buttons |= BUTTON_ATTACK;
   };
 }
