@@ -151,6 +151,49 @@ describe('game code and the engine', () => {
     match.close();
   });
 
+  it("adds each update's time to the phase it went to: receive, simulate, send", () => {
+    const seed = 13;
+    // Each tick's hook spins 2 ms of the real clock: that goes to simulate, and the three phases
+    // never add up to more than the updates took.
+    const spinMs = 2;
+    const match = new Match(
+      dotGame,
+      seed,
+      {},
+      {
+        onTick: () => {
+          const until = performance.now() + spinMs;
+          while (performance.now() < until) {}
+        },
+      },
+    );
+    match.addClient({ profile: lossy });
+    match.addClient({ profile: lossy });
+    match.run(500);
+    const server = match.server;
+    const before = { ...server.stats.phaseMs };
+    const ticksBefore = server.stats.ticks;
+    let updatesMs = 0;
+    const update = server.update.bind(server);
+    server.update = (nowMs: number) => {
+      const t0 = performance.now();
+      update(nowMs);
+      updatesMs += performance.now() - t0;
+    };
+    match.run(500);
+    const ticks = server.stats.ticks - ticksBefore;
+    const after = server.stats.phaseMs;
+    const receive = after.receive - before.receive;
+    const simulate = after.simulate - before.simulate;
+    const send = after.send - before.send;
+    expect(ticks, `seed ${seed}`).toBeGreaterThan(20);
+    expect(simulate, `seed ${seed}`).toBeGreaterThanOrEqual(spinMs * ticks);
+    expect(receive, `seed ${seed}`).toBeGreaterThan(0);
+    expect(send, `seed ${seed}`).toBeGreaterThan(0);
+    expect(receive + simulate + send, `seed ${seed}`).toBeLessThanOrEqual(updatesMs);
+    match.close();
+  });
+
   it('teleports a player from server code: the owner predicts from the new place, others do not slide', () => {
     const seed = 13;
     const match = new Match(dotGame, seed, {}, {}, { slotsInCreationOrder: true });

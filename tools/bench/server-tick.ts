@@ -175,6 +175,7 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   let entries = 0;
   let deferred = 0;
   const ticksBefore = server.stats.ticks;
+  const phaseBefore = { ...server.stats.phaseMs };
   const loggedBefore = server.events.head;
   const missedBefore = clients.reduce((n, c) => n + c.eventsMissed, 0);
   const shotsBefore = server.lagCompensation?.stats.rewinds ?? 0;
@@ -212,6 +213,8 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   match.run(measureMs);
   server.update = update;
   const ticks = server.stats.ticks - ticksBefore;
+  const phase = server.stats.phaseMs;
+  const perUpdate = (now: number, before: number) => round(all.count > 0 ? (now - before) / all.count : 0, 2);
   const logged = server.events.head - loggedBefore;
   const missed = clients.reduce((n, c) => n + c.eventsMissed, 0) - missedBefore;
   const shots = (server.lagCompensation?.stats.rewinds ?? 0) - shotsBefore;
@@ -246,6 +249,11 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
         round(percentile(cpuSorted, 0.5) ?? 0, 2),
         round(percentile(cpuSorted, 0.99) ?? 0, 2),
         round(mean(cpuSorted) ?? 0, 2),
+      ].join(' / '),
+      'receive / simulate / send (ms)': [
+        perUpdate(phase.receive, phaseBefore.receive),
+        perUpdate(phase.simulate, phaseBefore.simulate),
+        perUpdate(phase.send, phaseBefore.send),
       ].join(' / '),
       'before: mean / p99 (ms)': scene === SCENES.arena && BEFORE[bots] ? BEFORE[bots].join(' / ') : '-',
       'in view (mean)': perFrame(inView),
@@ -297,6 +305,9 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
         '  working for the bots count too); on a loaded machine the wall clock also counts time the server',
         '  waited for a core, which CPU time does not. allocated: mean heap growth across an update (the',
         '  server allocates that much per tick; updates during which a collection ran are left out).',
+        '  receive / simulate / send: where the mean update went (GameServer.stats.phaseMs, real clock): reading',
+        '  the packets due (decryption, acknowledgements, commands), the tick (commands, lag compensation, the',
+        '  entity commit) and the frames (snapshots, events, own state, sealing).',
         "  in view: entities in a client's view after its frame, mean over frames; packet: mean bytes of a server",
         '  packet; events: effect events per frame, events the server logged per tick, and events its log overwrote',
         "  before a client's next frame looked at them (missed); entries, deferred: entities written in a frame and those the",
