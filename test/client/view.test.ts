@@ -526,9 +526,10 @@ describe('RemoteView history', () => {
   });
 
   it('keeps the newest 64 frames in tick order when frames come out of order into a full history', () => {
-    // Each frame arrives up to 3 places late: every late one is newer than the oldest held, so
-    // it joins the history and the oldest leaves. (It once shifted the frames after it by one,
-    // losing the newest and drawing a pair with frame A newer than frame B.)
+    // Frames arrive out of order, most up to 3 places late (the swaps can carry one further, well
+    // within 64): every late one is newer than the oldest held, so it joins the history and the
+    // oldest leaves. (It once shifted the frames after it by one, losing the newest and drawing a
+    // pair with frame A newer than frame B.)
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 0x7fffffff }), (seed) => {
         const rng = new Random(seed);

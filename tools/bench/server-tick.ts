@@ -307,7 +307,7 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
         '  server allocates that much per tick; updates during which a collection ran are left out).',
         '  receive / simulate / send: where the mean update went (GameServer.stats.phaseMs, real clock): reading',
         '  the packets due (decryption, acknowledgements, commands), the tick (commands, lag compensation, the',
-        '  entity commit) and the frames (snapshots, events, own state, sealing).',
+        "  entity commit) and the connections' upkeep and frames (snapshots, events, own state, sealing).",
         "  in view: entities in a client's view after its frame, mean over frames; packet: mean bytes of a server",
         '  packet; events: effect events per frame, events the server logged per tick, and events its log overwrote',
         "  before a client's next frame looked at them (missed); entries, deferred: entities written in a frame and those the",

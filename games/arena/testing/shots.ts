@@ -118,7 +118,7 @@ export function aimBot(
     const dy = ty - ey;
     const dz = tz - ez;
     input.yaw = (Math.atan2(dy, dx) * 180) / Math.PI;
-    input.pitch = (-Math.atan2(dz, Math.sqrt(dx * dx + dy * dy)) * 180) / Math.PI;
+    input.pitch = (-Math.atan2(dz, Math.hypot(dx, dy)) * 180) / Math.PI;
     input.buttons |= BUTTON_ATTACK;
   };
 }
