@@ -486,6 +486,35 @@ describe('RemoteView entities that come, go and jump', () => {
   });
 });
 
+/** Writes `count` frames of player `e`, each 1 to `maxStep` ticks after the last from tick 100, at x = tick. */
+function writeFrames(
+  l: ReturnType<typeof link>,
+  e: number,
+  rng: Random,
+  count: number,
+  maxStep: number,
+): number[] {
+  const ticks: number[] = [];
+  let tick = 100;
+  for (let n = 0; n < count; n++) {
+    tick += rng.int(1, maxStep);
+    l.place(e, tick);
+    l.write(tick);
+    ticks.push(tick);
+  }
+  return ticks;
+}
+
+/** Rendering halfway between each pair of `ticks` interpolates exactly that pair. */
+function expectPairs(view: RemoteView, ticks: readonly number[], seed: number): void {
+  for (let k = 0; k + 1 < ticks.length; k++) {
+    const mid = (ticks[k] + ticks[k + 1]) / 2;
+    const at = `seed ${seed} render ${mid}`;
+    expect(view.update(mid, TICK_MS), at).toBe(VIEW_INTERPOLATED);
+    expect([view.tickA, view.tickB, view.fraction], at).toEqual([ticks[k], ticks[k + 1], 0.5]);
+  }
+}
+
 describe('RemoteView history', () => {
   it('keeps frames in tick order whatever order they arrive in', () => {
     fc.assert(
@@ -493,14 +522,7 @@ describe('RemoteView history', () => {
         const rng = new Random(seed);
         const l = link();
         const e = l.store.create(PLAYER);
-        const ticks: number[] = [];
-        let tick = 100;
-        for (let n = 0; n < 20; n++) {
-          tick += rng.int(1, 3);
-          l.place(e, tick);
-          l.write(tick);
-          ticks.push(tick);
-        }
+        const ticks = writeFrames(l, e, rng, 20, 3);
         const order = ticks.slice();
         for (let i = order.length - 1; i > 0; i--) {
           const j = rng.int(0, i);
@@ -513,12 +535,11 @@ describe('RemoteView history', () => {
           l.view.onFrame(t);
         }
         expect(l.view.newestTick, `seed ${seed}`).toBe(ticks[ticks.length - 1]);
+        expectPairs(l.view, ticks, seed);
         for (let k = 0; k + 1 < ticks.length; k++) {
           const mid = (ticks[k] + ticks[k + 1]) / 2;
-          const at = `seed ${seed} render ${mid}`;
-          expect(l.view.update(mid, TICK_MS), at).toBe(VIEW_INTERPOLATED);
-          expect([l.view.tickA, l.view.tickB, l.view.fraction], at).toEqual([ticks[k], ticks[k + 1], 0.5]);
-          expect(drawn(l.view, e, X), at).toBe(mid);
+          l.view.update(mid, TICK_MS);
+          expect(drawn(l.view, e, X), `seed ${seed} render ${mid}`).toBe(mid);
         }
       }),
       { seed: SEED + 1, numRuns: 20 },
@@ -535,14 +556,7 @@ describe('RemoteView history', () => {
         const rng = new Random(seed);
         const l = link({}, { frameHistory: 128 });
         const e = l.store.create(PLAYER);
-        const ticks: number[] = [];
-        let tick = 100;
-        for (let n = 0; n < 90; n++) {
-          tick += rng.int(1, 2);
-          l.place(e, tick);
-          l.write(tick);
-          ticks.push(tick);
-        }
+        const ticks = writeFrames(l, e, rng, 90, 2);
         const order = ticks.slice();
         for (let i = 0; i + 1 < order.length; i++) {
           const j = Math.min(order.length - 1, i + rng.int(0, 3));
@@ -551,12 +565,7 @@ describe('RemoteView history', () => {
         for (const t of order) expect(l.deliver(t, false), `seed ${seed} tick ${t}`).toBe(true);
         expect(l.view.newestTick, `seed ${seed}`).toBe(ticks[ticks.length - 1]);
         const kept = ticks.slice(-64);
-        for (let k = 0; k + 1 < kept.length; k++) {
-          const mid = (kept[k] + kept[k + 1]) / 2;
-          const at = `seed ${seed} render ${mid}`;
-          expect(l.view.update(mid, TICK_MS), at).toBe(VIEW_INTERPOLATED);
-          expect([l.view.tickA, l.view.tickB, l.view.fraction], at).toEqual([kept[k], kept[k + 1], 0.5]);
-        }
+        expectPairs(l.view, kept, seed);
         expect(l.view.update(kept[0] - 0.5, TICK_MS), `seed ${seed}`).toBe(VIEW_HELD);
         expect([l.view.tickA, l.view.tickB], `seed ${seed}`).toEqual([kept[0], kept[0]]);
       }),
