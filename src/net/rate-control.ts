@@ -30,13 +30,21 @@
 //   bottleneck  dispersion below 0.7 and the acknowledgements spread (their span less the
 //               packets' sending span) by more than four jitters: the sender overfills the link,
 //               and the rate is cut at once to the delivered rate;
-//   new route   anything else as the first verdict after a jump: after the hold the base moves up
-//               to the new round trip (`latencySteps`) instead of the rate coming down;
+//   new route   anything else as the first verdict within STEP_VERDICT_MS of a jump, with a queue
+//               past the standing-queue thresholds: after the hold the base moves up to the new
+//               round trip (`latencySteps`) instead of the rate coming down (a smaller queue after a
+//               jump is judged as any standing queue: on a slow link a large packet or the tick's
+//               rounding makes jumps of a few tens of ms, and taking the sender's own queue for a
+//               route would hide it);
 //   standing    acknowledgements spaced as sent (0.85..1/0.85) with no jump before: the sender
 //               keeps a queue standing by sending what the link carries; cut (at most half) only
 //               past three thresholds, below which it is as likely the measure's noise;
 //   in between  after the hold, cut by at most half;
 // acknowledgements closer than the packets went (a queue draining), or too few to tell: nothing.
+// A cut that left the queue where it was a round trip later, acknowledgements keeping the
+// packets' spacing, shows the queue is not the sender's (a route longer on both legs climbs in
+// two jumps each too small to tell from jitter): the rate goes back to what it was before the
+// cut and the base moves up, instead of halving again every round trip.
 // Pure: time is passed in; allocation-free.
 
 /** Tuning of a RateController; every field but maxBytesPerSecond has a default. */
@@ -126,6 +134,12 @@ const JITTER_SPREAD = 4;
  */
 const STANDING_QUEUE_THRESHOLDS = 3;
 
+/**
+ * A jump of the round trip is taken for a longer route only within this long of it (ms): the
+ * smoothed round trip has taken a route's step by then, and a queue that grows later is a queue.
+ */
+const STEP_VERDICT_MS = 2000;
+
 export class RateController {
   readonly config: Readonly<RateControllerConfig>;
   readonly stats: RateControllerStats = { delayDecreases: 0, lossDecreases: 0, latencySteps: 0, samples: 0 };
@@ -193,8 +207,16 @@ export class RateController {
    * because the sender sends about what the bottleneck carries) is a standing queue of its own.
    */
   private stepPending = false;
+  /** When the round trip last jumped. */
+  private jumpAtMs = 0;
   /** A decrease was taken: the startup is over. */
   private decreased = false;
+  /**
+   * The queue when the rate was last cut, while the queue has stayed over the threshold since
+   * (-1: no cut in this overuse), and the rate before the first cut of it.
+   */
+  private cutQueueMs = -1;
+  private rateBeforeCut = 0;
 
   constructor(config: Partial<RateControllerConfig> & { maxBytesPerSecond: number }) {
     const c = { ...DEFAULT_RATE_CONTROLLER_CONFIG, ...config };
@@ -228,6 +250,7 @@ export class RateController {
       this.dispersionFromSentMs = nowMs;
       this.dispersion = Number.NaN;
       this.stepPending = true;
+      this.jumpAtMs = nowMs;
     }
     if (this.hasSample) this.rttJitterMs += (Math.abs(rttMs - this.lastSampleMs) - this.rttJitterMs) / 16;
     this.lastSampleMs = rttMs;
@@ -319,19 +342,15 @@ export class RateController {
       if (d > 1 / STEADY_DISPERSION) return;
       // The packets arrive spaced as they were sent, after the round trip jumped: the path got
       // longer (or a queue not ours stands on it); sending less would not shorten it.
-      // Right after a jump, anything short of a clear bottleneck is taken for the new route.
-      if (this.stepPending && (d > STEADY_DISPERSION || !bottleneck)) {
-        // The base moves up to it.
-        if (nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS) {
-          this.baseCurrent = this.smoothedRttMs;
-          this.basePrevious = this.smoothedRttMs;
-          this.baseSwitchMs = nowMs;
-          this.baseRttMs = this.smoothedRttMs;
-          this.queueDelayMs = 0;
-          this.overuseSinceMs = -1;
-          this.stepPending = false;
-          this.stats.latencySteps++;
-        }
+      // Right after a jump, anything short of a clear bottleneck with a queue past the
+      // standing-queue thresholds is taken for the new route.
+      if (this.stepPending && nowMs - this.jumpAtMs > STEP_VERDICT_MS) this.stepPending = false;
+      if (
+        this.stepPending &&
+        (d > STEADY_DISPERSION || !bottleneck) &&
+        queue > STANDING_QUEUE_THRESHOLDS * threshold
+      ) {
+        if (nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS) this.takeLatencyStep(nowMs);
         return;
       }
       // Acknowledgements keeping the packets' spacing with no jump before: a standing queue, the
@@ -340,6 +359,20 @@ export class RateController {
       // A queue the sender builds itself is cut at once; any other after the hold.
       const held = bottleneck || nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS;
       if (held && nowMs >= this.holdUntilMs && (measured || bottleneck)) {
+        // The last cut (a round trip ago at least) left the queue where it was, and the
+        // acknowledgements keep the packets' spacing: sending less did not shorten it, so it is
+        // not the sender's. A route that got longer on both legs climbs in two jumps each too
+        // small to tell from jitter; without this every round trip would halve the rate again.
+        if (
+          this.cutQueueMs >= 0 &&
+          !bottleneck &&
+          d > STEADY_DISPERSION &&
+          Math.abs(queue - this.cutQueueMs) < threshold / 2
+        ) {
+          this.rateBytesPerSecond = Math.max(this.rateBytesPerSecond, this.rateBeforeCut);
+          this.takeLatencyStep(nowMs);
+          return;
+        }
         const factor = queue > 3 * threshold ? c.drainFactor : c.decreaseFactor;
         // The delivered rate is the bottleneck's when the queue is ours (the acknowledgements
         // show it: dispersion); otherwise (a sender that sent less than it may measures less than
@@ -349,6 +382,8 @@ export class RateController {
         if (loss > c.lossThreshold) target *= 1 - loss / 2;
         this.stepPending = false;
         this.decreased = true;
+        if (this.cutQueueMs < 0) this.rateBeforeCut = this.rateBytesPerSecond;
+        this.cutQueueMs = queue;
         if (target < this.rateBytesPerSecond) {
           this.rateBytesPerSecond = Math.max(c.minBytesPerSecond, target);
           if (loss > c.lossThreshold) this.stats.lossDecreases++;
@@ -359,6 +394,7 @@ export class RateController {
       return;
     }
     this.overuseSinceMs = -1;
+    this.cutQueueMs = -1;
     // Until the first decrease nothing is known of the link: the rate climbs unless a queue shows
     // (after it, only while the queue is under half the threshold).
     if (queue < (this.decreased ? threshold / 2 : threshold) && nowMs >= this.holdUntilMs) {
@@ -366,6 +402,19 @@ export class RateController {
       const grown = this.rateBytesPerSecond * (1 + (increase * dt) / 1000);
       this.rateBytesPerSecond = Math.min(c.maxBytesPerSecond, grown);
     }
+  }
+
+  /** The path got longer (or a queue not the sender's stands on it): the base moves up to it. */
+  private takeLatencyStep(nowMs: number): void {
+    this.baseCurrent = this.smoothedRttMs;
+    this.basePrevious = this.smoothedRttMs;
+    this.baseSwitchMs = nowMs;
+    this.baseRttMs = this.smoothedRttMs;
+    this.queueDelayMs = 0;
+    this.overuseSinceMs = -1;
+    this.stepPending = false;
+    this.cutQueueMs = -1;
+    this.stats.latencySteps++;
   }
 
   /** Adds `bytes` acknowledged at `nowMs` to the delivery buckets and refreshes the delivered rate. */

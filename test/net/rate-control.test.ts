@@ -103,6 +103,24 @@ describe('RateController', () => {
     }
   });
 
+  it('takes a route about 100 ms longer on both legs for a route: one cut at most, then the rate comes back', () => {
+    // Each leg 20 ms, then 20 + step / 2 from 10 s on: the round trip climbs in two jumps, each
+    // within what jitter could make, to a queue past the standing-queue thresholds. A cut that
+    // leaves the queue where it was shows it is not the sender's.
+    for (const step of [95, 110, 120]) {
+      const leg = (t: number) => (t >= 10_000 ? 20 + step / 2 : 20);
+      const path = (t: number) => {
+        const down = leg(t);
+        return down + leg(t + down);
+      };
+      const { control, minRate } = run(1_000_000, 20_000, 40, 30, path, 9000);
+      expect(minRate, `step ${step}`).toBeGreaterThanOrEqual(40_000);
+      expect(control.stats.latencySteps, `step ${step}`).toBeGreaterThan(0);
+      expect(control.rateBytesPerSecond, `step ${step}`).toBe(80_000);
+      expect(control.baseRttMs, `step ${step}`).toBeGreaterThan(40 + step - 10);
+    }
+  });
+
   it('still finds a slow link behind a route that got longer', () => {
     const { control, meanQueue } = run(8000, 20_000, 100, 60, (t) => (t >= 5000 ? 600 : 100));
     expect(control.stats.delayDecreases).toBeGreaterThan(0);
