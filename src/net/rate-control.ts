@@ -140,6 +140,15 @@ const STANDING_QUEUE_THRESHOLDS = 3;
  */
 const STEP_VERDICT_MS = 2000;
 
+/**
+ * The trend of the raw round trips (is the queue still growing?) is read over the last this long
+ * since the last jump, from at least TREND_MIN_SAMPLES samples spanning TREND_MIN_SPAN_MS.
+ */
+const TREND_WINDOW_MS = 600;
+const TREND_SAMPLES = 64;
+const TREND_MIN_SAMPLES = 5;
+const TREND_MIN_SPAN_MS = 300;
+
 export class RateController {
   readonly config: Readonly<RateControllerConfig>;
   readonly stats: RateControllerStats = { delayDecreases: 0, lossDecreases: 0, latencySteps: 0, samples: 0 };
@@ -207,8 +216,16 @@ export class RateController {
    * because the sender sends about what the bottleneck carries) is a standing queue of its own.
    */
   private stepPending = false;
-  /** When the round trip last jumped. */
-  private jumpAtMs = 0;
+  /** When the round trip last jumped, and the three jumps before. */
+  private jumpAtMs = Number.NEGATIVE_INFINITY;
+  private secondJumpAtMs = Number.NEGATIVE_INFINITY;
+  private thirdJumpAtMs = Number.NEGATIVE_INFINITY;
+  private fourthJumpAtMs = Number.NEGATIVE_INFINITY;
+  /** The last TREND_SAMPLES raw round trips and when they were taken (a ring). */
+  private readonly trendAtMs = new Float64Array(TREND_SAMPLES);
+  private readonly trendRttMs = new Float64Array(TREND_SAMPLES);
+  private trendCount = 0;
+  private trendNext = 0;
   /** A decrease was taken: the startup is over. */
   private decreased = false;
   /**
@@ -250,8 +267,15 @@ export class RateController {
       this.dispersionFromSentMs = nowMs;
       this.dispersion = Number.NaN;
       this.stepPending = true;
+      this.fourthJumpAtMs = this.thirdJumpAtMs;
+      this.thirdJumpAtMs = this.secondJumpAtMs;
+      this.secondJumpAtMs = this.jumpAtMs;
       this.jumpAtMs = nowMs;
     }
+    this.trendAtMs[this.trendNext] = nowMs;
+    this.trendRttMs[this.trendNext] = rttMs;
+    this.trendNext = (this.trendNext + 1) % TREND_SAMPLES;
+    if (this.trendCount < TREND_SAMPLES) this.trendCount++;
     if (this.hasSample) this.rttJitterMs += (Math.abs(rttMs - this.lastSampleMs) - this.rttJitterMs) / 16;
     this.lastSampleMs = rttMs;
     if (this.hasSample) {
@@ -333,8 +357,11 @@ export class RateController {
       // A queue held for a while, not one noisy sample.
       if (this.overuseSinceMs < 0) this.overuseSinceMs = nowMs;
       const d = this.dispersion;
+      // Round trips that keep climbing since the last jump: a queue that grows, the sender's
+      // (a route's step is one or two jumps and then level), whatever the dispersion says.
+      const growing = this.queueGrowing(nowMs, threshold);
       // Not measured yet: nothing to decide.
-      if (!(d >= 0)) return;
+      if (!(d >= 0) && !growing) return;
       // A bottleneck spreads the acknowledgements by more than jitter would.
       const bottleneck = d < BOTTLENECK_DISPERSION && this.spreadMs > JITTER_SPREAD * this.rttJitterMs;
       // The acknowledgements arrive closer than the packets went (a queue draining, a route
@@ -347,6 +374,7 @@ export class RateController {
       if (this.stepPending && nowMs - this.jumpAtMs > STEP_VERDICT_MS) this.stepPending = false;
       if (
         this.stepPending &&
+        !growing &&
         (d > STEADY_DISPERSION || !bottleneck) &&
         queue > STANDING_QUEUE_THRESHOLDS * threshold
       ) {
@@ -355,7 +383,7 @@ export class RateController {
       }
       // Acknowledgements keeping the packets' spacing with no jump before: a standing queue, the
       // sender's own if it is well past what the route's jitter makes of the measure.
-      if (d > STEADY_DISPERSION && queue <= STANDING_QUEUE_THRESHOLDS * threshold) return;
+      if (!growing && d > STEADY_DISPERSION && queue <= STANDING_QUEUE_THRESHOLDS * threshold) return;
       // A queue the sender builds itself is cut at once; any other after the hold.
       const held = bottleneck || nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS;
       if (held && nowMs >= this.holdUntilMs && (measured || bottleneck)) {
@@ -366,6 +394,7 @@ export class RateController {
         if (
           this.cutQueueMs >= 0 &&
           !bottleneck &&
+          !growing &&
           d > STEADY_DISPERSION &&
           Math.abs(queue - this.cutQueueMs) < threshold / 2
         ) {
@@ -402,6 +431,42 @@ export class RateController {
       const grown = this.rateBytesPerSecond * (1 + (increase * dt) / 1000);
       this.rateBytesPerSecond = Math.min(c.maxBytesPerSecond, grown);
     }
+  }
+
+  /**
+   * Whether the raw round trips since the last jump (within TREND_WINDOW_MS) climb by more than
+   * the threshold and four jitters: the least-squares slope over their span.
+   */
+  private queueGrowing(nowMs: number, threshold: number): boolean {
+    // Samples before a jump belong to the old route, unless the jumps come one after another
+    // (four within the window: a route changes in one or two, and jitter may add one).
+    const window = nowMs - TREND_WINDOW_MS;
+    const from = this.fourthJumpAtMs >= window ? window : Math.max(window, this.jumpAtMs);
+    let n = 0;
+    let sx = 0;
+    let sy = 0;
+    let sxx = 0;
+    let sxy = 0;
+    let first = Number.POSITIVE_INFINITY;
+    let last = Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < this.trendCount; i++) {
+      const t = this.trendAtMs[i];
+      if (t < from) continue;
+      const x = t - from;
+      const y = this.trendRttMs[i];
+      n++;
+      sx += x;
+      sy += y;
+      sxx += x * x;
+      sxy += x * y;
+      if (t < first) first = t;
+      if (t > last) last = t;
+    }
+    if (n < TREND_MIN_SAMPLES || last - first < TREND_MIN_SPAN_MS) return false;
+    const den = n * sxx - sx * sx;
+    if (!(den > 0)) return false;
+    const slope = (n * sxy - sx * sy) / den;
+    return slope * (last - first) > Math.max(threshold, 4 * this.rttJitterMs);
   }
 
   /** The path got longer (or a queue not the sender's stands on it): the base moves up to it. */

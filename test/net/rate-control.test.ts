@@ -121,6 +121,29 @@ describe('RateController', () => {
     }
   });
 
+  it('cuts a queue that climbs with every acknowledgement, though each is a jump and leaves no dispersion to measure', () => {
+    // A slow link's acknowledgements, 100 ms apart, each 62.5 ms later than the one before from
+    // 3 s on (the sender sends far more than the link carries; the round trips step by the
+    // server's tick): every one is a jump, which restarts the dispersion. A route changes in one or
+    // two jumps; a climb that goes on is a queue.
+    const control = new RateController({ maxBytesPerSecond: 80_000 });
+    let rtt = 600;
+    let nextAckMs = 0;
+    let cutAtMs = -1;
+    for (let now = 0; now < 6000; now += 1000 / 64) {
+      if (now >= nextAckMs) {
+        if (now >= 3000) rtt += 62.5;
+        control.onAck(now, rtt, 300);
+        nextAckMs = now + 100;
+      }
+      control.update(now, 0);
+      if (cutAtMs < 0 && control.stats.delayDecreases > 0) cutAtMs = now;
+    }
+    expect(cutAtMs).toBeGreaterThan(3000);
+    expect(cutAtMs).toBeLessThan(4500);
+    expect(control.stats.latencySteps).toBe(0);
+  });
+
   it('still finds a slow link behind a route that got longer', () => {
     const { control, meanQueue } = run(8000, 20_000, 100, 60, (t) => (t >= 5000 ? 600 : 100));
     expect(control.stats.delayDecreases).toBeGreaterThan(0);
