@@ -88,7 +88,10 @@ export interface LagCompensationStats {
   targetsRewound: number;
 }
 
-/** A named view refused by the server alone: frames it did not send or no longer remembers. */
+/**
+ * A named view refused by the server alone: frames it did not send or no longer remembers, or
+ * values the client held in them that its entity history no longer has.
+ */
 export const VIEW_FRAMES_NOT_SENT = 5;
 /** A named view refused by the server alone: older than maxUnlagMs in server time when it ran. */
 export const VIEW_PAST_UNLAG_SERVER_TIME = 6;
@@ -227,6 +230,10 @@ export class LagCompensator<P, W> {
           this.stats.viewsRefused++;
           this.stats.viewsPastUnlag++;
           r.outcome = VIEW_PAST_UNLAG_SERVER_TIME;
+        } else if (!this.heldValuesKept(writer, cmd, self, players, playerCount)) {
+          this.stats.viewsRefused++;
+          this.stats.viewsNotSent++;
+          r.outcome = VIEW_FRAMES_NOT_SENT;
         } else {
           r.exact = true;
           viewTick = namedViewTick(cmd);
@@ -251,6 +258,32 @@ export class LagCompensator<P, W> {
   /** Clears the targets after the command ran: the present was never touched. */
   finish(world: W, self: number): void {
     this.hitscan.setTargets(world, self, 0, this.report.entities, this.report.values, this.stride);
+  }
+
+  /**
+   * Whether the entity history still holds every player's values the client held in frames A and
+   * B (the snapshot writer sends an entity before its held values get older than the server's
+   * maxHeldAgeTicks allows, so only a writer configured otherwise leaves any out).
+   */
+  private heldValuesKept(
+    writer: SnapshotWriter,
+    cmd: UserCommand,
+    self: number,
+    players: Int32Array,
+    playerCount: number,
+  ): boolean {
+    const heldA = writer.heldTicks(cmd.viewTickA) as Readonly<Uint32Array>;
+    const heldB = writer.heldTicks(cmd.viewTickB) as Readonly<Uint32Array>;
+    const store = this.store;
+    for (let i = 0; i < playerCount; i++) {
+      const e = players[i];
+      if (e === self) continue;
+      const a = heldA[e];
+      const b = heldB[e];
+      if (a !== NOT_HELD && store.history(a) === undefined) return false;
+      if (b !== NOT_HELD && store.history(b) === undefined) return false;
+    }
+    return true;
   }
 
   /** The named view: each player blended from the values the client held in frames A and B. */

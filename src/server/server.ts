@@ -28,7 +28,7 @@ import type { EntityType, EntityTypeSchema } from '../protocol/schema.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
 import type { Vec3 } from '../sim/math.ts';
-import { SequenceBuffer } from '../sim/ring.ts';
+import { nextPowerOfTwo, SequenceBuffer } from '../sim/ring.ts';
 import { createFrameBits, FramePacing, FrameWriter } from './client-frames.ts';
 import {
   CommandQueue,
@@ -41,7 +41,12 @@ import {
 import { DEFAULT_ENTITY_STORE_CONFIG, EntityStore } from './entities.ts';
 import { EventCapture, EventLog, eventLogSize } from './events.ts';
 import type { ServerHooks } from './hooks.ts';
-import { type LagCompensationConfig, type LagCompensationMode, LagCompensator } from './lag-compensation.ts';
+import {
+  DEFAULT_LAG_COMPENSATION_CONFIG,
+  type LagCompensationConfig,
+  type LagCompensationMode,
+  LagCompensator,
+} from './lag-compensation.ts';
 import { SnapshotEncodeCache } from './snapshot-cache.ts';
 import { MAX_REMEMBER_TICKS, SnapshotWriter, type SnapshotWriterConfig } from './snapshot-writer.ts';
 import { type SpectatorConfig, SpectatorHub } from './spectators.ts';
@@ -101,7 +106,11 @@ export interface ServerConfig {
    * expired and not used from another address; `ServerClient.userId` names each player.
    */
   connectTokens?: ConnectTokensConfig;
-  /** Ticks of entity history kept (a power of two): the oldest state a snapshot can delta from. */
+  /**
+   * Ticks of entity history kept (a power of two): the oldest state a snapshot can delta from and
+   * lag compensation can rebuild. 0 (the default): enough for lag compensation, the next power of
+   * two above a command's longest wait, maxUnlagMs and a second (512 at 64 Hz with the defaults).
+   */
   entityHistoryTicks: number;
   /** Interest and priority of each client's snapshots. */
   snapshots: Partial<SnapshotWriterConfig>;
@@ -137,7 +146,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   defaultUpdateRate: 32,
   defaultRateBytesPerSecond: 80_000,
   rateControl: {},
-  entityHistoryTicks: DEFAULT_ENTITY_STORE_CONFIG.historyTicks,
+  entityHistoryTicks: 0,
   snapshots: {},
   eventRadius: 2000,
   eventBudgetShare: 0.25,
@@ -438,7 +447,7 @@ export class GameServer<P, W> {
     const maxSpectators = c.spectators.maxSpectators ?? 0;
     this.events = new EventLog(eventLogSize(c.maxClients));
     this.clients = new Array(c.maxClients + maxSpectators).fill(null);
-    this.entities = new EntityStore(game.entities, { historyTicks: c.entityHistoryTicks });
+    this.entities = new EntityStore(game.entities, { historyTicks: this.historyTicks(game) });
     this.spectators =
       maxSpectators > 0
         ? new SpectatorHub(game, this.entities, this.events, this.tickIntervalMs, c.spectators)
@@ -449,6 +458,11 @@ export class GameServer<P, W> {
       game.hitscan === undefined
         ? null
         : new LagCompensator(this.entities, game.hitscan, this.tickIntervalMs, c.lagCompensation);
+    if (this.lagCompensation !== null && this.maxHeldAgeTicks() < 1) {
+      throw new RangeError(
+        `GameServer: entityHistoryTicks (${c.entityHistoryTicks}) must be more than a command's longest wait (${this.maxWaitedTicks()} ticks: MAX_REORDER_WINDOW_MS and commandSlackMs) plus lagCompensation.maxUnlagMs (${this.unlagTicks()} ticks); 0 chooses ${nextPowerOfTwo(this.maxWaitedTicks() + this.unlagTicks() + c.tickRate + 1)}`,
+      );
+    }
     this.shadowState = game.player.create();
     this.blankState = game.player.create();
     if (game.events !== undefined) checkEventTable(game.events);
@@ -692,7 +706,41 @@ export class GameServer<P, W> {
     const c = this.config;
     const unlagMs = this.lagCompensation?.config.maxUnlagMs ?? 0;
     const ticks = this.maxWaitedTicks() + Math.ceil((unlagMs * c.tickRate) / 1000) + 2;
-    return { rememberTicks: Math.min(ticks, MAX_REMEMBER_TICKS), ...c.snapshots };
+    return {
+      rememberTicks: Math.min(ticks, MAX_REMEMBER_TICKS),
+      maxHeldAgeTicks: this.maxHeldAgeTicks(),
+      ...c.snapshots,
+    };
+  }
+
+  /**
+   * How old the values a client holds of an entity may get (SnapshotWriterConfig.maxHeldAgeTicks)
+   * for lag compensation to still find them in the entity history: a command names a frame at
+   * most maxUnlagMs and its longest wait before it runs, so values no older than the history less
+   * those are there when it does (0: no lag compensation, no limit).
+   */
+  private maxHeldAgeTicks(): number {
+    if (this.lagCompensation === null) return 0;
+    return this.entities.config.historyTicks - this.maxWaitedTicks() - this.unlagTicks() - 1;
+  }
+
+  /** lagCompensation.maxUnlagMs in ticks (0 without lag compensation). */
+  private unlagTicks(): number {
+    const lag = this.lagCompensation;
+    return lag === null ? 0 : Math.ceil((lag.config.maxUnlagMs * this.config.tickRate) / 1000);
+  }
+
+  /** The entity history's length: entityHistoryTicks, or (0) enough for lag compensation. */
+  private historyTicks(game: GameDefinition<P, W>): number {
+    const c = this.config;
+    if (c.entityHistoryTicks !== 0) return c.entityHistoryTicks;
+    if (game.hitscan === undefined) return DEFAULT_ENTITY_STORE_CONFIG.historyTicks;
+    const unlagMs = c.lagCompensation.maxUnlagMs ?? DEFAULT_LAG_COMPENSATION_CONFIG.maxUnlagMs;
+    const unlagTicks = Math.ceil((unlagMs * c.tickRate) / 1000);
+    return Math.max(
+      DEFAULT_ENTITY_STORE_CONFIG.historyTicks,
+      nextPowerOfTwo(this.maxWaitedTicks() + unlagTicks + c.tickRate + 1),
+    );
   }
 
   private createCommandQueue(): CommandQueue {

@@ -52,6 +52,13 @@ export interface SnapshotWriterConfig {
    * Only ticks that had a frame cost memory.
    */
   rememberTicks: number;
+  /**
+   * An entity that changed is sent, past the frame's byte budget if need be (never past the
+   * packet), once the values the client holds of it are this many ticks old (0: never forced).
+   * The server sets it so that lag compensation still has those values in its history when a
+   * command names the frame (GameServer: entityHistoryTicks less the longest wait and maxUnlagMs).
+   */
+  maxHeldAgeTicks: number;
 }
 
 /** The most ticks a writer remembers frames for (rememberTicks): 64 s at 64 Hz. */
@@ -61,6 +68,7 @@ export const DEFAULT_SNAPSHOT_WRITER_CONFIG: SnapshotWriterConfig = {
   viewRadius: Infinity,
   priorityDistance: 1024,
   rememberTicks: 0,
+  maxHeldAgeTicks: 0,
 };
 
 export interface SnapshotWriterStats {
@@ -91,6 +99,8 @@ const VISIBLE = 2;
 /** Priority buckets: 4 per doubling of accumulated priority, 1.0 (a near entity's first frame) in bucket 40. */
 const BUCKETS = 64;
 const BUCKET_OF_ONE = 40;
+/** The weight of an entity held past maxHeldAgeTicks: enough for the top bucket at once. */
+const FORCED_PRIORITY = 2 ** ((BUCKETS - BUCKET_OF_ONE) / 4);
 
 /** The bucket of accumulated priority `p`: floor(4 log2 p) + BUCKET_OF_ONE within [0, BUCKETS). */
 export function priorityBucket(p: number): number {
@@ -253,6 +263,12 @@ export class SnapshotWriter {
     if (!(Number.isInteger(rememberTicks) && rememberTicks >= 0 && rememberTicks <= MAX_REMEMBER_TICKS)) {
       throw new RangeError(
         `SnapshotWriter: rememberTicks must be a whole number in 0..${MAX_REMEMBER_TICKS}, got ${rememberTicks}`,
+      );
+    }
+    const { maxHeldAgeTicks } = this.config;
+    if (!(Number.isInteger(maxHeldAgeTicks) && maxHeldAgeTicks >= 0)) {
+      throw new RangeError(
+        `SnapshotWriter: maxHeldAgeTicks must be a whole number >= 0, got ${maxHeldAgeTicks}`,
       );
     }
     const remembered = Math.max(frameHistory, rememberTicks);
@@ -435,7 +451,14 @@ export class SnapshotWriter {
 
     const candidateCount = this.gatherCandidates(base, cur, viewerX, viewerY, viewerZ, viewerEntity);
     const needCount = this.classify(frame, cur, tick, candidateCount, viewerX, viewerY, viewerZ);
-    const chosen = this.choose(frame, cur, tick, needCount, s.bitsProcessed - start + 2, budgetBits);
+    const chosen = this.choose(
+      frame,
+      tick,
+      needCount,
+      s.bitsProcessed - start + 2,
+      budgetBits,
+      s.bitsProcessed - start + s.bitsRemaining,
+    );
     const st = this.stats;
     st.lastCreated = 0;
     st.lastUpdated = 0;
@@ -535,6 +558,7 @@ export class SnapshotWriter {
     const bucketOf = this.bucketOf;
     const need = this.need;
     const held = frame.held;
+    const maxHeldAge = this.config.maxHeldAgeTicks;
     let needCount = 0;
     for (let k = 0; k < candidateCount; k++) {
       const e = candidates[k];
@@ -555,6 +579,8 @@ export class SnapshotWriter {
         let d = interest.distance(e, x, y, z);
         if (!(d >= 0)) d = 0;
         weight = typePriority[curType[e]] / (1 + d * distanceScale);
+        // Held too long (an update deferred and deferred again): first, whatever its priority.
+        if (maxHeldAge > 0 && op !== OP_CREATE && tick - h >= maxHeldAge) weight = FORCED_PRIORITY;
       }
       const p = priority[e] + weight;
       priority[e] = p;
@@ -585,19 +611,26 @@ export class SnapshotWriter {
    */
   private choose(
     frame: Frame,
-    cur: HistorySlot,
     tick: number,
     needCount: number,
     used: number,
     budgetBits: number,
+    packetBits: number,
   ): number {
     const sel = this.selected;
     const cache = this.cache;
+    const cur = this.store.history(tick) as HistorySlot;
+    const maxHeldAge = this.config.maxHeldAgeTicks;
     let total = used;
     let k = 0;
     for (; k < needCount; k++) {
       const e = this.order[k];
       const h = frame.held[e];
+      // An entity held too long (classify put it first) may use the packet past the budget.
+      const limit =
+        maxHeldAge > 0 && h !== NOT_HELD && tick - h >= maxHeldAge && this.op[e] !== OP_REMOVE
+          ? packetBits
+          : budgetBits;
       const entry = cache.entry(e, this.op[e], tick, h, h === NOT_HELD ? NO_SPANS : spansAt(frame, e, tick));
       this.entryOf[e] = entry;
       let bits: number;
@@ -613,7 +646,7 @@ export class SnapshotWriter {
       // The first entry also pays the bit that says how the entries are listed.
       let cost = bits + indexStepBits(e - p) + (k === 0 ? 1 : 0);
       if (n >= 0) cost += indexStepBits(n - e) - indexStepBits(n - p);
-      if (total + cost > budgetBits) break;
+      if (total + cost > limit) break;
       total += cost;
       sel[e >>> 5] |= 1 << (e & 31);
     }

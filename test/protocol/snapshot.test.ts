@@ -553,6 +553,45 @@ describe('priority within a budget', () => {
     expect(far, `seed ${SEED}`).toBeGreaterThan(0);
   });
 
+  it('no value a frame holds gets older than maxHeldAgeTicks: updates deferred that long go first, past the budget if need be', () => {
+    // 200 entities changing every tick through a budget of a few entries a frame (120 bits), then
+    // of none (30 bits, from tick 150): the far ones wait for their priority to grow. With
+    // maxHeldAgeTicks no value a frame holds is older than that (lag compensation must still find
+    // it in the entity history); without, some are.
+    const run = (maxHeldAgeTicks: number) => {
+      const store = new EntityStore(schema, { historyTicks: 128 });
+      const writer = new SnapshotWriter(store, { maxHeldAgeTicks });
+      const reader = new SnapshotReader(schema);
+      const out = new BitStream(1 << 16);
+      const rng = new Random(SEED);
+      for (let i = 0; i < 200; i++) store.setField(store.create(1), 0, 100 + (i / 200) * 3900);
+      let age = 0;
+      let overBudget = 0;
+      for (let tick = 1; tick <= 300; tick++) {
+        for (let e = 0; e < 200; e++) store.values(e)[3] = rng.int(0, 1023);
+        store.commit(tick);
+        const budget = tick <= 10 ? Infinity : tick < 150 ? 120 : 30;
+        out.beginWrite();
+        expect(writer.write(out, tick, 0, 0, 0, budget), `seed ${SEED} tick ${tick}`).toBe(true);
+        expect(reader.read(new BitStream(0).beginRead(out.bytes.slice()), tick), `tick ${tick}`).toBe(true);
+        writer.acknowledge(tick);
+        if (out.bitsProcessed > budget) overBudget++;
+        if (tick <= 100) continue;
+        for (let e = 0; e < 200; e++) {
+          const held = writer.heldTick(tick, e);
+          if (held >= 0) age = Math.max(age, tick - held);
+        }
+      }
+      return { age, overBudget };
+    };
+    const limited = run(40);
+    expect(limited.age, `seed ${SEED}`).toBeLessThanOrEqual(40);
+    expect(limited.overBudget, `seed ${SEED}`).toBeGreaterThan(0);
+    const unlimited = run(0);
+    expect(unlimited.age, `seed ${SEED}`).toBeGreaterThan(40);
+    expect(unlimited.overBudget, `seed ${SEED}`).toBe(0);
+  });
+
   it('a budget below an empty snapshot still writes the empty snapshot', () => {
     const link = perfectLink(1);
     const rng = new Random(SEED);
