@@ -145,6 +145,7 @@ const STEP_VERDICT_MS = 2000;
  * since the last jump, from at least TREND_MIN_SAMPLES samples spanning TREND_MIN_SPAN_MS.
  */
 const TREND_WINDOW_MS = 600;
+/** Enough for 600 ms of acknowledgements at up to 106 a second; more, and the window is shorter. */
 const TREND_SAMPLES = 64;
 const TREND_MIN_SAMPLES = 5;
 const TREND_MIN_SPAN_MS = 300;
@@ -398,7 +399,10 @@ export class RateController {
           d > STEADY_DISPERSION &&
           Math.abs(queue - this.cutQueueMs) < threshold / 2
         ) {
-          this.rateBytesPerSecond = Math.max(this.rateBytesPerSecond, this.rateBeforeCut);
+          this.rateBytesPerSecond = Math.min(
+            c.maxBytesPerSecond,
+            Math.max(this.rateBytesPerSecond, this.rateBeforeCut),
+          );
           this.takeLatencyStep(nowMs);
           return;
         }
@@ -411,9 +415,9 @@ export class RateController {
         if (loss > c.lossThreshold) target *= 1 - loss / 2;
         this.stepPending = false;
         this.decreased = true;
-        if (this.cutQueueMs < 0) this.rateBeforeCut = this.rateBytesPerSecond;
-        this.cutQueueMs = queue;
         if (target < this.rateBytesPerSecond) {
+          if (this.cutQueueMs < 0) this.rateBeforeCut = this.rateBytesPerSecond;
+          this.cutQueueMs = queue;
           this.rateBytesPerSecond = Math.max(c.minBytesPerSecond, target);
           if (loss > c.lossThreshold) this.stats.lossDecreases++;
           else this.stats.delayDecreases++;

@@ -107,9 +107,11 @@ export interface ServerConfig {
    */
   connectTokens?: ConnectTokensConfig;
   /**
-   * Ticks of entity history kept (a power of two): the oldest state a snapshot can delta from and
-   * lag compensation can rebuild. 0 (the default): enough for lag compensation, the next power of
-   * two above a command's longest wait, maxUnlagMs and a second (512 at 64 Hz with the defaults).
+   * Ticks of entity history kept: the oldest state a snapshot can delta from and lag compensation
+   * can rebuild. 0 (the default): enough for lag compensation, the next power of two above a
+   * command's longest wait, maxUnlagMs and a second, at least 256 (512 at 64 Hz with the
+   * defaults; 256 for a game without hit-scan). Otherwise a power of two, and with lag
+   * compensation more than the longest wait and maxUnlagMs in ticks (a RangeError says the least).
    */
   entityHistoryTicks: number;
   /** Interest and priority of each client's snapshots. */

@@ -53,10 +53,13 @@ export interface SnapshotWriterConfig {
    */
   rememberTicks: number;
   /**
-   * An entity that changed is sent, past the frame's byte budget if need be (never past the
-   * packet), once the values the client holds of it are this many ticks old (0: never forced).
-   * The server sets it so that lag compensation still has those values in its history when a
-   * command names the frame (GameServer: entityHistoryTicks less the longest wait and maxUnlagMs).
+   * An entity whose values a frame would hold from this many ticks before it or more (an update,
+   * a removal or a replacement deferred frame after frame) is written first, past the frame's
+   * byte budget if need be (never past the packet); 0: never forced. The server sets it so that
+   * lag compensation still has those values in its entity history when a command names the frame:
+   * the history's length less a command's longest wait, less maxUnlagMs in ticks, less 1. A
+   * server's `snapshots.maxHeldAgeTicks` replaces that: larger (or 0) lets views be refused as
+   * frames not sent, smaller sends more past the budget.
    */
   maxHeldAgeTicks: number;
 }
@@ -99,8 +102,8 @@ const VISIBLE = 2;
 /** Priority buckets: 4 per doubling of accumulated priority, 1.0 (a near entity's first frame) in bucket 40. */
 const BUCKETS = 64;
 const BUCKET_OF_ONE = 40;
-/** The weight of an entity held past maxHeldAgeTicks: enough for the top bucket at once. */
-const FORCED_PRIORITY = 2 ** ((BUCKETS - BUCKET_OF_ONE) / 4);
+/** The bucket only entities held past maxHeldAgeTicks go to: every other stays below it. */
+const FORCED_BUCKET = BUCKETS - 1;
 
 /** The bucket of accumulated priority `p`: floor(4 log2 p) + BUCKET_OF_ONE within [0, BUCKETS). */
 export function priorityBucket(p: number): number {
@@ -579,12 +582,15 @@ export class SnapshotWriter {
         let d = interest.distance(e, x, y, z);
         if (!(d >= 0)) d = 0;
         weight = typePriority[curType[e]] / (1 + d * distanceScale);
-        // Held too long (an update deferred and deferred again): first, whatever its priority.
-        if (maxHeldAge > 0 && op !== OP_CREATE && tick - h >= maxHeldAge) weight = FORCED_PRIORITY;
       }
       const p = priority[e] + weight;
       priority[e] = p;
-      const b = priorityBucketFast(p);
+      // Values held too long (an update, removal or replacement deferred frame after frame) go
+      // first, in a bucket of their own; everything else waits below it.
+      const b =
+        maxHeldAge > 0 && h !== NOT_HELD && tick - h >= maxHeldAge
+          ? FORCED_BUCKET
+          : Math.min(priorityBucketFast(p), FORCED_BUCKET - 1);
       ops[e] = op;
       bucketOf[e] = b;
       counts[b]++;
@@ -626,11 +632,9 @@ export class SnapshotWriter {
     for (; k < needCount; k++) {
       const e = this.order[k];
       const h = frame.held[e];
-      // An entity held too long (classify put it first) may use the packet past the budget.
-      const limit =
-        maxHeldAge > 0 && h !== NOT_HELD && tick - h >= maxHeldAge && this.op[e] !== OP_REMOVE
-          ? packetBits
-          : budgetBits;
+      // An entity held too long (classify put it first, in a bucket of its own) may use the
+      // packet past the budget.
+      const limit = maxHeldAge > 0 && h !== NOT_HELD && tick - h >= maxHeldAge ? packetBits : budgetBits;
       const entry = cache.entry(e, this.op[e], tick, h, h === NOT_HELD ? NO_SPANS : spansAt(frame, e, tick));
       this.entryOf[e] = entry;
       let bits: number;

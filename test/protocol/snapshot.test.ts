@@ -592,6 +592,28 @@ describe('priority within a budget', () => {
     expect(unlimited.overBudget, `seed ${SEED}`).toBe(0);
   });
 
+  it('an entity held too long goes out even behind one whose priority has grown as high', () => {
+    // Entity 1 changed once at tick 10, entity 0 changes every tick from tick 40, and no entry fits
+    // the budget: entity 0's priority grows past the top buckets' threshold while it waits, and
+    // must not stand in front of entity 1 when entity 1's values reach maxHeldAgeTicks.
+    const store = new EntityStore(schema, { historyTicks: 512 });
+    const writer = new SnapshotWriter(store, { maxHeldAgeTicks: 100 });
+    const out = new BitStream(1 << 16);
+    store.create(1);
+    store.create(1);
+    let oldest = 0;
+    for (let tick = 1; tick <= 300; tick++) {
+      if (tick === 10) store.values(1)[3] = 7;
+      if (tick >= 40) store.values(0)[3] = tick % 1000;
+      store.commit(tick);
+      out.beginWrite();
+      expect(writer.write(out, tick, 0, 0, 0, tick <= 5 ? Infinity : 12), `tick ${tick}`).toBe(true);
+      writer.acknowledge(tick);
+      for (const e of [0, 1]) oldest = Math.max(oldest, tick - writer.heldTick(tick, e));
+    }
+    expect(oldest).toBeLessThanOrEqual(100);
+  });
+
   it('a budget below an empty snapshot still writes the empty snapshot', () => {
     const link = perfectLink(1);
     const rng = new Random(SEED);
