@@ -13,7 +13,10 @@ import { VIEW_HONOURED } from '../../src/sim/view-acceptance.ts';
 
 const TICK_MS = 1000 / 64;
 
-/** Frames of ticks 1..30 for a shooter and a moving target whose updates never fit after the first, and a shot naming frames 28 and 30. */
+/**
+ * Frames of ticks 1..30 for a shooter and a moving target whose updates never fit after the
+ * first, then a shot naming frames 28 and 30, judged against a history of `historyTicks`.
+ */
 function scene(historyTicks: number, maxHeldAgeTicks: number) {
   const store = new EntityStore(arenaGame.entities, { historyTicks });
   const hitscan = arenaGame.hitscan;
