@@ -3,6 +3,7 @@
 // when the entity history has lost that tick the view is refused, not rebuilt from other values.
 
 import { describe, expect, it } from 'vitest';
+import { PLAYER_ENTITY } from '../../games/arena/shared/entities.ts';
 import { arenaGame } from '../../games/arena/shared/game.ts';
 import { BitStream } from '../../src/protocol/bitstream.ts';
 import { createUserCommand } from '../../src/protocol/usercmd.ts';
@@ -26,7 +27,7 @@ function scene(historyTicks: number, maxHeldAgeTicks: number) {
   const type = arenaGame.playerEntity.typeId;
   const shooter = store.create(type);
   const target = store.create(type);
-  const x = arenaGame.entities.types[type].index.x;
+  const x = PLAYER_ENTITY.index.x;
   store.setField(shooter, x, -200);
   store.setField(target, x, 200);
   const out = new BitStream(1200);
