@@ -373,12 +373,9 @@ export class RateController {
       // Right after a jump, anything short of a clear bottleneck with a queue past the
       // standing-queue thresholds is taken for the new route.
       if (this.stepPending && nowMs - this.jumpAtMs > STEP_VERDICT_MS) this.stepPending = false;
-      if (
-        this.stepPending &&
-        !growing &&
-        (d > STEADY_DISPERSION || !bottleneck) &&
-        queue > STANDING_QUEUE_THRESHOLDS * threshold
-      ) {
+      if (this.stepPending && !growing && (d > STEADY_DISPERSION || !bottleneck)) {
+        // A queue within the standing-queue thresholds after a jump is neither: wait.
+        if (queue <= STANDING_QUEUE_THRESHOLDS * threshold) return;
         if (nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS) this.takeLatencyStep(nowMs);
         return;
       }
