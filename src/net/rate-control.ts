@@ -32,15 +32,18 @@
 //               and the rate is cut at once to the delivered rate;
 //   new route   anything else as the first verdict within STEP_VERDICT_MS of a jump, with a queue
 //               past the standing-queue thresholds: after the hold the base moves up to the new
-//               round trip (`latencySteps`) instead of the rate coming down (a smaller queue after a
-//               jump is judged as any standing queue: on a slow link a large packet or the tick's
-//               rounding makes jumps of a few tens of ms, and taking the sender's own queue for a
-//               route would hide it);
+//               round trip (`latencySteps`) instead of the rate coming down; a smaller queue after
+//               a jump waits (on a slow link a large packet or the tick's rounding makes jumps of a
+//               few tens of ms: taking the sender's own queue for a route would hide it, cutting a
+//               jittery route's would choke it);
 //   standing    acknowledgements spaced as sent (0.85..1/0.85) with no jump before: the sender
 //               keeps a queue standing by sending what the link carries; cut (at most half) only
 //               past three thresholds, below which it is as likely the measure's noise;
 //   in between  after the hold, cut by at most half;
 // acknowledgements closer than the packets went (a queue draining), or too few to tell: nothing.
+// Raw round trips that keep climbing (the least-squares trend over TREND_WINDOW_MS since the last
+// jump, or across a run of jumps) are a queue that grows: the sender's, cut even with no
+// dispersion measured (each jump restarts it), never taken for a route.
 // A cut that left the queue where it was a round trip later, acknowledgements keeping the
 // packets' spacing, shows the queue is not the sender's (a route longer on both legs climbs in
 // two jumps each too small to tell from jitter): the rate goes back to what it was before the

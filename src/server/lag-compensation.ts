@@ -149,6 +149,14 @@ export class LagCompensator<P, W> {
   private readonly seg = new Float64Array(9);
   /** Scratch points of addTarget (two positions). */
   private readonly points = new Float64Array(6);
+  /**
+   * The named view's players (`heldPlayers[0 .. heldCount)`) and the history slots of the values
+   * the client held of each in frames A and B (undefined: not held), found by `findHeld`.
+   */
+  private readonly heldPlayers: Int32Array;
+  private readonly heldSlotsA: (HistorySlot | undefined)[];
+  private readonly heldSlotsB: (HistorySlot | undefined)[];
+  private heldCount = 0;
 
   constructor(
     store: EntityStore,
@@ -171,6 +179,9 @@ export class LagCompensator<P, W> {
       entities: new Int32Array(store.maxEntities),
       values: new Float64Array(store.maxEntities * this.stride),
     };
+    this.heldPlayers = new Int32Array(store.maxEntities);
+    this.heldSlotsA = new Array(store.maxEntities).fill(undefined);
+    this.heldSlotsB = new Array(store.maxEntities).fill(undefined);
   }
 
   /**
@@ -230,7 +241,7 @@ export class LagCompensator<P, W> {
           this.stats.viewsRefused++;
           this.stats.viewsPastUnlag++;
           r.outcome = VIEW_PAST_UNLAG_SERVER_TIME;
-        } else if (!this.heldValuesKept(writer, cmd, self, players, playerCount)) {
+        } else if (!this.findHeld(writer, cmd, self, players, playerCount)) {
           this.stats.viewsRefused++;
           this.stats.viewsNotSent++;
           r.outcome = VIEW_FRAMES_NOT_SENT;
@@ -248,7 +259,7 @@ export class LagCompensator<P, W> {
     r.viewTick = viewTick;
     if (r.exact) {
       this.stats.exactViews++;
-      this.fromFrames(writer, cmd, self, state, players, playerCount);
+      this.fromFrames(cmd, state);
     } else {
       this.fromHistory(viewTick, self, state, cmd, players, playerCount);
     }
@@ -261,11 +272,12 @@ export class LagCompensator<P, W> {
   }
 
   /**
-   * Whether the entity history still holds every player's values the client held in frames A and
-   * B (the snapshot writer sends an entity before its held values get older than the server's
-   * maxHeldAgeTicks allows, so only a writer configured otherwise leaves any out).
+   * Finds, for every player but `self`, the history slots of the values the client held in
+   * frames A and B (both remembered: rewind checked). False when the entity history no longer
+   * has one of them (the snapshot writer sends an entity before its held values get older than
+   * the server's maxHeldAgeTicks allows, so only a writer configured otherwise leaves any out).
    */
-  private heldValuesKept(
+  private findHeld(
     writer: SnapshotWriter,
     cmd: UserCommand,
     self: number,
@@ -275,41 +287,30 @@ export class LagCompensator<P, W> {
     const heldA = writer.heldTicks(cmd.viewTickA) as Readonly<Uint32Array>;
     const heldB = writer.heldTicks(cmd.viewTickB) as Readonly<Uint32Array>;
     const store = this.store;
+    let n = 0;
     for (let i = 0; i < playerCount; i++) {
       const e = players[i];
       if (e === self) continue;
-      const a = heldA[e];
-      const b = heldB[e];
-      if (a !== NOT_HELD && store.history(a) === undefined) return false;
-      if (b !== NOT_HELD && store.history(b) === undefined) return false;
+      const a = heldA[e] === NOT_HELD ? undefined : store.history(heldA[e]);
+      const b = heldB[e] === NOT_HELD ? undefined : store.history(heldB[e]);
+      if ((a === undefined && heldA[e] !== NOT_HELD) || (b === undefined && heldB[e] !== NOT_HELD)) {
+        this.heldCount = 0;
+        return false;
+      }
+      this.heldPlayers[n] = e;
+      this.heldSlotsA[n] = a;
+      this.heldSlotsB[n] = b;
+      n++;
     }
+    this.heldCount = n;
     return true;
   }
 
   /** The named view: each player blended from the values the client held in frames A and B. */
-  private fromFrames(
-    writer: SnapshotWriter,
-    cmd: UserCommand,
-    self: number,
-    state: P,
-    players: Int32Array,
-    playerCount: number,
-  ): void {
+  private fromFrames(cmd: UserCommand, state: P): void {
     this.beginTargets(state, cmd, cmd.viewFraction);
-    // Both frames are remembered (rewind checked): what the client held in each, found once.
-    const heldA = writer.heldTicks(cmd.viewTickA) as Readonly<Uint32Array>;
-    const heldB = writer.heldTicks(cmd.viewTickB) as Readonly<Uint32Array>;
-    const store = this.store;
-    for (let i = 0; i < playerCount; i++) {
-      const e = players[i];
-      if (e === self) continue;
-      const a = heldA[e];
-      const b = heldB[e];
-      this.addTarget(
-        e,
-        a === NOT_HELD ? undefined : store.history(a),
-        b === NOT_HELD ? undefined : store.history(b),
-      );
+    for (let i = 0; i < this.heldCount; i++) {
+      this.addTarget(this.heldPlayers[i], this.heldSlotsA[i], this.heldSlotsB[i]);
     }
   }
 

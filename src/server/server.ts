@@ -462,7 +462,7 @@ export class GameServer<P, W> {
         : new LagCompensator(this.entities, game.hitscan, this.tickIntervalMs, c.lagCompensation);
     if (this.lagCompensation !== null && this.maxHeldAgeTicks() < 1) {
       throw new RangeError(
-        `GameServer: entityHistoryTicks (${c.entityHistoryTicks}) must be more than a command's longest wait (${this.maxWaitedTicks()} ticks: MAX_REORDER_WINDOW_MS and commandSlackMs) plus lagCompensation.maxUnlagMs (${this.unlagTicks()} ticks); 0 chooses ${nextPowerOfTwo(this.maxWaitedTicks() + this.unlagTicks() + c.tickRate + 1)}`,
+        `GameServer: entityHistoryTicks (${c.entityHistoryTicks}) must be more than a command's longest wait (${this.maxWaitedTicks()} ticks: MAX_REORDER_WINDOW_MS and commandSlackMs) plus lagCompensation.maxUnlagMs (${this.unlagTicks()} ticks); 0 chooses ${this.lagCompensationHistoryTicks()}`,
       );
     }
     this.shadowState = game.player.create();
@@ -706,8 +706,7 @@ export class GameServer<P, W> {
    */
   private writerConfig(): Partial<SnapshotWriterConfig> {
     const c = this.config;
-    const unlagMs = this.lagCompensation?.config.maxUnlagMs ?? 0;
-    const ticks = this.maxWaitedTicks() + Math.ceil((unlagMs * c.tickRate) / 1000) + 2;
+    const ticks = this.maxWaitedTicks() + (this.lagCompensation === null ? 0 : this.unlagTicks()) + 2;
     return {
       rememberTicks: Math.min(ticks, MAX_REMEMBER_TICKS),
       maxHeldAgeTicks: this.maxHeldAgeTicks(),
@@ -726,23 +725,26 @@ export class GameServer<P, W> {
     return this.entities.config.historyTicks - this.maxWaitedTicks() - this.unlagTicks() - 1;
   }
 
-  /** lagCompensation.maxUnlagMs in ticks (0 without lag compensation). */
+  /** lagCompensation.maxUnlagMs in ticks (from the configuration: usable before the compensator is). */
   private unlagTicks(): number {
-    const lag = this.lagCompensation;
-    return lag === null ? 0 : Math.ceil((lag.config.maxUnlagMs * this.config.tickRate) / 1000);
+    const c = this.config;
+    const unlagMs = c.lagCompensation.maxUnlagMs ?? DEFAULT_LAG_COMPENSATION_CONFIG.maxUnlagMs;
+    return Math.ceil((unlagMs * c.tickRate) / 1000);
+  }
+
+  /** The entity history lag compensation needs: a command's longest wait, maxUnlagMs and a second. */
+  private lagCompensationHistoryTicks(): number {
+    const wanted = this.maxWaitedTicks() + this.unlagTicks() + this.config.tickRate + 1;
+    return Math.max(DEFAULT_ENTITY_STORE_CONFIG.historyTicks, nextPowerOfTwo(wanted));
   }
 
   /** The entity history's length: entityHistoryTicks, or (0) enough for lag compensation. */
   private historyTicks(game: GameDefinition<P, W>): number {
     const c = this.config;
     if (c.entityHistoryTicks !== 0) return c.entityHistoryTicks;
-    if (game.hitscan === undefined) return DEFAULT_ENTITY_STORE_CONFIG.historyTicks;
-    const unlagMs = c.lagCompensation.maxUnlagMs ?? DEFAULT_LAG_COMPENSATION_CONFIG.maxUnlagMs;
-    const unlagTicks = Math.ceil((unlagMs * c.tickRate) / 1000);
-    return Math.max(
-      DEFAULT_ENTITY_STORE_CONFIG.historyTicks,
-      nextPowerOfTwo(this.maxWaitedTicks() + unlagTicks + c.tickRate + 1),
-    );
+    return game.hitscan === undefined
+      ? DEFAULT_ENTITY_STORE_CONFIG.historyTicks
+      : this.lagCompensationHistoryTicks();
   }
 
   private createCommandQueue(): CommandQueue {

@@ -177,6 +177,11 @@ class Frame {
   }
 }
 
+/** Whether values held from tick `held` are, at frame `tick`, `maxHeldAge` ticks old or more (0: never). */
+function heldTooLong(held: number, tick: number, maxHeldAge: number): boolean {
+  return maxHeldAge > 0 && held !== NOT_HELD && tick - held >= maxHeldAge;
+}
+
 /** An entity's cache key spans (snapshot-cache.ts) at frame `tick`: its age in the lowest byte. */
 function spansAt(frame: Frame, e: number, tick: number): number {
   return (frame.spans[e] | Math.min(tick - frame.sent[e], SPAN_MAX)) >>> 0;
@@ -456,6 +461,7 @@ export class SnapshotWriter {
     const needCount = this.classify(frame, cur, tick, candidateCount, viewerX, viewerY, viewerZ);
     const chosen = this.choose(
       frame,
+      cur,
       tick,
       needCount,
       s.bitsProcessed - start + 2,
@@ -587,10 +593,9 @@ export class SnapshotWriter {
       priority[e] = p;
       // Values held too long (an update, removal or replacement deferred frame after frame) go
       // first, in a bucket of their own; everything else waits below it.
-      const b =
-        maxHeldAge > 0 && h !== NOT_HELD && tick - h >= maxHeldAge
-          ? FORCED_BUCKET
-          : Math.min(priorityBucketFast(p), FORCED_BUCKET - 1);
+      const b = heldTooLong(h, tick, maxHeldAge)
+        ? FORCED_BUCKET
+        : Math.min(priorityBucketFast(p), FORCED_BUCKET - 1);
       ops[e] = op;
       bucketOf[e] = b;
       counts[b]++;
@@ -617,6 +622,7 @@ export class SnapshotWriter {
    */
   private choose(
     frame: Frame,
+    cur: HistorySlot,
     tick: number,
     needCount: number,
     used: number,
@@ -625,7 +631,6 @@ export class SnapshotWriter {
   ): number {
     const sel = this.selected;
     const cache = this.cache;
-    const cur = this.store.history(tick) as HistorySlot;
     const maxHeldAge = this.config.maxHeldAgeTicks;
     let total = used;
     let k = 0;
@@ -634,7 +639,7 @@ export class SnapshotWriter {
       const h = frame.held[e];
       // An entity held too long (classify put it first, in a bucket of its own) may use the
       // packet past the budget.
-      const limit = maxHeldAge > 0 && h !== NOT_HELD && tick - h >= maxHeldAge ? packetBits : budgetBits;
+      const limit = heldTooLong(h, tick, maxHeldAge) ? packetBits : budgetBits;
       const entry = cache.entry(e, this.op[e], tick, h, h === NOT_HELD ? NO_SPANS : spansAt(frame, e, tick));
       this.entryOf[e] = entry;
       let bits: number;
