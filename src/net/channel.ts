@@ -62,7 +62,6 @@
 
 import { BitStream } from '../protocol/bitstream.ts';
 import { seqAdd, seqDiff, seqGreaterThan } from '../protocol/sequence.ts';
-import { SequenceBuffer } from '../sim/ring.ts';
 import { crc32 } from './crc32.ts';
 import { NONCE_BYTES, PACKET_TAG_BYTES, type PacketKeys, writeNonce } from './packet-crypto.ts';
 import {
@@ -441,17 +440,39 @@ class LossWindow {
   }
 }
 
-interface SentPacket {
-  sendTimeMs: number;
-  acked: boolean;
-  /** The ack the packet carried (-1: none): once it is acknowledged, the peer holds an ack at least this new. */
-  ackCarried: number;
-  messageCount: number;
-  messageIds: Uint16Array;
-}
-
 /** Sent packets remembered for acks and RTT; older ones are settled for the loss estimate first. */
 const SENT_BUFFER_SIZE = 512;
+
+/**
+ * The packets a channel sent, by sequence modulo SENT_BUFFER_SIZE: one typed array per field
+ * instead of an object (and a message id array) per packet, so a channel's records are a few
+ * contiguous blocks. A server holds hundreds of channels, and every packet it receives looks
+ * up to 33 of them up (its acknowledgements).
+ */
+class SentPackets {
+  /** The sequence each slot holds (-1: none). */
+  readonly sequence = new Int32Array(SENT_BUFFER_SIZE).fill(-1);
+  readonly sendTimeMs = new Float64Array(SENT_BUFFER_SIZE);
+  readonly acked = new Uint8Array(SENT_BUFFER_SIZE);
+  /** The ack the packet carried (-1: none): once it is acknowledged, the peer holds an ack at least this new. */
+  readonly ackCarried = new Int32Array(SENT_BUFFER_SIZE);
+  readonly messageCount = new Uint8Array(SENT_BUFFER_SIZE);
+  /** The reliable message ids it carried: RELIABLE_MAX_PER_PACKET from slot * RELIABLE_MAX_PER_PACKET. */
+  readonly messageIds = new Uint16Array(SENT_BUFFER_SIZE * RELIABLE_MAX_PER_PACKET);
+
+  /** The slot of `sequence`, or -1 when it is not remembered. */
+  slot(sequence: number): number {
+    const i = sequence & (SENT_BUFFER_SIZE - 1);
+    return this.sequence[i] === sequence ? i : -1;
+  }
+
+  /** Claims the slot of `sequence` (forgetting what it held) and returns it. */
+  insert(sequence: number): number {
+    const i = sequence & (SENT_BUFFER_SIZE - 1);
+    this.sequence[i] = sequence;
+    return i;
+  }
+}
 /** RTT assumed for reliable resends before the first sample. */
 const INITIAL_RTT_MS = 100;
 /** Before the first RTT sample, a sent packet unacknowledged this long counts as lost. */
@@ -603,13 +624,7 @@ export class PacketChannel {
   private readonly rxSection = new ReliableSection();
   private readonly sender = new ReliableSender();
   private readonly receiver = new ReliableReceiver();
-  private readonly sent = new SequenceBuffer<SentPacket>(SENT_BUFFER_SIZE, () => ({
-    sendTimeMs: 0,
-    acked: false,
-    ackCarried: -1,
-    messageCount: 0,
-    messageIds: new Uint16Array(RELIABLE_MAX_PER_PACKET),
-  }));
+  private readonly sent = new SentPackets();
   private readonly outgoing: LossWindow;
   private readonly incoming: LossWindow;
 
@@ -770,12 +785,17 @@ export class PacketChannel {
       writeU32(data, PACKET_CHECKSUM_OFFSET, checksumFromSalt(this.salt, data, length));
     }
 
-    const record = this.sent.insert(sequence);
-    record.sendTimeMs = nowMs;
-    record.acked = false;
-    record.ackCarried = this.hasReceived ? this.remoteSequence : -1;
-    record.messageCount = messageCount;
-    if (messageIds !== null) record.messageIds.set(messageIds);
+    const sent = this.sent;
+    const slot = sent.insert(sequence);
+    sent.sendTimeMs[slot] = nowMs;
+    sent.acked[slot] = 0;
+    sent.ackCarried[slot] = this.hasReceived ? this.remoteSequence : -1;
+    sent.messageCount[slot] = messageCount;
+    if (messageIds !== null) {
+      const ids = sent.messageIds;
+      const at = slot * RELIABLE_MAX_PER_PACKET;
+      for (let i = 0; i < messageCount; i++) ids[at + i] = messageIds[i];
+    }
 
     this.nextSequence = seqAdd(sequence, 1);
     this.sendCounter++;
@@ -955,16 +975,17 @@ export class PacketChannel {
 
   /** First acknowledgement of a packet we sent: RTT sample, loss correction, reliable retirement, onAck. */
   private acknowledge(nowMs: number, sequence: number, mode: SampleMode): void {
-    const record = this.sent.get(sequence);
-    if (record === undefined || record.acked) return;
-    record.acked = true;
+    const sent = this.sent;
+    const slot = sent.slot(sequence);
+    if (slot < 0 || sent.acked[slot] !== 0) return;
+    sent.acked[slot] = 1;
     if (this.newestAcked < 0 || seqGreaterThan(sequence, this.newestAcked)) this.newestAcked = sequence;
-    const carried = record.ackCarried;
+    const carried = sent.ackCarried[slot];
     if (carried >= 0 && (this.peerHoldsAck < 0 || seqGreaterThan(carried, this.peerHoldsAck)))
       this.peerHoldsAck = carried;
     const st = this.stats;
     st.packetsAcked++;
-    const sample = Math.max(0, nowMs - record.sendTimeMs);
+    const sample = Math.max(0, nowMs - sent.sendTimeMs[slot]);
     this.ackDelay.add(sample);
     st.ackDelayMs = this.ackDelay.ms;
     st.ackDelayVarianceMs = this.ackDelay.deviationMs;
@@ -986,7 +1007,8 @@ export class PacketChannel {
     }
     this.outgoing.correct(sequence);
     st.outgoingLoss = this.outgoing.ratio;
-    if (record.messageCount > 0) this.sender.acknowledge(record.messageIds, record.messageCount);
+    const count = sent.messageCount[slot];
+    if (count > 0) this.sender.acknowledge(sent.messageIds, count, slot * RELIABLE_MAX_PER_PACKET);
     this.onAck?.(sequence, sample);
   }
 
@@ -996,15 +1018,15 @@ export class PacketChannel {
     const timeoutMs = this.rtt.has ? st.rttMs + 4 * st.rttVarianceMs + 100 : INITIAL_LOSS_TIMEOUT_MS;
     const newest = seqAdd(this.nextSequence, -1);
     while (this.lossCursor !== this.nextSequence && seqDiff(newest, this.lossCursor) >= ACK_BITS) {
-      const record = this.sent.get(this.lossCursor);
-      if (record !== undefined && !record.acked && nowMs - record.sendTimeMs <= timeoutMs) break;
+      const slot = this.sent.slot(this.lossCursor);
+      if (slot >= 0 && this.sent.acked[slot] === 0 && nowMs - this.sent.sendTimeMs[slot] <= timeoutMs) break;
       this.settleOne();
     }
   }
 
   private settleOne(): void {
-    const record = this.sent.get(this.lossCursor);
-    this.outgoing.record(this.lossCursor, record === undefined || !record.acked);
+    const slot = this.sent.slot(this.lossCursor);
+    this.outgoing.record(this.lossCursor, slot < 0 || this.sent.acked[slot] === 0);
     this.stats.outgoingLoss = this.outgoing.ratio;
     this.lossCursor = seqAdd(this.lossCursor, 1);
   }

@@ -208,10 +208,10 @@ export class ReliableSender {
     return used;
   }
 
-  /** A packet carrying these message ids was acknowledged: retires them. */
-  acknowledge(ids: Uint16Array, count: number): void {
+  /** A packet carrying these message ids (`count` of them from `ids[from]`) was acknowledged: retires them. */
+  acknowledge(ids: Uint16Array, count: number, from = 0): void {
     for (let i = 0; i < count; i++) {
-      const m = this.messages.get(ids[i]);
+      const m = this.messages.get(ids[from + i]);
       if (m !== undefined) m.acked = true;
     }
     while (this.oldest !== this.nextId) {
