@@ -382,6 +382,12 @@ export interface ServerFrameCodec<P> {
    * once for many frames copies them).
    */
   writeEvent?(s: BitStream, index: number): boolean;
+  /**
+   * When set, writing (not reading or measuring) puts the frame's player part into the stream
+   * through this instead of `players.serialize`: the same bits (a writer that wrote the part once
+   * to learn its size copies it).
+   */
+  writePlayer?(s: BitStream, f: ServerFrame<P>): boolean;
 }
 
 export function createServerFrame<P>(player: P): ServerFrame<P> {
@@ -405,7 +411,9 @@ export function createServerFrame<P>(player: P): ServerFrame<P> {
  * and measuring need the frame's player state recorded in `codec.players` first.
  */
 export function serializeFrameHead<P>(s: BitStream, f: ServerFrame<P>, codec: ServerFrameCodec<P>): boolean {
-  return serializeFrameTick(s, f, codec) && codec.players.serialize(s, f);
+  if (!serializeFrameTick(s, f, codec)) return false;
+  if (codec.writePlayer !== undefined && s.isWriting) return codec.writePlayer(s, f);
+  return codec.players.serialize(s, f);
 }
 
 /** The head's tick and choke, before its player part. */

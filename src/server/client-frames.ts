@@ -3,6 +3,7 @@
 // events within hearing, the delta snapshot), written by the one serialize function of frames.ts.
 
 import { RateController, type RateControllerConfig } from '../net/rate-control.ts';
+import { MAX_PACKET_BYTES } from '../net/transport.ts';
 import { BitStream } from '../protocol/bitstream.ts';
 import {
   copyWireEvent,
@@ -171,6 +172,9 @@ export class FrameWriter<P, W> {
   private readonly codec: ServerFrameCodec<P>;
   private readonly measure: BitStream;
   private readonly viewer = { x: 0, y: 0, z: 0 };
+  /** The frame's player part, written once per frame (and whether that succeeded). */
+  private readonly playerPart = new BitStream(MAX_PACKET_BYTES);
+  private playerPartOk = false;
   private readonly sourceOrigin = { x: 0, y: 0, z: 0 };
   private current: FrameClient<P> | null = null;
   /** Where in the packet (bits) the frame being written must end. */
@@ -228,6 +232,7 @@ export class FrameWriter<P, W> {
       events: game.events ?? null,
       serializeSnapshot: (s, tick, hint) => this.writeSnapshot(s, tick, hint),
       writeEvent: (s, index) => this.writeEvent(s, index),
+      writePlayer: (s, f) => this.writePlayer(s, f),
     };
   }
 
@@ -248,9 +253,10 @@ export class FrameWriter<P, W> {
     m.beginMeasure();
     serializeFrameTick(m, f, this.codec);
     const tickBits = m.bitsProcessed;
-    m.beginMeasure();
-    client.players.serialize(m, f);
-    const playerBits = m.bitsProcessed;
+    // The player part is written once here, to learn its size, and its bits copied into the frame.
+    const part = this.playerPart.beginWrite();
+    this.playerPartOk = client.players.serialize(part, f) && part.ok;
+    const playerBits = part.bitsProcessed;
     const headBits = tickBits + playerBits;
     // The frame's whole packet stays within the pacing's budget (what the link carries).
     this.endBits = Math.min(s.bitsProcessed + s.bitsRemaining, client.pacing.frameBudgetBytes * 8);
@@ -267,6 +273,13 @@ export class FrameWriter<P, W> {
     bits.header += headBits - playerBits;
     bits.player += playerBits;
     bits.events += s.bitsProcessed - start - headBits - (client.snapshots.stats.totalBits - snapshotsBefore);
+  }
+
+  /** codec.writePlayer: the player part written in `write`, copied (written again if that failed). */
+  private writePlayer(s: BitStream, f: ServerFrame<P>): boolean {
+    if (!this.playerPartOk) return this.codec.players.serialize(s, f);
+    const part = this.playerPart;
+    return s.copyBits(part.buffer, 0, part.bitsProcessed);
   }
 
   private writeSnapshot(s: BitStream, tick: number, hint: number): boolean {
