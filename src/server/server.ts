@@ -28,7 +28,7 @@ import type { EntityType, EntityTypeSchema } from '../protocol/schema.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
 import type { Vec3 } from '../sim/math.ts';
-import { nextPowerOfTwo, SequenceBuffer } from '../sim/ring.ts';
+import { nextPowerOfTwo } from '../sim/ring.ts';
 import { createFrameBits, FramePacing, FrameWriter } from './client-frames.ts';
 import {
   CommandQueue,
@@ -174,14 +174,58 @@ export interface ServerStats extends ConnectionStats {
 }
 
 /** A frame packet sent: its server tick, when it went and its size (for acks and rate control). */
-interface SentFrame {
-  tick: number;
-  sentMs: number;
-  bytes: number;
+/** Packets remembered per client, sent (frames) and received (acknowledgements). */
+const SENT_FRAMES = 1024;
+const PACKET_ACKS = 256;
+
+/**
+ * What each packet sent to a client carried, by packet sequence modulo SENT_FRAMES: a typed array
+ * per field, not an object per packet (a server of 512 clients held half a million of them, and
+ * looks one up for every acknowledgement).
+ */
+class SentFrames {
+  /** The packet sequence each slot holds (-1: none). */
+  readonly sequence = new Int32Array(SENT_FRAMES).fill(-1);
+  /** The server tick of the frame it carried. */
+  readonly tick = new Float64Array(SENT_FRAMES);
+  readonly sentMs = new Float64Array(SENT_FRAMES);
+  readonly bytes = new Int32Array(SENT_FRAMES);
+
+  /** The slot of packet `sequence`, or -1 when it is not remembered. */
+  slot(sequence: number): number {
+    const i = sequence & (SENT_FRAMES - 1);
+    return this.sequence[i] === sequence ? i : -1;
+  }
+
+  /** Claims the slot of packet `sequence` and returns it. */
+  insert(sequence: number): number {
+    const i = sequence & (SENT_FRAMES - 1);
+    this.sequence[i] = sequence;
+    return i;
+  }
 }
 
-function createSentFrame(): SentFrame {
-  return { tick: -1, sentMs: 0, bytes: 0 };
+/**
+ * What each packet from a client acknowledged (the newest frame's tick, -1: none) and the newest
+ * command it carried (-1: none), by the client's packet sequence modulo PACKET_ACKS.
+ */
+class PacketAcks {
+  readonly sequence = new Int32Array(PACKET_ACKS).fill(-1);
+  readonly tick = new Float64Array(PACKET_ACKS);
+  readonly newestCommand = new Float64Array(PACKET_ACKS);
+
+  /** The slot of packet `sequence`, or -1 when it is not remembered. */
+  slot(sequence: number): number {
+    const i = sequence & (PACKET_ACKS - 1);
+    return this.sequence[i] === sequence ? i : -1;
+  }
+
+  /** Claims the slot of packet `sequence` and returns it. */
+  insert(sequence: number): number {
+    const i = sequence & (PACKET_ACKS - 1);
+    this.sequence[i] = sequence;
+    return i;
+  }
 }
 
 /** One connected client as the game loop sees it: its connection, player, commands and frames. */
@@ -217,12 +261,12 @@ export class ServerClient<P> {
    * The server tick of the frame each sent packet carried, by packet sequence.
    * @internal
    */
-  frameTicks = new SequenceBuffer<SentFrame>(1024, createSentFrame);
+  frameTicks = new SentFrames();
   /**
    * The newest frame each received packet acknowledged (-1: none), by the client's packet sequence.
    * @internal
    */
-  packetAcks = new SequenceBuffer<PacketAck>(256, createPacketAck);
+  packetAcks = new PacketAcks();
   /**
    * When the newest frame the client acknowledged was sent (server ms): whether it hears the
    * server now (its command queue's `clientHearing`).
@@ -303,8 +347,8 @@ export class ServerClient<P> {
     this.players.reset();
     this.pacing = pacing;
     this.eventCursor = eventCursor;
-    this.frameTicks = new SequenceBuffer<SentFrame>(1024, createSentFrame);
-    this.packetAcks = new SequenceBuffer<PacketAck>(256, createPacketAck);
+    this.frameTicks = new SentFrames();
+    this.packetAcks = new PacketAcks();
     this.heardSentMs = Number.NEGATIVE_INFINITY;
     this.awayUntilMs = -1;
     this.listen(connection);
@@ -317,11 +361,13 @@ export class ServerClient<P> {
 
   private listen(connection: ServerConnection): void {
     connection.channel.onAck = (sequence, rttSampleMs) => {
-      const frame = this.frameTicks.get(sequence);
-      if (frame === undefined) return;
-      if (frame.sentMs > this.heardSentMs) this.heardSentMs = frame.sentMs;
-      this.snapshots.acknowledge(frame.tick);
-      this.pacing.onAck(frame.sentMs, rttSampleMs, frame.bytes);
+      const frames = this.frameTicks;
+      const i = frames.slot(sequence);
+      if (i < 0) return;
+      const sentMs = frames.sentMs[i];
+      if (sentMs > this.heardSentMs) this.heardSentMs = sentMs;
+      this.snapshots.acknowledge(frames.tick[i]);
+      this.pacing.onAck(sentMs, rttSampleMs, frames.bytes[i]);
     };
   }
 
@@ -884,11 +930,13 @@ export class GameServer<P, W> {
       const channel = client.channel;
       const before = channel.stats.bytesSent;
       const sequence = channel.send(now, client.writeFrame);
-      const sent = client.frameTicks.insert(sequence);
-      sent.tick = this.tick;
-      sent.sentMs = now;
-      sent.bytes = channel.stats.bytesSent - before;
-      client.pacing.sent(now, sent.bytes);
+      const frames = client.frameTicks;
+      const i = frames.insert(sequence);
+      const bytes = channel.stats.bytesSent - before;
+      frames.tick[i] = this.tick;
+      frames.sentMs[i] = now;
+      frames.bytes[i] = bytes;
+      client.pacing.sent(now, bytes);
     }
     phase.send += performance.now() - simulated;
   }
@@ -1015,10 +1063,11 @@ export class GameServer<P, W> {
     const channel = client.channel;
     const sequence = channel.lastReceivedSequence;
     const ack = channel.lastReceivedAck;
-    const acked = ack < 0 ? undefined : client.frameTicks.get(ack);
-    const entry = client.packetAcks.insert(sequence);
-    entry.tick = acked === undefined ? -1 : acked.tick;
-    entry.newestCommand = count > 0 ? this.cmds[count - 1].sequence : -1;
+    const acked = ack < 0 ? -1 : client.frameTicks.slot(ack);
+    const acks = client.packetAcks;
+    const entry = acks.insert(sequence);
+    acks.tick[entry] = acked < 0 ? -1 : client.frameTicks.tick[acked];
+    acks.newestCommand[entry] = count > 0 ? this.cmds[count - 1].sequence : -1;
     const lag = this.lagCompensation;
     if (lag === null) return;
     const slackTicks = Math.ceil(lag.config.ackSlackMs / this.tickIntervalMs);
@@ -1028,9 +1077,11 @@ export class GameServer<P, W> {
       // The packets sent before this command was made: the newest of them that arrived.
       let floor = -1;
       for (let back = 1; back <= PACKETS_BACK; back++) {
-        const before = client.packetAcks.get((sequence - back) & 0xffff);
-        if (before !== undefined && before.newestCommand >= 0 && before.newestCommand < cmd.sequence) {
-          floor = before.tick - slackTicks;
+        const before = acks.slot((sequence - back) & 0xffff);
+        if (before < 0) continue;
+        const newest = acks.newestCommand[before];
+        if (newest >= 0 && newest < cmd.sequence) {
+          floor = acks.tick[before] - slackTicks;
           break;
         }
       }
@@ -1044,16 +1095,6 @@ export class GameServer<P, W> {
 
 /** How far back checkClaimedNewest looks for a packet sent before a command was made. */
 const PACKETS_BACK = 64;
-
-/** What a client packet acknowledged, and the newest command it carried (-1: none). */
-interface PacketAck {
-  tick: number;
-  newestCommand: number;
-}
-
-function createPacketAck(): PacketAck {
-  return { tick: -1, newestCommand: -1 };
-}
 
 function validateServerConfig(c: ServerConfig): void {
   for (const key of [
