@@ -170,10 +170,13 @@ class Frame {
   readonly spans: Uint32Array;
   readonly sent: Uint32Array;
   constructor(maxEntities: number) {
-    this.held = new Uint32Array(maxEntities).fill(NOT_HELD);
-    this.view = new Uint16Array(maxEntities);
-    this.spans = new Uint32Array(maxEntities);
-    this.sent = new Uint32Array(maxEntities);
+    // One block for the four arrays, so a frame's memory is contiguous.
+    const n = maxEntities;
+    const block = new ArrayBuffer(n * 12 + ((n * 2 + 3) & ~3));
+    this.held = new Uint32Array(block, 0, n).fill(NOT_HELD);
+    this.spans = new Uint32Array(block, n * 4, n);
+    this.sent = new Uint32Array(block, n * 8, n);
+    this.view = new Uint16Array(block, n * 12, n);
   }
 }
 
