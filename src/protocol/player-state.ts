@@ -50,12 +50,24 @@ class Slot {
   baseTick = -1;
   /** The serialization's fields: bit offsets and widths of each primitive write (-1: too many). */
   fieldCount = -1;
-  readonly fieldStart = new Uint16Array(PLAYER_STATE_MAX_FIELDS);
-  readonly fieldBits = new Uint8Array(PLAYER_STATE_MAX_FIELDS);
+  readonly fieldStart: Uint16Array;
+  readonly fieldBits: Uint8Array;
   /** Each field's value as its bits read back (unsigned): the field delta reads them from here. */
-  readonly fieldValue = new Uint32Array(PLAYER_STATE_MAX_FIELDS);
-  readonly bytes = new Uint8Array(PLAYER_STATE_MAX_BYTES);
+  readonly fieldValue: Uint32Array;
+  readonly bytes: Uint8Array;
+
+  /** The slot's arrays lie in `block` from `at` (SLOT_BYTES, 4-aligned): a history's slots are one block. */
+  constructor(block: ArrayBuffer, at: number) {
+    const n = PLAYER_STATE_MAX_FIELDS;
+    this.fieldValue = new Uint32Array(block, at, n);
+    this.fieldStart = new Uint16Array(block, at + 4 * n, n);
+    this.fieldBits = new Uint8Array(block, at + 6 * n, n);
+    this.bytes = new Uint8Array(block, at + 7 * n, PLAYER_STATE_MAX_BYTES);
+  }
 }
+
+/** Bytes of one slot's arrays (field values, starts, widths and the state's bytes), 4-aligned. */
+const SLOT_BYTES = (7 * PLAYER_STATE_MAX_FIELDS + PLAYER_STATE_MAX_BYTES + 3) & ~3;
 
 /** A write stream that notes where each primitive write starts and how wide it is. */
 class FieldRecorder extends BitStream {
@@ -157,7 +169,8 @@ export class PlayerStateHistory<P> {
     }
     this.codec = { serialize };
     this.slots = [];
-    for (let i = 0; i < frameHistory; i++) this.slots.push(new Slot());
+    const block = new ArrayBuffer(frameHistory * SLOT_BYTES);
+    for (let i = 0; i < frameHistory; i++) this.slots.push(new Slot(block, i * SLOT_BYTES));
     this.mask = frameHistory - 1;
   }
 
