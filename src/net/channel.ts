@@ -62,6 +62,7 @@
 
 import { BitStream } from '../protocol/bitstream.ts';
 import { seqAdd, seqDiff, seqGreaterThan } from '../protocol/sequence.ts';
+import { SequenceSlots } from '../sim/ring.ts';
 import { crc32 } from './crc32.ts';
 import { NONCE_BYTES, PACKET_TAG_BYTES, type PacketKeys, writeNonce } from './packet-crypto.ts';
 import {
@@ -449,9 +450,7 @@ const SENT_BUFFER_SIZE = 512;
  * contiguous blocks. A server holds hundreds of channels, and every packet it receives looks
  * up to 33 of them up (its acknowledgements).
  */
-class SentPackets {
-  /** The sequence each slot holds (-1: none). */
-  readonly sequence = new Int32Array(SENT_BUFFER_SIZE).fill(-1);
+class SentPackets extends SequenceSlots {
   readonly sendTimeMs = new Float64Array(SENT_BUFFER_SIZE);
   readonly acked = new Uint8Array(SENT_BUFFER_SIZE);
   /** The ack the packet carried (-1: none): once it is acknowledged, the peer holds an ack at least this new. */
@@ -460,17 +459,8 @@ class SentPackets {
   /** The reliable message ids it carried: RELIABLE_MAX_PER_PACKET from slot * RELIABLE_MAX_PER_PACKET. */
   readonly messageIds = new Uint16Array(SENT_BUFFER_SIZE * RELIABLE_MAX_PER_PACKET);
 
-  /** The slot of `sequence`, or -1 when it is not remembered. */
-  slot(sequence: number): number {
-    const i = sequence & (SENT_BUFFER_SIZE - 1);
-    return this.sequence[i] === sequence ? i : -1;
-  }
-
-  /** Claims the slot of `sequence` (forgetting what it held) and returns it. */
-  insert(sequence: number): number {
-    const i = sequence & (SENT_BUFFER_SIZE - 1);
-    this.sequence[i] = sequence;
-    return i;
+  constructor() {
+    super(SENT_BUFFER_SIZE);
   }
 }
 /** RTT assumed for reliable resends before the first sample. */

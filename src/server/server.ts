@@ -28,7 +28,7 @@ import type { EntityType, EntityTypeSchema } from '../protocol/schema.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
 import type { Vec3 } from '../sim/math.ts';
-import { nextPowerOfTwo } from '../sim/ring.ts';
+import { nextPowerOfTwo, SequenceSlots } from '../sim/ring.ts';
 import { createFrameBits, FramePacing, FrameWriter } from './client-frames.ts';
 import {
   CommandQueue,
@@ -173,7 +173,6 @@ export interface ServerStats extends ConnectionStats {
   phaseMs: { receive: number; simulate: number; send: number };
 }
 
-/** A frame packet sent: its server tick, when it went and its size (for acks and rate control). */
 /** Packets remembered per client, sent (frames) and received (acknowledgements). */
 const SENT_FRAMES = 1024;
 const PACKET_ACKS = 256;
@@ -183,25 +182,14 @@ const PACKET_ACKS = 256;
  * per field, not an object per packet (a server of 512 clients held half a million of them, and
  * looks one up for every acknowledgement).
  */
-class SentFrames {
-  /** The packet sequence each slot holds (-1: none). */
-  readonly sequence = new Int32Array(SENT_FRAMES).fill(-1);
+class SentFrames extends SequenceSlots {
   /** The server tick of the frame it carried. */
   readonly tick = new Float64Array(SENT_FRAMES);
   readonly sentMs = new Float64Array(SENT_FRAMES);
   readonly bytes = new Int32Array(SENT_FRAMES);
 
-  /** The slot of packet `sequence`, or -1 when it is not remembered. */
-  slot(sequence: number): number {
-    const i = sequence & (SENT_FRAMES - 1);
-    return this.sequence[i] === sequence ? i : -1;
-  }
-
-  /** Claims the slot of packet `sequence` and returns it. */
-  insert(sequence: number): number {
-    const i = sequence & (SENT_FRAMES - 1);
-    this.sequence[i] = sequence;
-    return i;
+  constructor() {
+    super(SENT_FRAMES);
   }
 }
 
@@ -209,22 +197,12 @@ class SentFrames {
  * What each packet from a client acknowledged (the newest frame's tick, -1: none) and the newest
  * command it carried (-1: none), by the client's packet sequence modulo PACKET_ACKS.
  */
-class PacketAcks {
-  readonly sequence = new Int32Array(PACKET_ACKS).fill(-1);
+class PacketAcks extends SequenceSlots {
   readonly tick = new Float64Array(PACKET_ACKS);
   readonly newestCommand = new Float64Array(PACKET_ACKS);
 
-  /** The slot of packet `sequence`, or -1 when it is not remembered. */
-  slot(sequence: number): number {
-    const i = sequence & (PACKET_ACKS - 1);
-    return this.sequence[i] === sequence ? i : -1;
-  }
-
-  /** Claims the slot of packet `sequence` and returns it. */
-  insert(sequence: number): number {
-    const i = sequence & (PACKET_ACKS - 1);
-    this.sequence[i] = sequence;
-    return i;
+  constructor() {
+    super(PACKET_ACKS);
   }
 }
 

@@ -8,6 +8,39 @@ export function nextPowerOfTwo(n: number): number {
 }
 
 /**
+ * A sequence buffer's tags without its entries: which sequence each of `size` slots (a power of
+ * two) holds, for records the owner keeps in typed arrays indexed by slot (a field per array, no
+ * object per entry). `slot(seq)` is -1 unless that slot still holds `seq`. Sequences up to 2^31.
+ */
+export class SequenceSlots {
+  readonly size: number;
+  private readonly mask: number;
+  private readonly tags: Int32Array;
+
+  constructor(size: number) {
+    if (!Number.isInteger(size) || size < 1 || (size & (size - 1)) !== 0) {
+      throw new RangeError(`SequenceSlots: size must be a power of two, got ${size}`);
+    }
+    this.size = size;
+    this.mask = size - 1;
+    this.tags = new Int32Array(size).fill(-1);
+  }
+
+  /** The slot holding `seq`, or -1. */
+  slot(seq: number): number {
+    const i = seq & this.mask;
+    return this.tags[i] === seq ? i : -1;
+  }
+
+  /** Claims the slot of `seq` (forgetting what it held) and returns it for the caller to fill. */
+  insert(seq: number): number {
+    const i = seq & this.mask;
+    this.tags[i] = seq;
+    return i;
+  }
+}
+
+/**
  * A sequence buffer (Fiedler's): a power-of-two array of preallocated entries, each tagged with
  * the sequence number stored in it. `get(seq)` returns the entry only if that slot still holds
  * `seq`, so stale entries from a lap ago are never mistaken for current ones. Works with 16-bit wire

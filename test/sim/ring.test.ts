@@ -1,7 +1,7 @@
 // Tests for the power-of-two sequence buffer: insert/get/has/remove, stale laps, sizes.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { nextPowerOfTwo, SequenceBuffer } from '../../src/sim/ring.ts';
+import { nextPowerOfTwo, SequenceBuffer, SequenceSlots } from '../../src/sim/ring.ts';
 
 const SEED = Number(process.env.SEED ?? 0x7165);
 const at = `seed ${SEED}`;
@@ -127,6 +127,29 @@ describe('nextPowerOfTwo', () => {
       expect(nextPowerOfTwo(2 ** k), `2^${k}`).toBe(2 ** k);
       if (k > 1) expect(nextPowerOfTwo(2 ** k - 1), `2^${k}-1`).toBe(2 ** k);
       expect(nextPowerOfTwo(2 ** k + 1), `2^${k}+1`).toBe(2 ** (k + 1));
+    }
+  });
+});
+
+describe('SequenceSlots', () => {
+  it('a slot holds exactly the sequence last inserted into it, never one a lap away', () => {
+    const t = new SequenceSlots(16);
+    expect(t.size).toBe(16);
+    expect(t.slot(3), 'nothing inserted').toBe(-1);
+    expect(t.slot(0), 'a fresh slot holds no sequence, not 0').toBe(-1);
+    expect(t.insert(3)).toBe(3);
+    expect(t.slot(3)).toBe(3);
+    expect(t.slot(19), 'the same slot a lap later is not this sequence').toBe(-1);
+    expect(t.insert(19), 'a lap later claims the same slot').toBe(3);
+    expect(t.slot(3), 'and forgets the older sequence').toBe(-1);
+    expect(t.slot(19)).toBe(3);
+    expect(t.insert(0xffff)).toBe(15);
+    expect(t.slot(0xffff)).toBe(15);
+  });
+
+  it('refuses a size that is not a power of two, naming it', () => {
+    for (const bad of [0, 3, 12, 1.5, -4]) {
+      expect(() => new SequenceSlots(bad), `${bad}`).toThrow(/SequenceSlots: size must be a power of two/);
     }
   });
 });
