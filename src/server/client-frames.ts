@@ -20,6 +20,7 @@ import {
 } from '../protocol/frames.ts';
 import type { PlayerStateHistory } from '../protocol/player-state.ts';
 import type { GameDefinition } from '../sim/game.ts';
+import { vec3 } from '../sim/math.ts';
 import type { EventLog } from './events.ts';
 import type { SnapshotWriter } from './snapshot-writer.ts';
 
@@ -171,11 +172,11 @@ export class FrameWriter<P, W> {
   private readonly frame: ServerFrame<P>;
   private readonly codec: ServerFrameCodec<P>;
   private readonly measure: BitStream;
-  private readonly viewer = { x: 0, y: 0, z: 0 };
+  private readonly viewer = vec3();
   /** The frame's player part, written once per frame (and whether that succeeded). */
   private readonly playerPart = new BitStream(MAX_PACKET_BYTES);
   private playerPartOk = false;
-  private readonly sourceOrigin = { x: 0, y: 0, z: 0 };
+  private readonly sourceOrigin = vec3();
   private current: FrameClient<P> | null = null;
   /** Where in the packet (bits) the frame being written must end. */
   private endBits = 0;

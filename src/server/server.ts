@@ -27,7 +27,7 @@ import { PlayerStateHistory } from '../protocol/player-state.ts';
 import type { EntityType, EntityTypeSchema } from '../protocol/schema.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
-import type { Vec3 } from '../sim/math.ts';
+import { type Vec3, vec3 } from '../sim/math.ts';
 import { nextPowerOfTwo, SequenceSlots } from '../sim/ring.ts';
 import { createFrameBits, FramePacing, FrameWriter } from './client-frames.ts';
 import {
@@ -453,7 +453,7 @@ export class GameServer<P, W> {
   private readonly blankState: P;
   private nowMs = 0;
   private nextTickMs = -1;
-  private readonly point: Vec3 = { x: 0, y: 0, z: 0 };
+  private readonly point: Vec3 = vec3();
   private readonly writeClientFrame = (client: ServerClient<P>, s: BitStream): void =>
     this.frames.write(client, this.tick, s);
 

@@ -121,8 +121,29 @@ export interface Vec3 {
   z: number;
 }
 
+/**
+ * The vectors `vec3` makes: a class, not an object literal. V8 gives object literals with the
+ * same keys in the same order one shared tree of hidden classes, so a literal `{ x, y, z }` shares
+ * its fields' representation with every other such literal in the program, an entity field table
+ * `{ x: spec, y: spec, z: spec }` included; once one holds an object, every number stored in any
+ * of them is boxed on the heap (an allocation per store). A class's instances have a tree of
+ * their own, so their fields stay unboxed doubles.
+ */
+class Vector3 implements Vec3 {
+  // `declare`: a declared field would be defined as undefined before the constructor runs (ES2022
+  // class fields), which boxes its numbers just the same.
+  declare x: number;
+  declare y: number;
+  declare z: number;
+  constructor(x: number, y: number, z: number) {
+    this.x = x;
+    this.y = y;
+    this.z = z;
+  }
+}
+
 export function vec3(x = 0, y = 0, z = 0): Vec3 {
-  return { x, y, z };
+  return new Vector3(x, y, z);
 }
 
 export function copyVec3(out: Vec3, a: Vec3): Vec3 {

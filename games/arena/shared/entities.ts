@@ -4,7 +4,7 @@
 import type { UserCommand } from 'backstep/protocol';
 import { defineEntityType, defineGameSchema, type FieldTable, typeIdOf } from 'backstep/protocol';
 import type { HitscanDefinition } from 'backstep/sim';
-import { dcos, dsin, type Vec3 } from 'backstep/sim';
+import { dcos, dsin, type Vec3, vec3 } from 'backstep/sim';
 import { PLAYER_CODE_COUNTS, PROJECTILE_CODE_COUNTS } from './codes.ts';
 import {
   ANGLE_BITS,
@@ -129,8 +129,8 @@ export function targetFromEntity(
   return out;
 }
 
-const boxMins = { x: 0, y: 0, z: 0 };
-const boxMaxs = { x: 0, y: 0, z: 0 };
+const boxMins = vec3();
+const boxMaxs = vec3();
 
 /** Largest distance from a player's origin to any point of its hitboxes (standing or crouched). */
 function hitboxRadius(): number {

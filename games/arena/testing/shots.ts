@@ -13,7 +13,7 @@ import {
   type ServerClient,
   type ServerHooks,
 } from 'backstep/server';
-import { Random } from 'backstep/sim';
+import { Random, vec3 } from 'backstep/sim';
 import { type InputDriver, type RayVerdict, ShotLedger } from 'backstep/testing';
 import {
   BUTTON_ATTACK,
@@ -158,7 +158,7 @@ export class ArenaShotLedger extends ShotLedger<ArenaPlayerState, ArenaWorld> {
   aroundCorner = 0;
   decisiveHits = 0;
   private readonly trace = createTraceResult();
-  private readonly point = { x: 0, y: 0, z: 0 };
+  private readonly point = vec3();
 
   constructor() {
     super(arenaGame, readArenaRay, {
