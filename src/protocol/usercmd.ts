@@ -121,6 +121,98 @@ export function copyUserCommand(out: UserCommand, c: UserCommand): UserCommand {
   return out;
 }
 
+/** Numbers a CommandRing keeps per command: every UserCommand field. */
+const RING_FIELDS = 16;
+
+/**
+ * User commands by number in one Float64Array (RING_FIELDS numbers each) for queues that hold
+ * hundreds per client. A UserCommand object keeps each fractional field (angles, view fraction,
+ * a number past 2^30) in a number box of its own elsewhere on the heap, so copying into a slot
+ * untouched for seconds cost about as many cache misses as fields; here a command is two
+ * adjacent cache lines. `size` is a power of two; any number up to 2^32 is a key.
+ */
+export class CommandRing {
+  readonly size: number;
+  private readonly mask: number;
+  private readonly tags: Float64Array;
+  private readonly values: Float64Array;
+
+  constructor(size: number) {
+    if (!Number.isInteger(size) || size < 1 || (size & (size - 1)) !== 0) {
+      throw new RangeError(`CommandRing: size must be a power of two, got ${size}`);
+    }
+    this.size = size;
+    this.mask = size - 1;
+    this.tags = new Float64Array(size).fill(-1);
+    this.values = new Float64Array(size * RING_FIELDS);
+  }
+
+  has(sequence: number): boolean {
+    return this.tags[sequence & this.mask] === sequence;
+  }
+
+  /** Stores `cmd` under its number, replacing whatever its slot held. */
+  put(cmd: UserCommand): void {
+    const slot = cmd.sequence & this.mask;
+    this.tags[slot] = cmd.sequence;
+    const v = this.values;
+    const o = slot * RING_FIELDS;
+    v[o] = cmd.sequence;
+    v[o + 1] = cmd.msec;
+    v[o + 2] = cmd.pitch;
+    v[o + 3] = cmd.yaw;
+    v[o + 4] = cmd.roll;
+    v[o + 5] = cmd.forwardMove;
+    v[o + 6] = cmd.sideMove;
+    v[o + 7] = cmd.upMove;
+    v[o + 8] = cmd.buttons;
+    v[o + 9] = cmd.impulse;
+    v[o + 10] = cmd.randomSeed;
+    v[o + 11] = cmd.lerpMsec;
+    v[o + 12] = cmd.viewTickA;
+    v[o + 13] = cmd.viewTickB;
+    v[o + 14] = cmd.viewFraction;
+    v[o + 15] = cmd.viewNewest;
+  }
+
+  /** Copies command `sequence` into `out` and returns it, or undefined (out untouched) when not held. */
+  read(sequence: number, out: UserCommand): UserCommand | undefined {
+    const slot = sequence & this.mask;
+    if (this.tags[slot] !== sequence) return undefined;
+    const v = this.values;
+    const o = slot * RING_FIELDS;
+    out.sequence = v[o];
+    out.msec = v[o + 1];
+    out.pitch = v[o + 2];
+    out.yaw = v[o + 3];
+    out.roll = v[o + 4];
+    out.forwardMove = v[o + 5];
+    out.sideMove = v[o + 6];
+    out.upMove = v[o + 7];
+    out.buttons = v[o + 8];
+    out.impulse = v[o + 9];
+    out.randomSeed = v[o + 10];
+    out.lerpMsec = v[o + 11];
+    out.viewTickA = v[o + 12];
+    out.viewTickB = v[o + 13];
+    out.viewFraction = v[o + 14];
+    out.viewNewest = v[o + 15];
+    return out;
+  }
+
+  /** msec of command `sequence`, or -1 when not held. */
+  msec(sequence: number): number {
+    const slot = sequence & this.mask;
+    return this.tags[slot] === sequence ? this.values[slot * RING_FIELDS + 1] : -1;
+  }
+
+  /** Forgets command `sequence` (nothing when its slot holds another). */
+  remove(sequence: number): void {
+    const slot = sequence & this.mask;
+    if (this.tags[slot] === sequence) this.tags[slot] = -1;
+  }
+}
+
 /** Quantizes a view fraction to the wire's 1/4096 steps. */
 export function quantizeViewFraction(f: number): number {
   const max = CMD_VIEW_FRACTION_MAX * CMD_VIEW_FRACTION_STEPS;

@@ -8,12 +8,12 @@ import {
   CMD_MSEC_MIN,
   CMD_VIEW_DELTA_MAX,
   CMD_VIEW_NEWEST_MAX,
+  CommandRing,
   copyUserCommand,
   createUserCommand,
   quantizeViewFraction,
   type UserCommand,
 } from '../protocol/usercmd.ts';
-import { SequenceBuffer } from '../sim/ring.ts';
 
 export interface CommandBudgetConfig {
   /**
@@ -152,16 +152,26 @@ export class CommandQueue {
    */
   lastWaitMs = 0;
 
-  private readonly pending = new SequenceBuffer<UserCommand>(QUEUE_SIZE, createUserCommand);
+  /** Commands waiting to run (clamped), by number. */
+  private readonly pending = new CommandRing(QUEUE_SIZE);
   /**
    * Every command received, as its first copy came (before clamping), by number: the bases the client's
    * runs are encoded against (`serializeCommandRun`). Twice the queue, so a base the client may
    * still name (at most MAX_COMMAND_BASE_GAP before a run) is never overwritten by a command it
    * has not sent yet.
    */
-  private readonly received = new SequenceBuffer<UserCommand>(2 * QUEUE_SIZE, createUserCommand);
-  /** `received` as a lookup for the command run decoder (made once). */
-  readonly lookup = (sequence: number): UserCommand | undefined => this.received.get(sequence);
+  private readonly received = new CommandRing(2 * QUEUE_SIZE);
+  /** What `lookup` last gave. */
+  private readonly base = createUserCommand();
+  /**
+   * `received` as a lookup for the command run decoder (made once): the command comes back in
+   * one reused object, valid until the next look-up (the decoder reads one base per run).
+   */
+  readonly lookup = (sequence: number): UserCommand | undefined => this.received.read(sequence, this.base);
+  /** A received command being clamped before it queues. */
+  private readonly incoming = createUserCommand();
+  /** The command `next()` last returned. */
+  private readonly current = createUserCommand();
   /** The reorder window in use (ms): see CommandBudgetConfig.reorderWindowMs. */
   reorderWindowMs: number;
   /**
@@ -226,7 +236,7 @@ export class CommandQueue {
   receive(cmd: UserCommand): void {
     const seq = cmd.sequence;
     // A copy of a command already held is the same command (the client repeats what it sent).
-    if (!this.received.has(seq)) copyUserCommand(this.received.insert(seq), cmd);
+    if (!this.received.has(seq)) this.received.put(cmd);
     if (seq > this.newestReceived) this.newestReceived = seq;
     if (seq > this.newestSeen) {
       this.newestSeen = Math.min(seq, this.lastDone + MAX_LOST_PER_CLAIM + 1);
@@ -244,11 +254,11 @@ export class CommandQueue {
       else this.stats.duplicates++;
       return;
     }
-    const slot = this.pending.insert(seq);
-    copyUserCommand(slot, cmd);
+    const slot = copyUserCommand(this.incoming, cmd);
     this.arrivedAtMs[seq % QUEUE_SIZE] = this.clockMs;
     if (clearInvalidInput(slot, this.config.validButtons, this.config.maxImpulse)) this.stats.invalidInput++;
     if (sanitize(slot)) this.stats.clamped++;
+    this.pending.put(slot);
     this.queuedMs += slot.msec;
     if (this.bundleAtMs !== this.clockMs) {
       this.bundleAtMs = this.clockMs;
@@ -268,8 +278,8 @@ export class CommandQueue {
    */
   addRealTime(ms: number): void {
     const { commandSlackMs, catchUpRate } = this.config;
-    const head = this.pending.get(this.lastDone + 1);
-    const cap = head !== undefined && head.msec > commandSlackMs ? head.msec : commandSlackMs;
+    const headMsec = this.pending.msec(this.lastDone + 1);
+    const cap = headMsec > commandSlackMs ? headMsec : commandSlackMs;
     this.budgetMs = Math.min(cap, this.budgetMs + ms);
     this.clockMs += ms;
     if (this.gapSinceMs >= 0 && this.clientHearing) this.gapHeardMs += ms;
@@ -285,13 +295,14 @@ export class CommandQueue {
    * while commands wait, the oldest are dropped as the drain allows, and at once when more than
    * max(slack, CMD_MSEC_MAX) waits (a client running faster than real time, or a stale backlog).
    * Dropped commands are counted; no time is ever lent, and what a client leaves unused is
-   * collected later only up to the slack.
+   * collected later only up to the slack. The command comes in one object the queue reuses: it
+   * holds this command until the next call.
    */
   next(): UserCommand | undefined {
     const waitLimit = Math.max(this.config.commandSlackMs, CMD_MSEC_MAX);
     for (;;) {
       const seq = this.lastDone + 1;
-      const cmd = this.pending.get(seq);
+      const cmd = this.pending.read(seq, this.current);
       if (cmd === undefined) {
         // Missing: wait while nothing newer is here, or for the reorder window after it was.
         if (seq >= this.newestSeen) {

@@ -7,6 +7,7 @@ import {
   CMD_MSEC_MAX,
   CMD_MSEC_MIN,
   CMD_VIEW_FRACTION_MAX,
+  CommandRing,
   copyUserCommand,
   createUserCommand,
   nextRandomSeed,
@@ -373,5 +374,57 @@ describe('serializeUserCommand', () => {
       }),
       { seed: SEED, numRuns: 500 },
     );
+  });
+});
+
+describe('CommandRing', () => {
+  it('gives back every field of each command stored, by number, and nothing for a number it does not hold', () => {
+    fc.assert(
+      fc.property(fc.array(commandArb, { minLength: 1, maxLength: 40 }), u32, (cmds, first) => {
+        const ring = new CommandRing(64);
+        // Numbers from `first` up, wrapping below 2^32, so the top of the range is covered.
+        cmds.forEach((c, i) => {
+          c.sequence = first + i > 0xffffffff ? first + i - 0xffffffff : first + i;
+          ring.put(c);
+        });
+        const out = createUserCommand();
+        for (const c of cmds) {
+          expect(ring.has(c.sequence), at).toBe(true);
+          expect(ring.msec(c.sequence), at).toBe(c.msec);
+          expect(ring.read(c.sequence, out), at).toBe(out);
+          expect(out, at).toEqual(c);
+        }
+        const absent = cmds[0].sequence + 64 > 0xffffffff ? cmds[0].sequence - 64 : cmds[0].sequence + 64;
+        const before = { ...out };
+        expect(ring.has(absent), at).toBe(false);
+        expect(ring.read(absent, out), at).toBeUndefined();
+        expect(out, `${at}: a miss leaves out untouched`).toEqual(before);
+        expect(ring.msec(absent), at).toBe(-1);
+      }),
+      { seed: SEED, numRuns: 300 },
+    );
+  });
+
+  it('a command a lap later takes the slot; remove forgets only the number it names', () => {
+    const ring = new CommandRing(8);
+    const c = createUserCommand();
+    c.sequence = 3;
+    c.msec = 16;
+    ring.put(c);
+    c.sequence = 11;
+    c.msec = 17;
+    ring.put(c);
+    expect(ring.has(3)).toBe(false);
+    expect(ring.msec(11)).toBe(17);
+    ring.remove(3);
+    expect(ring.has(11)).toBe(true);
+    ring.remove(11);
+    expect(ring.has(11)).toBe(false);
+    expect(ring.read(11, createUserCommand())).toBeUndefined();
+  });
+
+  it('refuses a size that is not a power of two, naming it', () => {
+    expect(() => new CommandRing(12)).toThrow(/power of two, got 12/);
+    expect(() => new CommandRing(0)).toThrow(/power of two, got 0/);
   });
 });
