@@ -279,7 +279,7 @@ export class CommandQueue {
   addRealTime(ms: number): void {
     const { commandSlackMs, catchUpRate } = this.config;
     const headMsec = this.pending.msec(this.lastDone + 1);
-    const cap = headMsec > commandSlackMs ? headMsec : commandSlackMs;
+    const cap = Math.max(headMsec, commandSlackMs);
     this.budgetMs = Math.min(cap, this.budgetMs + ms);
     this.clockMs += ms;
     if (this.gapSinceMs >= 0 && this.clientHearing) this.gapHeardMs += ms;

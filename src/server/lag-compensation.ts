@@ -154,6 +154,9 @@ export class LagCompensator<P, W> {
    * the client held of each in frames A and B (undefined: not held), found by `findHeld`.
    */
   private readonly heldPlayers: Int32Array;
+  /** What the client held in frames A and B, by entity (SnapshotWriter.heldTicks). */
+  private readonly heldTicksA: Uint32Array;
+  private readonly heldTicksB: Uint32Array;
   private readonly heldSlotsA: (HistorySlot | undefined)[];
   private readonly heldSlotsB: (HistorySlot | undefined)[];
   private heldCount = 0;
@@ -180,6 +183,8 @@ export class LagCompensator<P, W> {
       values: new Float64Array(store.maxEntities * this.stride),
     };
     this.heldPlayers = new Int32Array(store.maxEntities);
+    this.heldTicksA = new Uint32Array(store.maxEntities);
+    this.heldTicksB = new Uint32Array(store.maxEntities);
     this.heldSlotsA = new Array(store.maxEntities).fill(undefined);
     this.heldSlotsB = new Array(store.maxEntities).fill(undefined);
   }
@@ -284,8 +289,10 @@ export class LagCompensator<P, W> {
     players: Int32Array,
     playerCount: number,
   ): boolean {
-    const heldA = writer.heldTicks(cmd.viewTickA) as Readonly<Uint32Array>;
-    const heldB = writer.heldTicks(cmd.viewTickB) as Readonly<Uint32Array>;
+    const heldA = this.heldTicksA;
+    const heldB = this.heldTicksB;
+    writer.heldTicks(cmd.viewTickA, heldA);
+    writer.heldTicks(cmd.viewTickB, heldB);
     const store = this.store;
     let n = 0;
     for (let i = 0; i < playerCount; i++) {

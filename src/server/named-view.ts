@@ -5,6 +5,7 @@
 // overlay are built from it.
 
 import type { EntityStore } from './entities.ts';
+import { NOT_HELD } from './snapshot-cache.ts';
 import type { SnapshotWriter } from './snapshot-writer.ts';
 
 const IN_A = 1;
@@ -117,12 +118,17 @@ export class NamedViewBuilder {
   private readonly listA: Uint16Array;
   private readonly listB: Uint16Array;
   private readonly mark: Uint8Array;
+  /** What the client held in frames A and B, by entity (SnapshotWriter.heldTicks). */
+  private readonly heldA: Uint32Array;
+  private readonly heldB: Uint32Array;
 
   constructor(store: EntityStore) {
     this.store = store;
     this.listA = new Uint16Array(store.maxEntities);
     this.listB = new Uint16Array(store.maxEntities);
     this.mark = new Uint8Array(store.maxEntities);
+    this.heldA = new Uint32Array(store.maxEntities);
+    this.heldB = new Uint32Array(store.maxEntities);
   }
 
   /**
@@ -140,21 +146,26 @@ export class NamedViewBuilder {
     const nB = writer.frameView(tickB, this.listB);
     const nA = tickA === tickB ? 0 : writer.frameView(tickA, this.listA);
     if (nB < 0 || nA < 0) return false;
+    const heldB = this.heldB;
+    const heldA = this.heldA;
+    writer.heldTicks(tickB, heldB);
+    if (tickA !== tickB) writer.heldTicks(tickA, heldA);
+    else heldA.set(heldB);
     const mark = this.mark;
     let ok = true;
     for (let k = 0; k < nB && ok; k++) {
       const e = this.listB[k];
       mark[e] = 1;
-      const slotB = store.history(writer.heldTick(tickB, e));
+      const slotB = store.history(heldB[e]);
       if (slotB === undefined) {
         ok = false;
         break;
       }
       const t = slotB.type[e];
       if (onlyType >= 0 && t !== onlyType) continue;
-      const heldA = writer.heldTick(tickA, e);
-      const slotA = heldA < 0 ? undefined : store.history(heldA);
-      if (heldA >= 0 && slotA === undefined) {
+      const tA = heldA[e];
+      const slotA = tA === NOT_HELD ? undefined : store.history(tA);
+      if (tA !== NOT_HELD && slotA === undefined) {
         ok = false;
         break;
       }
@@ -174,7 +185,7 @@ export class NamedViewBuilder {
     for (let k = 0; k < nA && ok; k++) {
       const e = this.listA[k];
       if (mark[e] !== 0) continue;
-      const slotA = store.history(writer.heldTick(tickA, e));
+      const slotA = store.history(heldA[e]);
       if (slotA === undefined) {
         ok = false;
         break;

@@ -150,30 +150,86 @@ export function priorityBucketFast(p: number): number {
 }
 
 /**
- * What a client holds once it has a frame: `held[e]` for e in `view`, NOT_HELD for every other e;
- * for each e in view, what its next update is predicted from: `sent[e]`, the tick of the frame
- * whose entry brought the client's newer value (its `age` at a frame is that frame's tick less
- * this, saturating at SPAN_MAX), and `spans[e]`, which packs one byte each from the second
+ * What a client holds, entity by entity: `held[e]`, the tick of the values it holds for e, or
+ * NOT_HELD; for each e held, what its next update is predicted from: `sent[e]`, the tick of the
+ * frame whose entry brought the client's newer value (its `age` at a frame is that frame's tick
+ * less this, saturating at SPAN_MAX), and `spans[e]`, which packs one byte each from the second
  * lowest: `gap` (ticks from its older value's entry to the newer's; 0: none), `back` (the older
  * value is the values at sent - back) and `type`, the type of the entity it holds; its lowest byte
- * is 0, where the cache key (snapshot-cache.ts) puts the age. Every value is absolute or relative
- * to the entity's own entries, so a new frame starts as a copy of its baseline's arrays (a
- * memory copy, not a pass over the entities) and changes only what it sends.
+ * is 0, where the cache key (snapshot-cache.ts) puts the age. `spans` and `sent` mean nothing where
+ * `held` is NOT_HELD. Every value is absolute or relative to the entity's own entries.
+ */
+interface HeldState {
+  readonly held: Uint32Array;
+  readonly spans: Uint32Array;
+  readonly sent: Uint32Array;
+}
+
+/**
+ * The held state of the frame being written, by entity index: one for every writer of a store
+ * (`workFor`), since writes never overlap. A write starts it from its baseline's entries, changes
+ * what it sends, keeps the result as the new frame's entries and clears what it set, so `held`
+ * is NOT_HELD everywhere between writes. Shared, it stays in cache across the clients' frames,
+ * where each writer's own arrays would be read cold for every frame.
+ */
+class FrameWork implements HeldState {
+  readonly held: Uint32Array;
+  readonly spans: Uint32Array;
+  readonly sent: Uint32Array;
+  /** A write began and did not finish (it failed, or threw): `held` is cleared whole before the next. */
+  dirty = false;
+  constructor(maxEntities: number) {
+    this.held = new Uint32Array(maxEntities).fill(NOT_HELD);
+    this.spans = new Uint32Array(maxEntities);
+    this.sent = new Uint32Array(maxEntities);
+  }
+}
+
+const works = new WeakMap<EntityStore, FrameWork>();
+
+/** The FrameWork every writer of `store` shares. */
+function workFor(store: EntityStore): FrameWork {
+  let work = works.get(store);
+  if (work === undefined) {
+    work = new FrameWork(store.maxEntities);
+    works.set(store, work);
+  }
+  return work;
+}
+
+/** Entries a frame has room for at first; it grows to the largest view it is written with. */
+const FRAME_START_CAPACITY = 64;
+
+/**
+ * What a client holds once it has a frame: the entities in its view (`view[0..viewCount)`, in no
+ * set order) and, at the same positions, their `held`, `spans` and `sent` (HeldState); every
+ * other entity is not held. A frame keeps only its view: a client's frames stay in memory for
+ * the lag-compensation history (about 130 at 32 frames a second), so their size is their view's,
+ * not the store's.
  */
 class Frame {
   tick = -1;
   /** The tick this frame was last written for (even if the write failed), -1: never. */
   writtenTick = -1;
   viewCount = 0;
-  readonly held: Uint32Array;
-  readonly view: Uint16Array;
-  readonly spans: Uint32Array;
-  readonly sent: Uint32Array;
-  constructor(maxEntities: number) {
+  view!: Uint16Array;
+  held!: Uint32Array;
+  spans!: Uint32Array;
+  sent!: Uint32Array;
+  constructor(capacity: number) {
+    this.allocate(capacity);
+  }
+
+  /** Makes room for `count` entries (their values are not kept: only before they are written). */
+  reserve(count: number, maxEntities: number): void {
+    if (count > this.view.length) this.allocate(Math.min(maxEntities, Math.max(count, 2 * this.view.length)));
+  }
+
+  private allocate(capacity: number): void {
     // One block for the four arrays, so a frame's memory is contiguous.
-    const n = maxEntities;
+    const n = capacity;
     const block = new ArrayBuffer(n * 12 + ((n * 2 + 3) & ~3));
-    this.held = new Uint32Array(block, 0, n).fill(NOT_HELD);
+    this.held = new Uint32Array(block, 0, n);
     this.spans = new Uint32Array(block, n * 4, n);
     this.sent = new Uint32Array(block, n * 8, n);
     this.view = new Uint16Array(block, n * 12, n);
@@ -186,7 +242,7 @@ function heldTooLong(held: number, tick: number, maxHeldAge: number): boolean {
 }
 
 /** An entity's cache key spans (snapshot-cache.ts) at frame `tick`: its age in the lowest byte. */
-function spansAt(frame: Frame, e: number, tick: number): number {
+function spansAt(frame: HeldState, e: number, tick: number): number {
   return (frame.spans[e] | Math.min(tick - frame.sent[e], SPAN_MAX)) >>> 0;
 }
 
@@ -230,6 +286,8 @@ export class SnapshotWriter {
   private readonly frameHistory: number;
   /** Ticks remembered: a frame's slot is its tick modulo this. */
   private readonly remembered: number;
+  /** The held state of the frame being written (shared by every writer of the store). */
+  private readonly work: FrameWork;
   private readonly priority: Float64Array;
   private readonly mark: Uint8Array;
   private readonly op: Int8Array;
@@ -288,6 +346,7 @@ export class SnapshotWriter {
     this.slotOf = new Int32Array(remembered).fill(-1);
     this.written = new Int32Array(remembered);
     this.free = new Int32Array(remembered);
+    this.work = workFor(store);
     this.priority = new Float64Array(n);
     this.mark = new Uint8Array(n);
     this.op = new Int8Array(n).fill(NO_OP);
@@ -349,7 +408,7 @@ export class SnapshotWriter {
     if (this.freeCount > 0) i = this.free[--this.freeCount];
     else {
       i = this.frames.length;
-      this.frames.push(new Frame(this.store.maxEntities));
+      this.frames.push(new Frame(FRAME_START_CAPACITY));
     }
     const f = this.frames[i];
     f.writtenTick = tick;
@@ -373,23 +432,34 @@ export class SnapshotWriter {
 
   /**
    * The tick whose values the client holds for entity `index` once it has frame `frameTick`;
-   * -1 when the entity is not in that frame's view or the frame is not remembered.
+   * -1 when the entity is not in that frame's view or the frame is not remembered. A search of
+   * the frame's view: for many entities, `heldTicks` once.
    */
   heldTick(frameTick: number, index: number): number {
     const f = Number.isInteger(frameTick) ? this.frameAt(frameTick) : null;
-    if (f === null || !(index >= 0 && index < f.held.length)) return -1;
-    const held = f.held[index];
-    return held === NOT_HELD ? -1 : held;
+    if (f === null) return -1;
+    const view = f.view;
+    for (let k = 0; k < f.viewCount; k++) if (view[k] === index) return f.held[k];
+    return -1;
   }
 
   /**
-   * What the client holds once it has frame `frameTick`, for every entity: the tick of the values
-   * it holds, or NOT_HELD (heldTick for all entities at once, for loops over many); null when
-   * the frame is not remembered. Read only, and only until the next write.
+   * What the client holds once it has frame `frameTick`, for every entity, into `out` (at least
+   * the store's maxEntities long): the tick of the values it holds, or NOT_HELD. False (and `out`
+   * untouched) when the frame is not remembered.
    */
-  heldTicks(frameTick: number): Readonly<Uint32Array> | null {
+  heldTicks(frameTick: number, out: Uint32Array): boolean {
     const f = Number.isInteger(frameTick) ? this.frameAt(frameTick) : null;
-    return f === null ? null : f.held;
+    if (f === null) return false;
+    if (out.length < this.store.maxEntities) {
+      throw new RangeError(
+        `SnapshotWriter.heldTicks: out has ${out.length} entries, fewer than the store's ${this.store.maxEntities}`,
+      );
+    }
+    out.fill(NOT_HELD);
+    const view = f.view;
+    for (let k = 0; k < f.viewCount; k++) out[view[k]] = f.held[k];
+    return true;
   }
 
   /**
@@ -399,7 +469,8 @@ export class SnapshotWriter {
   frameView(frameTick: number, out: Uint16Array): number {
     const f = Number.isInteger(frameTick) ? this.frameAt(frameTick) : null;
     if (f === null) return -1;
-    out.set(f.view.subarray(0, f.viewCount));
+    const view = f.view;
+    for (let k = 0; k < f.viewCount; k++) out[k] = view[k];
     return f.viewCount;
   }
 
@@ -442,13 +513,22 @@ export class SnapshotWriter {
     }
     const frame = this.acquireFrame(tick);
     frame.viewCount = 0;
-    // What the client holds starts as what the baseline says (a frame's view is exactly its
-    // entities not NOT_HELD); the frame then changes only what it sends.
-    if (base === null) frame.held.fill(NOT_HELD);
-    else {
-      frame.held.set(base.held);
-      frame.spans.set(base.spans);
-      frame.sent.set(base.sent);
+    // What the client holds starts as what the baseline says, in the shared work arrays; the
+    // frame then changes only what it sends.
+    const work = this.work;
+    const held = work.held;
+    if (work.dirty) held.fill(NOT_HELD);
+    work.dirty = true;
+    if (base !== null) {
+      const spans = work.spans;
+      const sent = work.sent;
+      const { view, held: baseHeld, spans: baseSpans, sent: baseSent, viewCount } = base;
+      for (let k = 0; k < viewCount; k++) {
+        const e = view[k];
+        held[e] = baseHeld[k];
+        spans[e] = baseSpans[k];
+        sent[e] = baseSent[k];
+      }
     }
     this.header.tally = this.tally;
 
@@ -461,9 +541,9 @@ export class SnapshotWriter {
     }
 
     const candidateCount = this.gatherCandidates(base, cur, viewerX, viewerY, viewerZ, viewerEntity);
-    const needCount = this.classify(frame, cur, tick, candidateCount, viewerX, viewerY, viewerZ);
+    const needCount = this.classify(work, cur, tick, candidateCount, viewerX, viewerY, viewerZ);
     const chosen = this.choose(
-      frame,
+      work,
       cur,
       tick,
       needCount,
@@ -478,25 +558,40 @@ export class SnapshotWriter {
     st.lastDeferred = needCount - chosen;
     st.deferred += st.lastDeferred;
     const runs = chosen > 0 && this.runsPay(s);
-    if (runs) this.writeRuns(s, frame, cur, tick);
-    else this.writeChosen(s, frame, cur, tick);
+    if (runs) this.writeRuns(s, work, cur, tick);
+    else this.writeChosen(s, work, cur, tick);
     serializeIndexStep(s, 0);
     if (!s.ok) {
-      // The frame stays unusable (tick -1); its arrays are rebuilt whole when its slot is next written.
+      // The frame stays unusable (tick -1); the work arrays are cleared whole before the next write.
       this.clearMarks(candidateCount);
       s.rewind(start);
       return false;
     }
+    // The frame keeps the entities held (its view) with their state; the work arrays are cleared
+    // where this write set them (every entity held is a candidate).
+    frame.reserve(candidateCount, store.maxEntities);
     const candidates = this.candidates;
-    const held = frame.held;
     const mark = this.mark;
     const ops = this.op;
+    const { spans, sent } = work;
+    const { view, held: frameHeld, spans: frameSpans, sent: frameSent } = frame;
+    let n = 0;
     for (let k = 0; k < candidateCount; k++) {
       const e = candidates[k];
-      if (held[e] !== NOT_HELD) frame.view[frame.viewCount++] = e;
+      const h = held[e];
+      if (h !== NOT_HELD) {
+        view[n] = e;
+        frameHeld[n] = h;
+        frameSpans[n] = spans[e];
+        frameSent[n] = sent[e];
+        n++;
+        held[e] = NOT_HELD;
+      }
       mark[e] = 0;
       ops[e] = NO_OP;
     }
+    frame.viewCount = n;
+    work.dirty = false;
     frame.tick = tick;
     this.lastWrittenTick = tick;
     const bits = s.bitsProcessed - start;
@@ -547,7 +642,7 @@ export class SnapshotWriter {
    * few array reads and one write, since the frame already holds its baseline's state.
    */
   private classify(
-    frame: Frame,
+    frame: HeldState,
     cur: HistorySlot,
     tick: number,
     candidateCount: number,
@@ -624,7 +719,7 @@ export class SnapshotWriter {
    * spent, including the end marker) and marks them in the `selected` bit set. Returns how many.
    */
   private choose(
-    frame: Frame,
+    frame: HeldState,
     cur: HistorySlot,
     tick: number,
     needCount: number,
@@ -700,7 +795,7 @@ export class SnapshotWriter {
   }
 
   /** Writes the selected entries in ascending index order, a step each, and records them in `frame`. */
-  private writeChosen(s: BitStream, frame: Frame, cur: HistorySlot, tick: number): void {
+  private writeChosen(s: BitStream, frame: HeldState, cur: HistorySlot, tick: number): void {
     const sel = this.selected;
     let prev = -1;
     let full = false;
@@ -738,7 +833,7 @@ export class SnapshotWriter {
    * Writes the selected entries as runs of consecutive indices (each a step, its length, its
    * entries) and records them in `frame`. runsPay said the whole list fits.
    */
-  private writeRuns(s: BitStream, frame: Frame, cur: HistorySlot, tick: number): void {
+  private writeRuns(s: BitStream, frame: HeldState, cur: HistorySlot, tick: number): void {
     const sel = this.selected;
     const last = sel.length * 32;
     let prev = -1;
@@ -760,7 +855,7 @@ export class SnapshotWriter {
   }
 
   /** Writes entity `e`'s entry (after its index step): a copy of its cached bits, or encoded. */
-  private writeEntry(s: BitStream, e: number, frame: Frame, cur: HistorySlot, tick: number): void {
+  private writeEntry(s: BitStream, e: number, frame: HeldState, cur: HistorySlot, tick: number): void {
     const entry = this.entryOf[e];
     // Code training counts the symbols it writes: those entries are encoded, not copied.
     if (entry >= 0 && this.tally === null) {
@@ -769,7 +864,7 @@ export class SnapshotWriter {
   }
 
   /** Records in `frame` what the client holds for `e` once it has the entry written with `op`. */
-  private record(frame: Frame, cur: HistorySlot, tick: number, e: number, op: number): void {
+  private record(frame: HeldState, cur: HistorySlot, tick: number, e: number, op: number): void {
     const st = this.stats;
     this.priority[e] = 0;
     if (op === OP_REMOVE) {
@@ -796,7 +891,7 @@ export class SnapshotWriter {
    * the server still has the values at `held`, and at the older value's tick when the update is
    * predicted from it; else the entity is refreshed.
    */
-  private canPredict(frame: Frame, e: number, tick: number, held: number): boolean {
+  private canPredict(frame: HeldState, e: number, tick: number, held: number): boolean {
     const store = this.store;
     if (store.history(held) === undefined) return false;
     const spans = frame.spans[e];
@@ -807,7 +902,7 @@ export class SnapshotWriter {
   }
 
   /** Serializes entity `e`'s entry (after its index skip) with its chosen operation, against what `frame` says the client holds. */
-  private serializeOne(s: BitStream, e: number, cur: HistorySlot, frame: Frame, tick: number): void {
+  private serializeOne(s: BitStream, e: number, cur: HistorySlot, frame: HeldState, tick: number): void {
     const h = frame.held[e];
     encodeEntry(
       s,

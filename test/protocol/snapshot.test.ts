@@ -393,6 +393,102 @@ function perfectLink(budgetBits = Infinity, viewRadius = Infinity, historyTicks 
   };
 }
 
+describe('writers sharing a store', () => {
+  it('write the same frames as writers each with a store of its own, failed writes included', () => {
+    // Every writer of a store shares the arrays of the frame being written; interleaved writes,
+    // lost and late acknowledgements and writes that fail for want of room must not leak between them.
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 0x7fffffff }), (seed) => {
+        const at = `seed ${seed}`;
+        const WRITERS = 3;
+        const radii = [Infinity, 2500, 1200];
+        const budgets = [Infinity, 2400, 900];
+        const shared = new EntityStore(schema);
+        const alone = Array.from({ length: WRITERS }, () => new EntityStore(schema));
+        const sharedWriters = radii.map((viewRadius) => new SnapshotWriter(shared, { viewRadius }));
+        const aloneWriters = radii.map((viewRadius, i) => new SnapshotWriter(alone[i], { viewRadius }));
+        const worldRngs = [new Random(seed), ...alone.map(() => new Random(seed))];
+        const net = new Random(seed ^ 0x5bd1e995);
+        const big = new BitStream(1 << 16);
+        const other = new BitStream(1 << 16);
+        const tiny = new BitStream(1);
+        const heldShared = new Uint32Array(schema.maxEntities);
+        const heldAlone = new Uint32Array(schema.maxEntities);
+        const acks: { at: number; writer: number; tick: number }[] = [];
+        for (let tick = 1; tick <= 160; tick++) {
+          evolve(shared, worldRngs[0], busyWorld);
+          shared.commit(tick);
+          for (let i = 0; i < WRITERS; i++) {
+            evolve(alone[i], worldRngs[i + 1], busyWorld);
+            alone[i].commit(tick);
+          }
+          const vx = 2000 * Math.sin(tick / 30);
+          const vy = 2000 * Math.cos(tick / 45);
+          for (let i = 0; i < WRITERS; i++) {
+            // Now and then a write fails (no room even for an empty snapshot), on both sides alike.
+            const fail = net.chance(0.05);
+            const a = fail ? tiny.beginWrite() : big.beginWrite();
+            const b = fail ? tiny.beginWrite() : other.beginWrite();
+            const okShared = sharedWriters[i].write(a, tick, vx, vy, 0, budgets[i]);
+            const bytesShared = okShared ? a.bytes.slice() : null;
+            const okAlone = aloneWriters[i].write(b, tick, vx, vy, 0, budgets[i]);
+            expect(okShared, `${at} writer ${i} tick ${tick}`).toBe(okAlone);
+            expect(okShared, `${at} writer ${i} tick ${tick}`).toBe(!fail);
+            if (bytesShared !== null) expect(bytesShared, `${at} writer ${i} tick ${tick}`).toEqual(b.bytes);
+            if (okShared && !net.chance(0.2)) acks.push({ at: tick + net.int(1, 6), writer: i, tick });
+          }
+          for (const k of acks) {
+            if (k.at !== tick) continue;
+            sharedWriters[k.writer].acknowledge(k.tick);
+            aloneWriters[k.writer].acknowledge(k.tick);
+          }
+          for (let i = 0; i < WRITERS; i++) {
+            const back = tick - net.int(0, 20);
+            const hs = sharedWriters[i].heldTicks(back, heldShared);
+            expect(hs, `${at} writer ${i} frame ${back}`).toBe(aloneWriters[i].heldTicks(back, heldAlone));
+            if (hs) expect(heldShared, `${at} writer ${i} frame ${back}`).toEqual(heldAlone);
+          }
+        }
+      }),
+      { seed: SEED, numRuns: 8 },
+    );
+  });
+
+  it('heldTick, heldTicks and frameView agree on every remembered frame, and a short out is refused', () => {
+    const store = new EntityStore(schema);
+    const writer = new SnapshotWriter(store);
+    const rng = new Random(SEED);
+    const s = new BitStream(1 << 16);
+    const held = new Uint32Array(schema.maxEntities);
+    const view = new Uint16Array(schema.maxEntities);
+    for (let tick = 1; tick <= 40; tick++) {
+      evolve(store, rng, busyWorld);
+      store.commit(tick);
+      expect(writer.write(s.beginWrite(), tick, 0, 0, 0, Infinity), `tick ${tick}`).toBe(true);
+      if (tick % 3 === 0) writer.acknowledge(tick);
+      for (const t of [tick, tick - 5]) {
+        if (!writer.hasFrame(t)) continue;
+        expect(writer.heldTicks(t, held)).toBe(true);
+        const n = writer.frameView(t, view);
+        let inView = 0;
+        for (let e = 0; e < schema.maxEntities; e++) {
+          const h = writer.heldTick(t, e);
+          expect(h === -1 ? 0xffffffff : h, `frame ${t} entity ${e}`).toBe(held[e]);
+          if (h >= 0) inView++;
+        }
+        expect(n, `frame ${t}`).toBe(inView);
+        for (let k = 0; k < n; k++) expect(held[view[k]], `frame ${t}`).not.toBe(0xffffffff);
+      }
+    }
+    // Views of up to 300 entities: frames grew past their first room.
+    expect(writer.stats.lastInView).toBeGreaterThan(200);
+    expect(writer.heldTicks(9999, held)).toBe(false);
+    expect(() => writer.heldTicks(40, new Uint32Array(8))).toThrow(
+      /out has 8 entries, fewer than the store's 512/,
+    );
+  });
+});
+
 describe('snapshot size', () => {
   it('a static world of 100 entities costs 10 bits per snapshot once acknowledged', () => {
     const link = perfectLink();
