@@ -129,6 +129,7 @@ export {
   CMD_VIEW_DELTA_MAX,
   CMD_VIEW_FRACTION_MAX,
   CMD_VIEW_FRACTION_STEPS,
+  CommandRing,
   copyUserCommand,
   createUserCommand,
   quantizeUserCommand,
