@@ -610,6 +610,13 @@ export class PacketChannel {
   private peerHoldsAck = -1;
   /** Newest ack value taken from the peer (-1: none): short acks are read near it. */
   private newestAckTaken = -1;
+  /**
+   * The newest ack whose bits were processed (-1: none) and which of the ACK_BITS packets before
+   * it were (bit i: ackedThrough - 1 - i), so a packet's ack bits already taken from an earlier
+   * packet are not looked up again (`acknowledge` would find each acknowledged already).
+   */
+  private ackedThrough = -1;
+  private ackedMask = 0;
   private readonly txSection = new ReliableSection();
   private readonly rxSection = new ReliableSection();
   private readonly sender = new ReliableSender();
@@ -923,8 +930,23 @@ export class PacketChannel {
     // it carries may have waited in packets that never came or came late, and would read the
     // loss or the reordering as a longer, more variable round trip (ackDelayMs counts them).
     const sampling = ahead === 1 || !wasReceived;
+    let bits = ackBits;
+    if (!acksNothing) {
+      // Bits an earlier packet with an ack at most ACK_BITS older brought are done.
+      const d = this.ackedThrough < 0 ? ACK_BITS : seqDiff(ack, this.ackedThrough);
+      if (d >= 0 && d < ACK_BITS) {
+        const done = d === 0 ? this.ackedMask : (this.ackedMask << d) | (1 << (d - 1));
+        bits = ackBits & ~done;
+        this.ackedMask = (done | ackBits) >>> 0;
+        this.ackedThrough = ack;
+      } else if (d >= ACK_BITS) {
+        this.ackedMask = ackBits;
+        this.ackedThrough = ack;
+      }
+      // d < 0: an older ack (the packet was overtaken): every bit is looked up; the window stays.
+    }
     for (let i = ACK_BITS - 1; i >= 0; i--) {
-      if ((ackBits >>> i) & 1) this.acknowledge(nowMs, seqAdd(ack, -1 - i), sampling ? SAMPLE : NO_SAMPLE);
+      if ((bits >>> i) & 1) this.acknowledge(nowMs, seqAdd(ack, -1 - i), sampling ? SAMPLE : NO_SAMPLE);
     }
     this.acknowledge(nowMs, ack, sampling ? SAMPLE : SAMPLE_IF_OVERDUE);
     this.receiver.accept(section);
