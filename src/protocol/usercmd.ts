@@ -29,6 +29,7 @@
 // 8..40 bits); the reader adds it to the base's and wraps the sum to 32 bits. An unchanged
 // command costs 22 bits (msec and 14 unchanged bits).
 
+import { checkRingSize } from '../sim/ring.ts';
 import { type BitStream, quantizeAngle, serializeExpGolomb } from './bitstream.ts';
 
 export const CMD_MSEC_MIN = 1;
@@ -138,9 +139,7 @@ export class CommandRing {
   private readonly values: Float64Array;
 
   constructor(size: number) {
-    if (!Number.isInteger(size) || size < 1 || (size & (size - 1)) !== 0) {
-      throw new RangeError(`CommandRing: size must be a power of two, got ${size}`);
-    }
+    checkRingSize('CommandRing', size);
     this.size = size;
     this.mask = size - 1;
     this.tags = new Float64Array(size).fill(-1);

@@ -147,10 +147,9 @@ export class NamedViewBuilder {
     const nA = tickA === tickB ? 0 : writer.frameView(tickA, this.listA);
     if (nB < 0 || nA < 0) return false;
     const heldB = this.heldB;
-    const heldA = this.heldA;
+    const heldA = tickA === tickB ? heldB : this.heldA;
     writer.heldTicks(tickB, heldB);
-    if (tickA !== tickB) writer.heldTicks(tickA, heldA);
-    else heldA.set(heldB);
+    if (heldA !== heldB) writer.heldTicks(tickA, heldA);
     const mark = this.mark;
     let ok = true;
     for (let k = 0; k < nB && ok; k++) {

@@ -7,6 +7,13 @@ export function nextPowerOfTwo(n: number): number {
   return p;
 }
 
+/** Throws a RangeError naming `owner` unless `size` is a whole power of two (a ring's slot count). */
+export function checkRingSize(owner: string, size: number): void {
+  if (!Number.isInteger(size) || size < 1 || (size & (size - 1)) !== 0) {
+    throw new RangeError(`${owner}: size must be a power of two, got ${size}`);
+  }
+}
+
 /**
  * A sequence buffer's tags without its entries: which sequence each of `size` slots (a power of
  * two) holds, for records the owner keeps in typed arrays indexed by slot (a field per array, no
@@ -18,9 +25,7 @@ export class SequenceSlots {
   private readonly tags: Int32Array;
 
   constructor(size: number) {
-    if (!Number.isInteger(size) || size < 1 || (size & (size - 1)) !== 0) {
-      throw new RangeError(`SequenceSlots: size must be a power of two, got ${size}`);
-    }
+    checkRingSize('SequenceSlots', size);
     this.size = size;
     this.mask = size - 1;
     this.tags = new Int32Array(size).fill(-1);
@@ -53,9 +58,7 @@ export class SequenceBuffer<T> {
   private readonly tags: Float64Array;
 
   constructor(size: number, create: (index: number) => T) {
-    if (!Number.isInteger(size) || size < 1 || (size & (size - 1)) !== 0) {
-      throw new RangeError(`SequenceBuffer: size must be a power of two, got ${size}`);
-    }
+    checkRingSize('SequenceBuffer', size);
     this.size = size;
     this.mask = size - 1;
     this.entries = new Array(size);
