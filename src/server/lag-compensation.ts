@@ -12,7 +12,9 @@
 // data: the view, the newest frame the client had received (checked against what it
 // acknowledged, GameServer.checkClaimedNewest), its declared delay. Besides the rule, the server
 // refuses a view whose frames it did not send or no longer remembers, and, in server time, one
-// older than maxUnlagMs. A refused view falls back to the estimate. 'estimate' always uses the
+// older than maxUnlagMs plus lateArrivalMs when the command arrived (the client counts on
+// maxUnlagMs alone; the allowance covers a command the link delayed after it was sent, which the
+// client cannot foresee). A refused view falls back to the estimate. 'estimate' always uses the
 // paper's estimate (now - latency - lerp, from the server's own history, never older than
 // maxUnlagMs); 'off' tests against the present.
 
@@ -41,8 +43,8 @@ export const LAG_COMPENSATION_MODES: readonly LagCompensationMode[] = ['exact', 
 
 /**
  * The view acceptance limits (shared with clients: `maxUnlagMs` also bounds, in server time, how
- * old a world any shot is judged against), plus the server's own check of the newest frame a
- * command claims.
+ * old a world the estimate uses, and with `lateArrivalMs` how old a named view may be), plus the
+ * server's own check of the newest frame a command claims.
  */
 export interface LagCompensationConfig extends ViewAcceptanceLimits {
   /** How shots are judged: the view the command names, the paper's estimate, or none. */
@@ -53,12 +55,22 @@ export interface LagCompensationConfig extends ViewAcceptanceLimits {
    * floor before the rule runs. Also what a client lying about it can gain.
    */
   ackSlackMs: number;
+  /**
+   * A named view is honoured while its frame A is at most maxUnlagMs plus this older than the
+   * tick the command arrived at (ms). The client counts on a view only while it expects frame A
+   * within maxUnlagMs on arrival (its clock and round trip); this covers what the link adds after
+   * the command was sent, which no client can foresee: a latency spike, a loss burst that took
+   * every copy of a shot. A client delaying its commands on purpose (fake lag) can shoot this much
+   * further into the past, never more.
+   */
+  lateArrivalMs: number;
 }
 
 export const DEFAULT_LAG_COMPENSATION_CONFIG: LagCompensationConfig = {
   mode: 'exact',
   ...DEFAULT_VIEW_ACCEPTANCE_LIMITS,
   ackSlackMs: 32,
+  lateArrivalMs: 750,
 };
 
 export interface LagCompensationStats {
@@ -72,7 +84,7 @@ export interface LagCompensationStats {
   viewsRefusedByRule: number;
   /** ...naming frames the server did not send or no longer remembers, or a future newest frame. */
   viewsNotSent: number;
-  /** ...older than maxUnlagMs in server time (a slow up-link: the client could not know). */
+  /** ...older than maxUnlagMs + lateArrivalMs in server time (a slow up-link: the client could not know). */
   viewsPastUnlag: number;
   /** Commands whose claimed newest frame was older than their packet acknowledged, raised. */
   newestRaised: number;
@@ -93,7 +105,10 @@ export interface LagCompensationStats {
  * values the client held in them that its entity history no longer has.
  */
 export const VIEW_FRAMES_NOT_SENT = 5;
-/** A named view refused by the server alone: older than maxUnlagMs in server time when it ran. */
+/**
+ * A named view refused by the server alone: older than maxUnlagMs + lateArrivalMs in server time
+ * when the command arrived.
+ */
 export const VIEW_PAST_UNLAG_SERVER_TIME = 6;
 /**
  * What became of a command's named view in 'exact' mode: the view acceptance rule's verdict
@@ -103,7 +118,7 @@ export type ViewOutcome = ViewVerdict | typeof VIEW_FRAMES_NOT_SENT | typeof VIE
 export const VIEW_OUTCOME_NAMES: readonly string[] = [
   ...VIEW_VERDICT_NAMES,
   'frames not sent or forgotten',
-  'past maxUnlagMs in server time',
+  'past maxUnlagMs + lateArrivalMs in server time',
 ];
 
 /** What the last rewind used: for an overlay of the boxes tested (sv_showlagcompensation). */
@@ -142,6 +157,8 @@ export class LagCompensator<P, W> {
   private readonly store: EntityStore;
   private readonly hitscan: HitscanDefinition<P, W>;
   private readonly tickIntervalMs: number;
+  /** How old in server time a named view may be: maxUnlagMs + lateArrivalMs. */
+  private readonly unlagMs: number;
   private readonly stride: number;
   private readonly start = vec3();
   private readonly end = vec3();
@@ -169,6 +186,7 @@ export class LagCompensator<P, W> {
   ) {
     this.config = { ...DEFAULT_LAG_COMPENSATION_CONFIG, ...config };
     validate(this.config);
+    this.unlagMs = this.config.maxUnlagMs + this.config.lateArrivalMs;
     this.store = store;
     this.hitscan = hitscan;
     this.tickIntervalMs = tickIntervalMs;
@@ -194,8 +212,9 @@ export class LagCompensator<P, W> {
    * player is entity `self`, whose snapshots `writer` wrote, with round trip `rttMs` (for the
    * estimate only), at server tick `tick` (the newest committed). The targets are chosen among `players[0 .. playerCount)`
    * (entity indices). `waitedTicks`: ticks the command waited on the server after it arrived (for
-   * a missing one before it); no world older than `maxUnlagMs` before its arrival is used, so a
-   * command held for another's sake is judged as if it had run on arrival. Call `finish(world)`
+   * a missing one before it); no named view older than `maxUnlagMs + lateArrivalMs` before its
+   * arrival, and no estimate older than `maxUnlagMs`, is used, so a command held for another's
+   * sake is judged as if it had run on arrival. Call `finish(world)`
    * after the command ran.
    */
   rewind(
@@ -214,7 +233,9 @@ export class LagCompensator<P, W> {
     const r = this.report;
     const tickMs = this.tickIntervalMs;
     const waited = waitedTicks > 0 ? Math.min(waitedTicks, tick) : 0;
-    const oldest = Math.max(0, tick - waited - Math.floor(this.config.maxUnlagMs / tickMs));
+    const arrived = tick - waited;
+    const oldest = Math.max(0, arrived - Math.floor(this.config.maxUnlagMs / tickMs));
+    const oldestNamed = Math.max(0, arrived - Math.floor(this.unlagMs / tickMs));
     r.mode = mode;
     r.outcome = VIEW_NONE;
     r.exact = false;
@@ -242,7 +263,7 @@ export class LagCompensator<P, W> {
           this.stats.viewsRefused++;
           this.stats.viewsNotSent++;
           r.outcome = VIEW_FRAMES_NOT_SENT;
-        } else if (cmd.viewTickA < oldest) {
+        } else if (cmd.viewTickA < oldestNamed) {
           this.stats.viewsRefused++;
           this.stats.viewsPastUnlag++;
           r.outcome = VIEW_PAST_UNLAG_SERVER_TIME;
@@ -255,7 +276,7 @@ export class LagCompensator<P, W> {
           viewTick = namedViewTick(cmd);
         }
       }
-      if (viewTick < oldest) {
+      if (!r.exact && viewTick < oldest) {
         viewTick = oldest;
         this.stats.tooOld++;
       }
@@ -468,7 +489,10 @@ function validate(c: LagCompensationConfig): void {
     );
   }
   checkViewAcceptanceLimits(c, 'lagCompensation');
-  if (!(c.ackSlackMs >= 0 && Number.isFinite(c.ackSlackMs))) {
-    throw new RangeError(`lagCompensation.ackSlackMs must be a finite number >= 0, got ${c.ackSlackMs}`);
+  for (const key of ['ackSlackMs', 'lateArrivalMs'] as const) {
+    const v = c[key];
+    if (!(typeof v === 'number' && v >= 0 && Number.isFinite(v))) {
+      throw new RangeError(`lagCompensation.${key} must be a finite number >= 0, got ${String(v)}`);
+    }
   }
 }

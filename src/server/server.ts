@@ -109,9 +109,10 @@ export interface ServerConfig {
   /**
    * Ticks of entity history kept: the oldest state a snapshot can delta from and lag compensation
    * can rebuild. 0 (the default): enough for lag compensation, the next power of two above a
-   * command's longest wait, maxUnlagMs and a second, at least 256 (512 at 64 Hz with the
-   * defaults; 256 for a game without hit-scan). Otherwise a power of two, and with lag
-   * compensation more than the longest wait and maxUnlagMs in ticks (a RangeError says the least).
+   * command's longest wait, maxUnlagMs, lateArrivalMs and a second, at least 256 (512 at 64 Hz
+   * with the defaults; 256 for a game without hit-scan). Otherwise a power of two, and with lag
+   * compensation more than the longest wait, maxUnlagMs and lateArrivalMs in ticks (a RangeError
+   * says the least).
    */
   entityHistoryTicks: number;
   /** Interest and priority of each client's snapshots. */
@@ -486,7 +487,7 @@ export class GameServer<P, W> {
         : new LagCompensator(this.entities, game.hitscan, this.tickIntervalMs, c.lagCompensation);
     if (this.lagCompensation !== null && this.maxHeldAgeTicks() < 1) {
       throw new RangeError(
-        `GameServer: entityHistoryTicks (${c.entityHistoryTicks}) must be more than a command's longest wait (${this.maxWaitedTicks()} ticks: MAX_REORDER_WINDOW_MS and commandSlackMs) plus lagCompensation.maxUnlagMs (${this.unlagTicks()} ticks); 0 chooses ${this.lagCompensationHistoryTicks()}`,
+        `GameServer: entityHistoryTicks (${c.entityHistoryTicks}) must be more than a command's longest wait (${this.maxWaitedTicks()} ticks: MAX_REORDER_WINDOW_MS and commandSlackMs) plus lagCompensation.maxUnlagMs and lateArrivalMs (${this.unlagTicks()} ticks); 0 chooses ${this.lagCompensationHistoryTicks()}`,
       );
     }
     this.shadowState = game.player.create();
@@ -726,7 +727,8 @@ export class GameServer<P, W> {
 
   /**
    * A client's snapshot writer settings: it remembers its frames for as long as lag compensation
-   * may name one, a command's longest wait on the server (maxWaitedTicks) plus `maxUnlagMs`.
+   * may name one, a command's longest wait on the server (maxWaitedTicks) plus `maxUnlagMs` and
+   * `lateArrivalMs`.
    */
   private writerConfig(): Partial<SnapshotWriterConfig> {
     const c = this.config;
@@ -741,7 +743,7 @@ export class GameServer<P, W> {
   /**
    * How old the values a client holds of an entity may get (SnapshotWriterConfig.maxHeldAgeTicks)
    * for lag compensation to still find them in the entity history: a command names a frame at
-   * most maxUnlagMs and its longest wait before it runs, so values no older than the history less
+   * most maxUnlagMs + lateArrivalMs and its longest wait before it runs, so values no older than the history less
    * those are there when it does (0: no lag compensation, no limit).
    */
   private maxHeldAgeTicks(): number {
@@ -749,14 +751,22 @@ export class GameServer<P, W> {
     return this.entities.config.historyTicks - this.maxWaitedTicks() - this.unlagTicks() - 1;
   }
 
-  /** lagCompensation.maxUnlagMs in ticks (from the configuration: usable before the compensator is). */
+  /**
+   * How old in server time a named view may be when its command arrives, lagCompensation's
+   * maxUnlagMs + lateArrivalMs, in ticks (from the configuration: usable before the compensator is).
+   */
   private unlagTicks(): number {
     const c = this.config;
-    const unlagMs = c.lagCompensation.maxUnlagMs ?? DEFAULT_LAG_COMPENSATION_CONFIG.maxUnlagMs;
+    const d = DEFAULT_LAG_COMPENSATION_CONFIG;
+    const unlagMs =
+      (c.lagCompensation.maxUnlagMs ?? d.maxUnlagMs) + (c.lagCompensation.lateArrivalMs ?? d.lateArrivalMs);
     return Math.ceil((unlagMs * c.tickRate) / 1000);
   }
 
-  /** The entity history lag compensation needs: a command's longest wait, maxUnlagMs and a second. */
+  /**
+   * The entity history lag compensation needs: a command's longest wait, maxUnlagMs and
+   * lateArrivalMs, and a second.
+   */
   private lagCompensationHistoryTicks(): number {
     const wanted = this.maxWaitedTicks() + this.unlagTicks() + this.config.tickRate + 1;
     return Math.max(DEFAULT_ENTITY_STORE_CONFIG.historyTicks, nextPowerOfTwo(wanted));

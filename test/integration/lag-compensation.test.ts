@@ -16,6 +16,7 @@ import type { GameClient } from '../../src/client/client.ts';
 import { NAMED_PROFILES, type NetworkProfile, parseProfile } from '../../src/net/profile.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
 import {
+  DEFAULT_LAG_COMPENSATION_CONFIG,
   type LagCompensationMode,
   VIEW_FRAMES_NOT_SENT,
   VIEW_PAST_UNLAG_SERVER_TIME,
@@ -163,41 +164,56 @@ describe('lag compensation: hit agreement', () => {
     match.close();
   });
 
-  it('never honours a view older than maxUnlagMs', () => {
-    const seed = 77;
-    const msg = `seed ${seed}`;
-    const maxUnlagMs = 400;
-    const ledger = new ArenaShotLedger();
-    let oldest = Infinity;
-    let shots = 0;
-    const match = new Match(
-      arenaGame,
-      seed,
-      { lagCompensation: { maxUnlagMs } },
-      combineHooks(ledger.serverHooks(), {
-        onShot: (server, client) => {
-          shots++;
-          const report = server.lagCompensation!.report;
-          // The bound holds from the tick the command arrived before (a command held for a
-          // missing one before it is judged as on arrival).
-          const waited = Math.max(0, Math.round(client.commands.lastWaitMs / server.tickIntervalMs) - 1);
-          oldest = Math.min(oldest, report.viewTick - (server.tick - 1 - waited));
-        },
-      }),
-    );
-    // 600 ms round trip plus interpolation: every view is older than 400 ms.
-    const profile = parseProfile({ name: 'far', latencyMs: 300, jitterMs: 20 });
-    addAimClients(match, ledger, profile, seed, 4);
-    match.run(20_000);
-    const stats = match.server.lagCompensation!.stats;
-    expect(shots, msg).toBeGreaterThan(200);
-    expect(stats.tooOld, msg).toBeGreaterThan(100);
-    expect(stats.exactViews, msg).toBe(0);
-    expect(oldest * match.server.tickIntervalMs, msg).toBeGreaterThanOrEqual(-maxUnlagMs);
-    // Judged against a world newer than the one they saw, these shooters lose hits.
-    expect(ledger.agreement('exact').share, msg).toBeLessThan(0.99);
-    match.close();
-  });
+  // lateArrivalMs 0: no view is honoured (all are older than 400 ms); 400: views up to 800 ms old
+  // in server time are, and none older.
+  for (const lateArrivalMs of [0, 400]) {
+    it(`never honours a view older than maxUnlagMs + lateArrivalMs (${lateArrivalMs} ms)`, () => {
+      const seed = 77;
+      const msg = `seed ${seed}, lateArrivalMs ${lateArrivalMs}`;
+      const maxUnlagMs = 400;
+      const ledger = new ArenaShotLedger();
+      let oldestEstimate = Infinity;
+      let oldestExact = Infinity;
+      let shots = 0;
+      const match = new Match(
+        arenaGame,
+        seed,
+        { lagCompensation: { maxUnlagMs, lateArrivalMs } },
+        combineHooks(ledger.serverHooks(), {
+          onShot: (server, client) => {
+            shots++;
+            const report = server.lagCompensation!.report;
+            // The bound holds from the tick the command arrived before (a command held for a
+            // missing one before it is judged as on arrival).
+            const waited = Math.max(0, Math.round(client.commands.lastWaitMs / server.tickIntervalMs) - 1);
+            const age = report.viewTick - (server.tick - 1 - waited);
+            if (report.exact) oldestExact = Math.min(oldestExact, age);
+            else oldestEstimate = Math.min(oldestEstimate, age);
+          },
+        }),
+      );
+      // 600 ms round trip plus interpolation: every view is older than 400 ms, younger than 800.
+      const profile = parseProfile({ name: 'far', latencyMs: 300, jitterMs: 20 });
+      addAimClients(match, ledger, profile, seed, 4);
+      match.run(20_000);
+      const stats = match.server.lagCompensation!.stats;
+      const tickMs = match.server.tickIntervalMs;
+      expect(shots, msg).toBeGreaterThan(200);
+      // The estimate is never older than maxUnlagMs.
+      expect(oldestEstimate * tickMs, msg).toBeGreaterThanOrEqual(-maxUnlagMs);
+      if (lateArrivalMs === 0) {
+        expect(stats.tooOld, msg).toBeGreaterThan(100);
+        expect(stats.exactViews, msg).toBe(0);
+        // Judged against a world newer than the one they saw, these shooters lose hits.
+        expect(ledger.agreement('exact').share, msg).toBeLessThan(0.99);
+      } else {
+        expect(stats.exactViews, msg).toBeGreaterThan(0.9 * shots);
+        expect(oldestExact * tickMs, msg).toBeGreaterThanOrEqual(-(maxUnlagMs + lateArrivalMs));
+        expect(oldestExact * tickMs, msg).toBeLessThan(-maxUnlagMs);
+      }
+      match.close();
+    });
+  }
 });
 
 describe('lag compensation: the view acceptance rule', () => {
@@ -360,14 +376,43 @@ describe('lag compensation: what the client cannot foresee', () => {
     match.close();
   });
 
-  it('a command delayed past maxUnlagMs after it was sent is refused, and its disagreements are named', () => {
+  // Every 3 s the latency jumps both ways for a second. At 1.2 s the commands sent as it starts
+  // reach the server past maxUnlagMs (1 s) after the frames they name, while the client saw nothing
+  // wrong yet: lateArrivalMs (750 ms by default) covers them; without it they are refused. A 2.5 s
+  // spike no allowance worth having could cover.
+  it('a command a 1.2 s spike delays after it was sent is honoured within lateArrivalMs: every ray agrees', () => {
+    const seed = 93;
+    const events = [2000, 5000, 8000, 11000].map((atMs) => ({ atMs, durationMs: 1000, latencyMs: 1200 }));
+    const profile = parseProfile({ name: 'spiky', latencyMs: 40, jitterMs: 5, events });
+    for (const lateArrivalMs of [0, DEFAULT_LAG_COMPENSATION_CONFIG.lateArrivalMs]) {
+      const msg = `seed ${seed}, lateArrivalMs ${lateArrivalMs}`;
+      const ledger = new ArenaShotLedger();
+      const match = new Match(arenaGame, seed, { lagCompensation: { lateArrivalMs } }, ledger.serverHooks());
+      addAimClients(match, ledger, profile, seed, 4);
+      match.run(13_000);
+      const exact = ledger.agreement('exact');
+      const stats = match.server.lagCompensation!.stats;
+      expect(exact.compared, msg).toBeGreaterThan(100);
+      // The spikes were felt: views the client counted out (it showed no hit).
+      expect(exact.uncompensated, msg).toBeGreaterThan(0);
+      if (lateArrivalMs === 0) {
+        expect(stats.viewsPastUnlag, msg).toBeGreaterThan(0);
+        expect(exact.agreed, msg).toBeLessThan(exact.compared);
+      } else {
+        expect(exact.agreed, msg).toBe(exact.compared);
+      }
+      match.close();
+    }
+  });
+
+  it('a command delayed past maxUnlagMs + lateArrivalMs after it was sent is refused, and its disagreements are named', () => {
     const seed = 93;
     const msg = `seed ${seed}`;
     const ledger = new ArenaShotLedger();
     const match = new Match(arenaGame, seed, {}, ledger.serverHooks());
-    // Every 3 s the latency jumps to 1.2 s both ways for a second: commands sent as it starts reach
-    // the server after the frames they name are forgotten, while the client saw nothing wrong yet.
-    const events = [2000, 5000, 8000, 11000].map((atMs) => ({ atMs, durationMs: 1000, latencyMs: 1200 }));
+    // A spike longer than itself: packets sent after its start queue behind the first ones (a
+    // shorter one lets the packets after it overtake, and the server skips the late commands).
+    const events = [2000, 7000].map((atMs) => ({ atMs, durationMs: 3000, latencyMs: 2500 }));
     const profile = parseProfile({ name: 'spiky', latencyMs: 40, jitterMs: 5, events });
     addAimClients(match, ledger, profile, seed, 4);
     match.run(13_000);

@@ -355,7 +355,7 @@ describe('a session', () => {
 
   it('keeps entity history for lag compensation: every value a frame holds can be rebuilt when a command names it', () => {
     // A command may wait (reorder window and commandSlackMs: 192 ticks at 64 Hz) and name a frame
-    // maxUnlagMs (64 ticks) old; each writer sends an entity before the values a frame holds of it
+    // maxUnlagMs + lateArrivalMs (112 ticks) old; each writer sends an entity before the values a frame holds of it
     // get older than what is left of the history.
     const seed = 13;
     const match = new Match(arenaGame, seed);
@@ -363,12 +363,12 @@ describe('a session', () => {
     match.run(500);
     expect(match.server.entities.config.historyTicks).toBe(512);
     const writer = match.server.clients[c.client.slot]!.snapshots;
-    expect(writer.config.maxHeldAgeTicks).toBe(512 - 192 - 64 - 1);
+    expect(writer.config.maxHeldAgeTicks).toBe(512 - 192 - 112 - 1);
     match.close();
     const longer = new Match(arenaGame, seed, { entityHistoryTicks: 1024 });
     const d = longer.addClient({ profile, drive: runner });
     longer.run(500);
-    expect(longer.server.clients[d.client.slot]!.snapshots.config.maxHeldAgeTicks).toBe(1024 - 192 - 64 - 1);
+    expect(longer.server.clients[d.client.slot]!.snapshots.config.maxHeldAgeTicks).toBe(1024 - 192 - 112 - 1);
     longer.close();
     expect(() => new Match(arenaGame, seed, { entityHistoryTicks: 256 })).toThrow(
       /entityHistoryTicks \(256\) must be more than a command's longest wait \(192 ticks.*0 chooses 512/,

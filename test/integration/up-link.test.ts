@@ -1,24 +1,42 @@
 // The up-link end to end: command packets from real clients over the conditioner, on simulated
 // time. Each command goes in as many packets as the measured loss needs, so the bytes a client
 // sends grow with loss and not with the round trip, and stay within the up-link budget. A command
-// that may fire a shot also rides along until acknowledged, in at most SHOT_COPIES packets.
+// that may fire a shot also rides along until acknowledged, in at most SHOT_SENDS packets.
 
 import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { runnerBot } from '../../games/arena/testing/bots.ts';
 import { aimBot } from '../../games/arena/testing/shots.ts';
-import { DEFAULT_CLIENT_CONFIG, SHOT_COPIES } from '../../src/client/client.ts';
+import {
+  DEFAULT_CLIENT_CONFIG,
+  SHOT_COPIES,
+  SHOT_SPAN_PACKETS,
+  SHOT_TAIL_STRIDE,
+} from '../../src/client/client.ts';
 import { parseProfile } from '../../src/net/profile.ts';
+
+/**
+ * The most packets a shot goes in on a link losing none: SHOT_COPIES in a row (the sparse copies
+ * to SHOT_SPAN_PACKETS, every SHOT_TAIL_STRIDE-th, go only where the loss asks for more than one).
+ */
+const SHOT_SENDS = SHOT_COPIES;
+const SHOT_SENDS_LOSSY = SHOT_COPIES + (SHOT_SPAN_PACKETS - SHOT_COPIES) / SHOT_TAIL_STRIDE;
 
 const WARM_UP_MS = 10_000;
 const MEASURE_MS = 20_000;
 
-/** Two aiming clients on a link of `rttMs` round trip and `loss`; the first one's up-link figures. */
-function upLink(seed: number, rttMs: number, loss: number) {
+/**
+ * Two aiming clients on a link of `rttMs` round trip and `loss`, with an up-link budget of
+ * `upRateBytesPerSecond`; the first one's up-link figures.
+ */
+function upLink(seed: number, rttMs: number, loss: number, upRateBytesPerSecond?: number) {
   const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, seed);
   const profile = parseProfile({ name: 'link', latencyMs: rttMs / 2, jitterMs: rttMs / 20, loss });
-  const entries = [0, 1].map((i) => match.addClient({ profile, drive: aimBot(seed + i), frameJitterMs: 2 }));
+  const config = upRateBytesPerSecond === undefined ? undefined : { upRateBytesPerSecond };
+  const entries = [0, 1].map((i) =>
+    match.addClient({ profile, drive: aimBot(seed + i), frameJitterMs: 2, ...(config && { config }) }),
+  );
   match.run(WARM_UP_MS);
   const client = entries[0].client;
   const server = match.server.clients[client.slot];
@@ -28,6 +46,7 @@ function upLink(seed: number, rttMs: number, loss: number) {
   const made0 = client.predictor.newestSequence;
   const packets0 = client.stats.commandPackets;
   const shots0 = client.stats.shotCommands;
+  const tail0 = client.stats.shotTailCopies;
   match.run(MEASURE_MS);
   const seconds = MEASURE_MS / 1000;
   const figures = {
@@ -37,6 +56,7 @@ function upLink(seed: number, rttMs: number, loss: number) {
     sent: client.stats.commandsSent - sent0,
     made: client.predictor.newestSequence - made0,
     shots: client.stats.shotCommands - shots0,
+    tailCopies: client.stats.shotTailCopies - tail0,
     lost: server.commandStats.lost,
     overBudget: server.commandStats.overBudget,
     corrections: client.predictor.stats.corrections,
@@ -55,14 +75,16 @@ describe('the up-link', () => {
       expect(f.packetsPerSecond, msg).toBeGreaterThan(50);
       // Commands that cannot fire go once (a few more while the loss measure starts up, at one
       // acknowledgement a round trip); one that may fire rides in the next packets until one
-      // carrying it is acknowledged, in SHOT_COPIES at most.
+      // carrying it is acknowledged, in SHOT_SENDS at most.
       expect(f.shots, msg).toBeGreaterThan(0.01 * f.made);
-      expect(f.sent - f.made, msg).toBeLessThanOrEqual(0.1 * f.made + f.shots * (SHOT_COPIES - 1));
+      expect(f.sent - f.made, msg).toBeLessThanOrEqual(0.1 * f.made + f.shots * (SHOT_SENDS - 1));
       expect(f.lost, msg).toBe(0);
+      // Losing nothing, the measured loss asks for one copy: no sparse copies.
+      expect(f.tailCopies, msg).toBe(0);
     }
     // At 50 ms the acknowledgement comes a few packets on; at 1000 ms every shot takes all its copies.
     expect(near.sent - near.made, msg).toBeLessThan(near.shots * 6);
-    expect(far.sent - far.made, msg).toBeGreaterThan(0.9 * far.shots * (SHOT_COPIES - 1));
+    expect(far.sent - far.made, msg).toBeGreaterThan(0.9 * far.shots * (SHOT_SENDS - 1));
     // Beyond the shots' copies, only each packet's first command costs more: it is encoded against
     // the newest command known received, a round trip back (20 times further at 1000 ms).
     expect(far.bytesPerSecond / near.bytesPerSecond, msg).toBeLessThan(1.3);
@@ -77,6 +99,18 @@ describe('the up-link', () => {
     expect(f.lost, msg).toBe(0);
     expect(f.overBudget, msg).toBe(0);
     expect(f.bytesPerSecond, msg).toBeLessThanOrEqual(DEFAULT_CLIENT_CONFIG.upRateBytesPerSecond);
+  });
+
+  it('on a lossy link a shot goes on, past SHOT_COPIES in a row, in every SHOT_TAIL_STRIDE-th packet', () => {
+    // 1000 ms round trip: a shot is acknowledged about 56 packets on, so it goes in about
+    // (56 - SHOT_COPIES) / SHOT_TAIL_STRIDE sparse copies (a budget that lets packets go at 60 a
+    // second; the default one spaces them out, and the acknowledgement comes fewer packets on).
+    const f = upLink(75, 1000, 0.1, 20_000);
+    const msg = `seed 75: ${JSON.stringify(f)}`;
+    expect(f.shots, msg).toBeGreaterThan(50);
+    expect(f.tailCopies / f.shots, msg).toBeGreaterThan(10);
+    expect(f.tailCopies / f.shots, msg).toBeLessThanOrEqual(SHOT_SENDS_LOSSY - SHOT_COPIES);
+    expect(f.lost, msg).toBe(0);
   });
 
   it('stays within its budget where the loss asks for more copies than it pays for', () => {

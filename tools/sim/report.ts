@@ -235,7 +235,7 @@ export function formatReport(result: SimResult): string {
       [
         'views refused',
         count(get('lagCompensation.viewsRefused')),
-        `estimate used: ${count(get('lagCompensation.viewsRefusedByRule'))} by the view rule, ${count(get('lagCompensation.viewsNotSent'))} frames not sent or forgotten, ${count(get('lagCompensation.viewsPastUnlag'))} past maxUnlagMs`,
+        `estimate used: ${count(get('lagCompensation.viewsRefusedByRule'))} by the view rule, ${count(get('lagCompensation.viewsNotSent'))} frames not sent or forgotten, ${count(get('lagCompensation.viewsPastUnlag'))} past maxUnlagMs + lateArrivalMs`,
         'lagCompensation.viewsRefused',
       ],
       [

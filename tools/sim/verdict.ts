@@ -38,7 +38,7 @@ export function judgeRun(result: SimResult): Flag[] {
         onHonoured > 0
           ? `${onHonoured} rays disagree on views the server honoured: the client and the server rebuilt different worlds for the same named view (a bug)`
           : unforeseen > 0
-            ? `the server refused ${unforeseen} named views the client expected it to honour (frames not sent or forgotten, or older than maxUnlagMs in server time): the command took longer to arrive than the client could know (a latency spike after it was sent, a queue building)`
+            ? `the server refused ${unforeseen} named views the client expected it to honour (frames not sent or forgotten, or older than maxUnlagMs + lateArrivalMs in server time): the command took longer to arrive than the client could know (a latency spike after it was sent, a queue building)`
             : 'rays disagree on views refused by the rule the client also runs (a bug in what the client shows)',
     });
   } else if (refused > 0) {
@@ -46,7 +46,7 @@ export function judgeRun(result: SimResult): Flag[] {
       figure: 'lagCompensation.viewsRefused',
       value: refused,
       threshold: '0',
-      cause: `${byRule} views refused by the view acceptance rule (the client knew and showed no hit), ${unforeseen} for frames forgotten or older than maxUnlagMs: the view fell behind the newest frame (a stall, latency spikes) or the link queued`,
+      cause: `${byRule} views refused by the view acceptance rule (the client knew and showed no hit), ${unforeseen} for frames forgotten or older than maxUnlagMs + lateArrivalMs: the view fell behind the newest frame (a stall, latency spikes) or the link queued`,
     });
   }
   const steady = get('view.steadyGuessedShare');
