@@ -231,7 +231,8 @@ const STALL_MARGIN_MS = 20;
  * wait left out), at least STALL_MIN_INTERVALS snapshot intervals, plus STALL_MARGIN_MS. A
  * latency spike delays the commands sent from its first moment, and the frames that would show
  * it stop arriving only then: every millisecond of waiting is a shot shown as a hit that reaches
- * the server past maxUnlagMs.
+ * the server later than the client counted on (within lagCompensation.lateArrivalMs more, still
+ * honoured; a longer spike's, refused).
  */
 const STALL_GAP_FACTOR = 1.5;
 const STALL_MIN_INTERVALS = 2;
