@@ -83,4 +83,22 @@ describe('lag compensation and the entity history', () => {
     expect(30 - bounded.heldB).toBeLessThan(8);
     expect(bounded.lag.report.outcome).toBe(VIEW_HONOURED);
   });
+
+  it('names the setting when lagCompensation is configured out of range', () => {
+    const store = new EntityStore(arenaGame.entities, { historyTicks: 256 });
+    const hitscan = arenaGame.hitscan!;
+    for (const [key, value] of [
+      ['lateArrivalMs', -1],
+      ['lateArrivalMs', Number.POSITIVE_INFINITY],
+      ['ackSlackMs', Number.NaN],
+      ['maxUnlagMs', -5],
+    ] as const) {
+      expect(() => new LagCompensator(store, hitscan, TICK_MS, { [key]: value })).toThrow(
+        new RegExp(`lagCompensation\\.${key} must be a finite number >= 0`),
+      );
+    }
+    const lag = new LagCompensator(store, hitscan, TICK_MS, { lateArrivalMs: 0 });
+    expect(lag.config.lateArrivalMs).toBe(0);
+    expect(new LagCompensator(store, hitscan, TICK_MS, {}).config.lateArrivalMs).toBe(750);
+  });
 });
