@@ -157,8 +157,6 @@ export class LagCompensator<P, W> {
   private readonly store: EntityStore;
   private readonly hitscan: HitscanDefinition<P, W>;
   private readonly tickIntervalMs: number;
-  /** How old in server time a named view may be: maxUnlagMs + lateArrivalMs. */
-  private readonly unlagMs: number;
   private readonly stride: number;
   private readonly start = vec3();
   private readonly end = vec3();
@@ -186,7 +184,6 @@ export class LagCompensator<P, W> {
   ) {
     this.config = { ...DEFAULT_LAG_COMPENSATION_CONFIG, ...config };
     validate(this.config);
-    this.unlagMs = this.config.maxUnlagMs + this.config.lateArrivalMs;
     this.store = store;
     this.hitscan = hitscan;
     this.tickIntervalMs = tickIntervalMs;
@@ -235,7 +232,8 @@ export class LagCompensator<P, W> {
     const waited = waitedTicks > 0 ? Math.min(waitedTicks, tick) : 0;
     const arrived = tick - waited;
     const oldest = Math.max(0, arrived - Math.floor(this.config.maxUnlagMs / tickMs));
-    const oldestNamed = Math.max(0, arrived - Math.floor(this.unlagMs / tickMs));
+    const namedUnlagMs = this.config.maxUnlagMs + this.config.lateArrivalMs;
+    const oldestNamed = Math.max(0, arrived - Math.floor(namedUnlagMs / tickMs));
     r.mode = mode;
     r.outcome = VIEW_NONE;
     r.exact = false;
