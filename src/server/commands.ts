@@ -1,7 +1,9 @@
 // Per-client command intake on the server: validation, in-order exactly-once execution, and the
 // time budget that holds a client to real time (speed hack defence).
 
+import { quantizeAngle } from '../protocol/bitstream.ts';
 import {
+  CMD_ANGLE_BITS,
   CMD_LERP_MSEC_MAX,
   CMD_MOVE_MAX,
   CMD_MSEC_MAX,
@@ -45,6 +47,21 @@ export interface CommandBudgetConfig {
    * late acknowledgements included; `reorderWindowFor`); this is the starting value.
    */
   reorderWindowMs: number;
+  /**
+   * The buttons a player holds down through a stretch of commands (movement: jump, crouch), which
+   * a command filled in for a lost one keeps (`fillLostMs`); every other button (attack, reload)
+   * and the impulse are cleared, so a filled command never fires or acts. 0: none.
+   */
+  heldButtons: number;
+  /**
+   * A command skipped as lost is filled in, as Source runs the last command again for each one
+   * dropped: the command before it runs once more in its place (its msec and moves, the
+   * `heldButtons` of its buttons, the view angles a step of the way to the next command received),
+   * so the player keeps moving on the server as the client predicted instead of standing still
+   * for the lost time. At most this much simulated time in a row is filled (ms; 0: none); a
+   * filled command spends the time budget like any other.
+   */
+  fillLostMs: number;
 }
 
 /** Shortest and longest reorder window the server uses (ms). */
@@ -95,6 +112,9 @@ export interface CommandStats {
   reordered: number;
   /** Copies that arrived after their command was skipped as lost (a reorder window too short). */
   late: number;
+  /** Lost commands filled in with the command before them (`fillLostMs`), and their msec. */
+  filled: number;
+  filledMs: number;
   /**
    * Commands dropped because they waited beyond the time budget: a client running faster than
    * real time, or the stale backlog after a stall being drained.
@@ -134,6 +154,8 @@ export class CommandQueue {
     lost: 0,
     reordered: 0,
     late: 0,
+    filled: 0,
+    filledMs: 0,
     overBudget: 0,
     executedMs: 0,
     overBudgetMs: 0,
@@ -172,6 +194,15 @@ export class CommandQueue {
   private readonly incoming = createUserCommand();
   /** The command `next()` last returned. */
   private readonly current = createUserCommand();
+  /** The last command run (received or filled in), the model of a filled one; valid once `hasLast`. */
+  private readonly last = createUserCommand();
+  private hasLast = false;
+  /** The next command received after a gap, read to aim a filled command's view. */
+  private readonly ahead = createUserCommand();
+  /** Simulated time filled in since the last command received ran (ms). */
+  private filledRunMs = 0;
+  /** Whether the command `next()` last returned was filled in for a lost one. */
+  lastFilled = false;
   /** The reorder window in use (ms): see CommandBudgetConfig.reorderWindowMs. */
   reorderWindowMs: number;
   /**
@@ -222,6 +253,9 @@ export class CommandQueue {
     if (!(config.reorderWindowMs >= 0 && config.reorderWindowMs <= 10_000)) {
       throw new RangeError(`reorderWindowMs must be in [0, 10000], got ${config.reorderWindowMs}`);
     }
+    if (!(config.fillLostMs >= 0 && config.fillLostMs <= 10_000)) {
+      throw new RangeError(`fillLostMs must be in [0, 10000], got ${config.fillLostMs}`);
+    }
     this.config = config;
     this.reorderWindowMs = config.reorderWindowMs;
     this.budgetMs = config.commandSlackMs;
@@ -265,6 +299,45 @@ export class CommandQueue {
       this.bundleMs = 0;
     }
     this.bundleMs += slot.msec;
+  }
+
+  /**
+   * Builds in `current` the command filled in for lost command `seq` (`fillLostMs`), if the run
+   * of filled time allows and the budget pays for it and every command waiting (a filled command
+   * never makes a received one wait or be dropped); false when `seq` is only skipped. Its view angles move
+   * from the last command run toward the next one received, a step per command number.
+   */
+  private fill(seq: number): boolean {
+    const last = this.last;
+    const msec = last.msec;
+    if (
+      !this.hasLast ||
+      this.farAhead ||
+      this.filledRunMs + msec > this.config.fillLostMs ||
+      this.queuedMs + msec > this.budgetMs
+    )
+      return false;
+    const c = copyUserCommand(this.current, last);
+    c.sequence = seq;
+    c.buttons = last.buttons & this.config.heldButtons;
+    c.impulse = 0;
+    for (let s = seq + 1; s <= this.newestSeen; s++) {
+      const next = this.pending.read(s, this.ahead);
+      if (next === undefined) continue;
+      const t = (seq - last.sequence) / (s - last.sequence);
+      c.pitch = stepAngle(last.pitch, next.pitch, t);
+      c.yaw = stepAngle(last.yaw, next.yaw, t);
+      c.roll = stepAngle(last.roll, next.roll, t);
+      break;
+    }
+    this.budgetMs -= msec;
+    this.filledRunMs += msec;
+    this.lastWaitMs = 0;
+    this.stats.filled++;
+    this.stats.filledMs += msec;
+    copyUserCommand(last, c);
+    this.lastFilled = true;
+    return true;
   }
 
   /** Whether `seq` is one of the commands most recently skipped as lost. */
@@ -323,6 +396,7 @@ export class CommandQueue {
         this.lastDone = seq;
         this.stats.lost++;
         this.skipped[seq % QUEUE_SIZE] = seq;
+        if (this.fill(seq)) return this.current;
         continue;
       }
       this.gapSinceMs = -1;
@@ -334,6 +408,10 @@ export class CommandQueue {
         this.lastWaitMs = this.clockMs - this.arrivedAtMs[cmd.sequence % QUEUE_SIZE];
         this.stats.executed++;
         this.stats.executedMs += cmd.msec;
+        copyUserCommand(this.last, cmd);
+        this.hasLast = true;
+        this.filledRunMs = 0;
+        this.lastFilled = false;
         return cmd;
       }
       const waiting = this.queuedMs - this.budgetMs;
@@ -348,6 +426,14 @@ export class CommandQueue {
       this.stats.overBudgetMs += cmd.msec;
     }
   }
+}
+
+/** The angle a share `t` of the way from `a` to `b` (degrees, the shorter way round), quantized as a command's. */
+function stepAngle(a: number, b: number, t: number): number {
+  let d = (b - a) % 360;
+  if (d > 180) d -= 360;
+  else if (d < -180) d += 360;
+  return quantizeAngle(a + d * t, CMD_ANGLE_BITS);
 }
 
 /**

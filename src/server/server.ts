@@ -76,6 +76,14 @@ export interface ServerConfig {
   maxPacketsPerSecond: number;
   /** How fast a command backlog after a stall drains (see CommandQueue). */
   commandCatchUpRate: number;
+  /**
+   * A command the server skips as lost (every copy of it lost, the reorder window passed) is
+   * filled in with the command before it, as Source does: the player keeps moving as its client
+   * predicted instead of standing still for the lost time, holding the game's
+   * `input.heldButtons`, never firing. At most this much simulated time in a row (ms; 0: skip
+   * lost commands). Default 1000 ms (the longest a missing command is waited for).
+   */
+  fillLostMs: number;
   /** A client silent this long is disconnected. */
   timeoutMs: number;
   /** A challenge cookie is honoured for this long. */
@@ -143,6 +151,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   maxCommandsPerTick: 8,
   maxPacketsPerSecond: 250,
   commandCatchUpRate: 0.1,
+  fillLostMs: 1000,
   timeoutMs: 10_000,
   cookieLifetimeMs: 10_000,
   maxHandshakesPerSecond: 5000,
@@ -789,6 +798,8 @@ export class GameServer<P, W> {
       maxImpulse: this.game.input.maxImpulse,
       catchUpRate: c.commandCatchUpRate,
       reorderWindowMs: MIN_REORDER_WINDOW_MS,
+      heldButtons: this.game.input.heldButtons ?? 0,
+      fillLostMs: c.fillLostMs,
     });
   }
 
@@ -1101,5 +1112,8 @@ function validateServerConfig(c: ServerConfig): void {
   }
   if (!(c.commandSlackMs >= 0)) {
     throw new RangeError(`server config: commandSlackMs must be >= 0, got ${c.commandSlackMs}`);
+  }
+  if (!(c.fillLostMs >= 0 && c.fillLostMs <= 10_000)) {
+    throw new RangeError(`server config: fillLostMs must be in [0, 10000], got ${c.fillLostMs}`);
   }
 }

@@ -90,9 +90,11 @@ export interface GameDefinition<P, W> {
   /**
    * The input a player may send: the button bits the game defines and its highest impulse
    * (0: none). The server clears any other button bit and any impulse above it, and counts the
-   * command (`CommandStats.invalidInput`): what a legitimate client never sends.
+   * command (`CommandStats.invalidInput`): what a legitimate client never sends. `heldButtons`
+   * are those a player holds through a stretch of commands (jump, crouch: not attack), which a
+   * command the server fills in for a lost one keeps (`ServerConfig.fillLostMs`); default none.
    */
-  readonly input: { readonly buttons: number; readonly maxImpulse: number };
+  readonly input: { readonly buttons: number; readonly maxImpulse: number; readonly heldButtons?: number };
   /**
    * How the game's effect events travel (each type's parameters at their own precision);
    * without it, every event carries four float32 parameters.

@@ -17,14 +17,19 @@ function cmd(sequence: number, msec = 16): UserCommand {
   return c;
 }
 
-/** A queue with the server's defaults but for the slack (and the reorder window). */
-function queue(commandSlackMs: number, reorderWindowMs = 0): CommandQueue {
+/**
+ * A queue with the server's defaults but for the slack (and the reorder window, and lost
+ * commands filled in: none unless asked for).
+ */
+function queue(commandSlackMs: number, reorderWindowMs = 0, fillLostMs = 0, heldButtons = 0): CommandQueue {
   return new CommandQueue({
     commandSlackMs,
     validButtons: 0x0f,
     maxImpulse: 3,
     catchUpRate: 0.1,
     reorderWindowMs,
+    heldButtons,
+    fillLostMs,
   });
 }
 
@@ -298,6 +303,111 @@ describe('CommandQueue', () => {
   it('refuses a reorder window out of range, naming it', () => {
     expect(() => queue(100, -1)).toThrow(/reorderWindowMs/);
     expect(() => queue(100, Number.NaN)).toThrow(/reorderWindowMs/);
+  });
+
+  it('fills a lost command with the one before it: moves and held buttons kept, never an attack or impulse, the view a step toward the next', () => {
+    const JUMP = 1;
+    const ATTACK = 4;
+    const q = queue(1000, 0, 1000, JUMP);
+    const first = cmd(1, 17);
+    first.forwardMove = 127;
+    first.sideMove = -64;
+    first.buttons = JUMP | ATTACK;
+    first.impulse = 2;
+    first.yaw = 10;
+    first.pitch = 350;
+    const fourth = cmd(4, 16);
+    fourth.yaw = 40;
+    fourth.pitch = 20;
+    q.receive(first);
+    q.receive(fourth);
+    const seen: {
+      seq: number;
+      filled: boolean;
+      yaw: number;
+      pitch: number;
+      buttons: number;
+      impulse: number;
+      msec: number;
+      fwd: number;
+      side: number;
+    }[] = [];
+    for (let c = q.next(); c !== undefined; c = q.next()) {
+      seen.push({
+        seq: c.sequence,
+        filled: q.lastFilled,
+        yaw: c.yaw,
+        pitch: c.pitch,
+        buttons: c.buttons,
+        impulse: c.impulse,
+        msec: c.msec,
+        fwd: c.forwardMove,
+        side: c.sideMove,
+      });
+    }
+    expect(seen.map((c) => [c.seq, c.filled])).toEqual([
+      [1, false],
+      [2, true],
+      [3, true],
+      [4, false],
+    ]);
+    for (const f of seen.slice(1, 3)) {
+      expect(f.buttons).toBe(JUMP);
+      expect(f.impulse).toBe(0);
+      expect(f.msec).toBe(17);
+      expect(f.fwd).toBe(127);
+      expect(f.side).toBe(-64);
+    }
+    // A third and two thirds of the way from 10 to 40 degrees, and from 350 the short way (up
+    // through 0) to 20.
+    expect(seen[1].yaw).toBeCloseTo(20, 2);
+    expect(seen[2].yaw).toBeCloseTo(30, 2);
+    expect(seen[1].pitch).toBeCloseTo(0, 2);
+    expect(seen[2].pitch).toBeCloseTo(10, 2);
+    expect(q.stats.lost).toBe(2);
+    expect(q.stats.filled).toBe(2);
+    expect(q.stats.filledMs).toBe(34);
+    expect(q.stats.executed).toBe(2);
+  });
+
+  it('fills at most fillLostMs in a row, never before a first command ran, and only with budget for it and what waits', () => {
+    // Nothing ran yet: the gap before the first command received is skipped.
+    const fresh = queue(1000, 0, 1000);
+    fresh.receive(cmd(3));
+    expect(drain(fresh)).toEqual([3]);
+    expect(fresh.stats.filled).toBe(0);
+    expect(fresh.stats.lost).toBe(2);
+
+    // 50 ms of fills in a row: 2, 3 and 4 (16 ms each), then 5 to 9 are skipped.
+    const q = queue(1000, 0, 50);
+    q.receive(cmd(1));
+    q.receive(cmd(10));
+    const run: number[] = [];
+    for (let c = q.next(); c !== undefined; c = q.next()) run.push(q.lastFilled ? -c.sequence : c.sequence);
+    expect(run).toEqual([1, -2, -3, -4, 10]);
+    expect(q.stats.lost).toBe(8);
+    expect(q.stats.filled).toBe(3);
+    // A command received and run starts a new run of fills.
+    q.receive(cmd(12));
+    expect(drain(q)).toEqual([11, 12]);
+    expect(q.stats.filled).toBe(4);
+
+    // The budget pays for the commands waiting first: with 40 ms of slack and 32 ms waiting
+    // behind the gap, a 16 ms fill would make one of them wait, so the gap is skipped.
+    const tight = queue(40, 0, 1000);
+    tight.receive(cmd(1));
+    expect(drain(tight)).toEqual([1]);
+    tight.receive(cmd(3));
+    tight.receive(cmd(4));
+    expect(drain(tight)).toEqual([3]);
+    expect(tight.stats.filled).toBe(0);
+    expect(tight.stats.lost).toBe(1);
+  });
+
+  it('refuses fillLostMs out of range, naming it', () => {
+    expect(() => queue(100, 0, -1)).toThrow(/fillLostMs/);
+    expect(() => queue(100, 0, Number.NaN)).toThrow(/fillLostMs/);
+    expect(() => queue(100, 0, 20_000)).toThrow(/fillLostMs/);
   });
 });
 

@@ -347,10 +347,12 @@ export class SimMetrics {
     let lost = 0;
     let overBudget = 0;
     let late = 0;
+    let filled = 0;
     for (const sc of serverClients) {
       executed += sc.commandStats.executed;
       lost += sc.commandStats.lost;
       late += sc.commandStats.late;
+      filled += sc.commandStats.filled;
       overBudget += sc.commandStats.overBudget;
     }
     const decisive = server.lagCompensation?.config.mode ?? 'exact';
@@ -426,6 +428,7 @@ export class SimMetrics {
     f['commands.executed'] = executed;
     f['commands.lost'] = lost;
     f['commands.late'] = late;
+    f['commands.filled'] = filled;
     f['commands.overBudget'] = overBudget;
     const lag = server.lagCompensation?.stats;
     f['lagCompensation.exactViews'] = lag?.exactViews ?? 0;

@@ -215,6 +215,12 @@ export function formatReport(result: SimResult): string {
       ['commands executed', count(get('commands.executed')), '', 'commands.executed'],
       ['commands lost', count(get('commands.lost')), 'every packet carrying them lost', 'commands.lost'],
       [
+        'lost ones filled in',
+        count(get('commands.filled')),
+        'run as the command before them (fillLostMs): the player kept moving',
+        'commands.filled',
+      ],
+      [
         'copies after their loss',
         count(get('commands.late')),
         'a copy came after its command was skipped as lost: the reorder window was too short',

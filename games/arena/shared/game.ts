@@ -41,6 +41,7 @@ export const arenaGame: GameDefinition<ArenaPlayerState, ArenaWorld> = {
   input: {
     buttons: BUTTON_JUMP | BUTTON_CROUCH | BUTTON_ATTACK | BUTTON_ATTACK2 | BUTTON_RELOAD | BUTTON_USE,
     maxImpulse: IMPULSE_WEAPON_1 + WEAPON_COUNT - 1,
+    heldButtons: BUTTON_JUMP | BUTTON_CROUCH,
   },
   events: ARENA_EVENTS,
   hitscan: arenaHitscan,
