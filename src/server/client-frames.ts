@@ -201,6 +201,8 @@ export class FrameWriter<P, W> {
   private readonly eventAtOf: Float64Array;
   private readonly eventAtTick: Float64Array;
   private readonly eventFromPlayer: Uint8Array;
+  /** The client slot whose own prediction each logged event was (-1: nobody's), with eventAtOf. */
+  private readonly eventOwner: Int32Array;
   private readonly eventX: Float64Array;
   private readonly eventY: Float64Array;
   private readonly eventZ: Float64Array;
@@ -221,6 +223,7 @@ export class FrameWriter<P, W> {
     this.eventAtOf = new Float64Array(log.capacity).fill(-1);
     this.eventAtTick = new Float64Array(log.capacity).fill(-1);
     this.eventFromPlayer = new Uint8Array(log.capacity);
+    this.eventOwner = new Int32Array(log.capacity);
     this.eventX = new Float64Array(log.capacity);
     this.eventY = new Float64Array(log.capacity);
     this.eventZ = new Float64Array(log.capacity);
@@ -306,12 +309,33 @@ export class FrameWriter<P, W> {
     const table = this.game.events ?? null;
     const here = this.game.player.origin(client.state, this.viewer);
     const r2 = this.config.eventRadius * this.config.eventRadius;
+    const hx = here.x;
+    const hy = here.y;
+    const hz = here.z;
+    const mask = log.capacity - 1;
+    const me = client.slot;
+    const tick = this.tick;
+    const at = this.eventAtOf;
+    const atTick = this.eventAtTick;
+    const owner = this.eventOwner;
+    const fromPlayer = this.eventFromPlayer;
+    const ex = this.eventX;
+    const ey = this.eventY;
+    const ez = this.eventZ;
     let used = 0;
     let count = 0;
     for (let p = client.eventCursor; p < log.head; p++) {
-      if (!this.hears(client, p, here.x, here.y, here.z, r2)) continue;
+      // Heard: not the client's own predicted event, and the world's or a player's within the radius.
+      const slot = p & mask;
+      if (at[slot] !== p || atTick[slot] !== tick) this.locateEvent(p, slot);
+      if (owner[slot] === me) continue;
+      if (fromPlayer[slot] !== 0) {
+        const dx = ex[slot] - hx;
+        const dy = ey[slot] - hy;
+        const dz = ez[slot] - hz;
+        if (dx * dx + dy * dy + dz * dz > r2) continue;
+      }
       const e = log.at(p);
-      const slot = p & (log.capacity - 1);
       if (this.eventBitsOf[slot] !== p) this.encodeEvent(e, slot, p, table);
       const bits = this.eventBits[slot];
       if (count < MAX_EVENTS_PER_FRAME && used + Math.abs(bits) <= budgetBits) {
@@ -360,38 +384,25 @@ export class FrameWriter<P, W> {
   }
 
   /**
-   * Whether `client` should be sent event `position`: not its own prediction, and within hearing
-   * of where its source player stands now (looked up once per tick for all clients).
+   * Looks up, once per tick, who logged event `position` (in log slot `slot`) and where its source
+   * player stands: `eventOwner` the slot whose own prediction it was (-1: nobody's), and
+   * `eventFromPlayer` 0 when the source is no connected player (the world's, or one who left:
+   * heard everywhere).
    */
-  private hears(
-    client: FrameClient<P>,
-    position: number,
-    hx: number,
-    hy: number,
-    hz: number,
-    r2: number,
-  ): boolean {
+  private locateEvent(position: number, slot: number): void {
     const log = this.log;
-    if (log.isOwnPrediction(position, client.slot)) return false;
-    const slot = position & (log.capacity - 1);
-    if (this.eventAtOf[slot] !== position || this.eventAtTick[slot] !== this.tick) {
-      this.eventAtOf[slot] = position;
-      this.eventAtTick[slot] = this.tick;
-      const source = log.at(position).source;
-      const from = source < this.clients.length ? this.clients[source] : null;
-      if (from === null || from === undefined) this.eventFromPlayer[slot] = 0;
-      else {
-        const o = this.game.player.origin(from.state, this.sourceOrigin);
-        this.eventFromPlayer[slot] = 1;
-        this.eventX[slot] = o.x;
-        this.eventY[slot] = o.y;
-        this.eventZ[slot] = o.z;
-      }
+    this.eventAtOf[slot] = position;
+    this.eventAtTick[slot] = this.tick;
+    this.eventOwner[slot] = log.ownerOf(position);
+    const source = log.at(position).source;
+    const from = source < this.clients.length ? this.clients[source] : null;
+    if (from === null || from === undefined) this.eventFromPlayer[slot] = 0;
+    else {
+      const o = this.game.player.origin(from.state, this.sourceOrigin);
+      this.eventFromPlayer[slot] = 1;
+      this.eventX[slot] = o.x;
+      this.eventY[slot] = o.y;
+      this.eventZ[slot] = o.z;
     }
-    if (this.eventFromPlayer[slot] === 0) return true;
-    const dx = this.eventX[slot] - hx;
-    const dy = this.eventY[slot] - hy;
-    const dz = this.eventZ[slot] - hz;
-    return dx * dx + dy * dy + dz * dz <= r2;
   }
 }

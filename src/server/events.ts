@@ -71,10 +71,10 @@ export class EventLog implements GameEventSink {
     return this.events[position & this.mask];
   }
 
-  /** True when the event at `position` should not go to `slot`: it predicted it itself. */
-  isOwnPrediction(position: number, slot: number): boolean {
+  /** The slot that predicted the event at `position` itself (it goes to everyone else), or -1. */
+  ownerOf(position: number): number {
     const i = position & this.mask;
-    return this.predicted[i] === 1 && this.events[i].source === slot;
+    return this.predicted[i] === 1 ? this.events[i].source : -1;
   }
 }
 
