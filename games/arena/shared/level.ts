@@ -32,6 +32,69 @@ export interface Level {
   /** Bounds of all brushes. */
   readonly mins: Vec3;
   readonly maxs: Vec3;
+  /** The traces' broad phase (made by createLevel; without it a trace tests every brush's bounds). */
+  readonly grid?: BrushGrid;
+}
+
+/** Edge of a broad-phase cell (units): a player's move and box span one to four. */
+export const BRUSH_GRID_CELL = 256;
+
+/**
+ * The brushes by the square cells of the level's floor plan (x, y) their bounds overlap, for the
+ * traces' broad phase: cell (cx, cy) holds `items[starts[c]] .. items[starts[c + 1] - 1]`, c =
+ * cy * columns + cx, in increasing brush order. `bounds` holds each brush's bounds flat (mins x,
+ * y, z, then maxs), and `seen` is a trace's scratch (a brush in several cells is tested once).
+ */
+export interface BrushGrid {
+  readonly originX: number;
+  readonly originY: number;
+  readonly columns: number;
+  readonly rows: number;
+  readonly starts: Int32Array;
+  readonly items: Int32Array;
+  readonly bounds: Float64Array;
+  readonly seen: Uint32Array;
+  /** The stamp of the trace being run (`seen[b] === stamp`: tested), counting up per trace. */
+  stamp: number;
+}
+
+function cellRange(lo: number, hi: number, origin: number, count: number): [number, number] {
+  const a = Math.floor((lo - origin) / BRUSH_GRID_CELL);
+  const b = Math.floor((hi - origin) / BRUSH_GRID_CELL);
+  return [Math.max(0, Math.min(count - 1, a)), Math.max(0, Math.min(count - 1, b))];
+}
+
+function createBrushGrid(brushes: readonly Brush[], mins: Vec3, maxs: Vec3): BrushGrid {
+  const columns = Math.max(1, Math.ceil((maxs.x - mins.x) / BRUSH_GRID_CELL));
+  const rows = Math.max(1, Math.ceil((maxs.y - mins.y) / BRUSH_GRID_CELL));
+  const cells = columns * rows;
+  const counts = new Int32Array(cells + 1);
+  const bounds = new Float64Array(brushes.length * 6);
+  const visit = (b: Brush, fn: (c: number) => void) => {
+    const [x0, x1] = cellRange(b.mins.x, b.maxs.x, mins.x, columns);
+    const [y0, y1] = cellRange(b.mins.y, b.maxs.y, mins.y, rows);
+    for (let y = y0; y <= y1; y++) for (let x = x0; x <= x1; x++) fn(y * columns + x);
+  };
+  brushes.forEach((b, i) => {
+    bounds.set([b.mins.x, b.mins.y, b.mins.z, b.maxs.x, b.maxs.y, b.maxs.z], i * 6);
+    visit(b, (c) => counts[c + 1]++);
+  });
+  const starts = new Int32Array(cells + 1);
+  for (let c = 0; c < cells; c++) starts[c + 1] = starts[c] + counts[c + 1];
+  const items = new Int32Array(starts[cells]);
+  const fill = starts.slice(0, cells);
+  brushes.forEach((b, i) => visit(b, (c) => (items[fill[c]++] = i)));
+  return {
+    originX: mins.x,
+    originY: mins.y,
+    columns,
+    rows,
+    starts,
+    items,
+    bounds,
+    seen: new Uint32Array(brushes.length),
+    stamp: 0,
+  };
 }
 
 /** Which way a ramp's top rises. */
@@ -129,7 +192,7 @@ export function createLevel(name: string, brushes: readonly Brush[], spawns: rea
     if (!Number.isFinite(s.yaw))
       throw new Error(`createLevel(${name}): spawns[${i}].yaw (${s.yaw}) is not finite`);
   });
-  return { name, brushes, spawns, mins, maxs };
+  return { name, brushes, spawns, mins, maxs, grid: createBrushGrid(brushes, mins, maxs) };
 }
 
 function box(x0: number, y0: number, z0: number, x1: number, y1: number, z1: number): Brush {

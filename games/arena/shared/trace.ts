@@ -2,7 +2,7 @@
 
 import type { TraceResult } from 'backstep/sim';
 import { type Vec3, vec3 } from 'backstep/sim';
-import type { Brush, Level } from './level.ts';
+import { BRUSH_GRID_CELL, type Brush, type BrushGrid, type Level } from './level.ts';
 
 /**
  * A trace that hits a plane stops this far from it (measured along the plane's normal), and a
@@ -80,11 +80,103 @@ function clipToBrush(
     }
     return;
   }
-  if (enterFrac < leaveFrac && enterFrac > -1 && enterFrac < out.fraction) {
+  // The earliest entry wins, and of equal ones the lowest brush: the same whatever order the
+  // broad phase visits the brushes in.
+  if (
+    enterFrac < leaveFrac &&
+    enterFrac > -1 &&
+    (enterFrac < out.fraction || (enterFrac === out.fraction && brushIndex < hit.brush))
+  ) {
     out.fraction = enterFrac;
     hit.brush = brushIndex;
     hit.plane = enterPlane;
   }
+}
+
+/** Beyond this many broad-phase cells a trace (a long shot) tests every brush's bounds instead. */
+const MAX_GRID_CELLS = 16;
+
+/**
+ * The brushes whose bounds meet [x0, x1] x [y0, y1] x [z0, z1], through the level's grid (each
+ * once), or all of them in order when the box spans more than MAX_GRID_CELLS cells; each clipped.
+ */
+function sweepGrid(
+  grid: BrushGrid,
+  brushes: readonly Brush[],
+  x0: number,
+  y0: number,
+  z0: number,
+  x1: number,
+  y1: number,
+  z1: number,
+  start: Vec3,
+  end: Vec3,
+  mins: Vec3,
+  maxs: Vec3,
+  out: TraceResult,
+): void {
+  const bounds = grid.bounds;
+  const inv = 1 / BRUSH_GRID_CELL;
+  const last = grid.columns - 1;
+  const lastRow = grid.rows - 1;
+  const cx0 = clampCell(Math.floor((x0 - grid.originX) * inv), last);
+  const cx1 = clampCell(Math.floor((x1 - grid.originX) * inv), last);
+  const cy0 = clampCell(Math.floor((y0 - grid.originY) * inv), lastRow);
+  const cy1 = clampCell(Math.floor((y1 - grid.originY) * inv), lastRow);
+  if (!((cx1 - cx0 + 1) * (cy1 - cy0 + 1) <= MAX_GRID_CELLS)) {
+    for (let i = 0; i < brushes.length; i++) {
+      const o = i * 6;
+      if (
+        bounds[o] > x1 ||
+        bounds[o + 3] < x0 ||
+        bounds[o + 1] > y1 ||
+        bounds[o + 4] < y0 ||
+        bounds[o + 2] > z1 ||
+        bounds[o + 5] < z0
+      )
+        continue;
+      clipToBrush(brushes[i], i, start, end, mins, maxs, out);
+      if (out.allSolid) return;
+    }
+    return;
+  }
+  const stamp = (grid.stamp = (grid.stamp + 1) >>> 0);
+  if (stamp === 0) {
+    // The counter wrapped: forget every mark (once in 2^32 traces).
+    grid.seen.fill(0);
+    grid.stamp = 1;
+    sweepGrid(grid, brushes, x0, y0, z0, x1, y1, z1, start, end, mins, maxs, out);
+    return;
+  }
+  const seen = grid.seen;
+  const items = grid.items;
+  const starts = grid.starts;
+  for (let cy = cy0; cy <= cy1; cy++) {
+    for (let cx = cx0; cx <= cx1; cx++) {
+      const c = cy * grid.columns + cx;
+      for (let k = starts[c]; k < starts[c + 1]; k++) {
+        const i = items[k];
+        if (seen[i] === stamp) continue;
+        seen[i] = stamp;
+        const o = i * 6;
+        if (
+          bounds[o] > x1 ||
+          bounds[o + 3] < x0 ||
+          bounds[o + 1] > y1 ||
+          bounds[o + 4] < y0 ||
+          bounds[o + 2] > z1 ||
+          bounds[o + 5] < z0
+        )
+          continue;
+        clipToBrush(brushes[i], i, start, end, mins, maxs, out);
+        if (out.allSolid) return;
+      }
+    }
+  }
+}
+
+function clampCell(c: number, last: number): number {
+  return c < 0 ? 0 : c > last ? last : c;
 }
 
 /**
@@ -116,12 +208,17 @@ export function traceLevel(
   const y1 = Math.max(start.y, end.y) + maxs.y + BROAD_PHASE_PAD;
   const z1 = Math.max(start.z, end.z) + maxs.z + BROAD_PHASE_PAD;
   const brushes = level.brushes;
-  for (let i = 0; i < brushes.length; i++) {
-    const b = brushes[i];
-    if (b.mins.x > x1 || b.maxs.x < x0 || b.mins.y > y1 || b.maxs.y < y0 || b.mins.z > z1 || b.maxs.z < z0)
-      continue;
-    clipToBrush(b, i, start, end, mins, maxs, out);
-    if (out.allSolid) break;
+  const grid = level.grid;
+  if (grid === undefined) {
+    for (let i = 0; i < brushes.length; i++) {
+      const b = brushes[i];
+      if (b.mins.x > x1 || b.maxs.x < x0 || b.mins.y > y1 || b.maxs.y < y0 || b.mins.z > z1 || b.maxs.z < z0)
+        continue;
+      clipToBrush(b, i, start, end, mins, maxs, out);
+      if (out.allSolid) break;
+    }
+  } else {
+    sweepGrid(grid, brushes, x0, y0, z0, x1, y1, z1, start, end, mins, maxs, out);
   }
   if (!out.allSolid && hit.brush >= 0) {
     const planes = brushes[hit.brush].planes;
