@@ -83,7 +83,11 @@ function createBrushGrid(brushes: readonly Brush[], mins: Vec3, maxs: Vec3): Bru
   for (let c = 0; c < cells; c++) starts[c + 1] = starts[c] + counts[c + 1];
   const items = new Int32Array(starts[cells]);
   const fill = starts.slice(0, cells);
-  brushes.forEach((b, i) => visit(b, (c) => (items[fill[c]++] = i)));
+  brushes.forEach((b, i) => {
+    visit(b, (c) => {
+      items[fill[c]++] = i;
+    });
+  });
   return {
     originX: mins.x,
     originY: mins.y,

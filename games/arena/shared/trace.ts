@@ -140,7 +140,8 @@ function sweepGrid(
     }
     return;
   }
-  const stamp = (grid.stamp = (grid.stamp + 1) >>> 0);
+  grid.stamp = (grid.stamp + 1) >>> 0;
+  const stamp = grid.stamp;
   if (stamp === 0) {
     // The counter wrapped: forget every mark (once in 2^32 traces).
     grid.seen.fill(0);
