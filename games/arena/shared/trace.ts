@@ -176,8 +176,9 @@ function sweepGrid(
   }
 }
 
+/** `c` within [0, last] (NaN stays NaN: the caller then tests every brush). */
 function clampCell(c: number, last: number): number {
-  return c < 0 ? 0 : c > last ? last : c;
+  return Math.max(0, Math.min(last, c));
 }
 
 /**
