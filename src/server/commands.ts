@@ -201,6 +201,15 @@ export class CommandQueue {
   private readonly ahead = createUserCommand();
   /** Simulated time filled in since the last command received ran (ms). */
   private filledRunMs = 0;
+  /**
+   * Real time that passed while the queue had nothing to run (its next command missing) and the
+   * budget was full, since the last command received ran (ms, at most fillLostMs): time the
+   * budget's cap let go, which filled commands spend before the budget. Filling then leaves the
+   * budget where it was, and what the client runs in all stays within real time plus the slack.
+   */
+  private fillCreditMs = 0;
+  /** Whether the last `next()` found its next command missing (the queue starved). */
+  private starved = false;
   /** Whether the command `next()` last returned was filled in for a lost one. */
   lastFilled = false;
   /** The reorder window in use (ms): see CommandBudgetConfig.reorderWindowMs. */
@@ -303,18 +312,22 @@ export class CommandQueue {
 
   /**
    * Builds in `current` the command filled in for lost command `seq` (`fillLostMs`), if the run
-   * of filled time allows and the budget pays for it and every command waiting (a filled command
-   * never makes a received one wait or be dropped); false when `seq` is only skipped. Its view angles move
-   * from the last command run toward the next one received, a step per command number.
+   * of filled time allows and it is paid for: from the time the queue starved with the budget
+   * full (`fillCreditMs`), then from the budget, as long as that still pays for every command
+   * waiting (a filled command never makes one received wait or be dropped). False when `seq` is
+   * only skipped. Its view angles move from the last command run toward the next one received, a
+   * step per command number.
    */
   private fill(seq: number): boolean {
     const last = this.last;
     const msec = last.msec;
+    const fromCredit = Math.min(this.fillCreditMs, msec);
+    const fromBudget = msec - fromCredit;
     if (
       !this.hasLast ||
       this.farAhead ||
       this.filledRunMs + msec > this.config.fillLostMs ||
-      this.queuedMs + msec > this.budgetMs
+      this.queuedMs + fromBudget > this.budgetMs
     )
       return false;
     const c = copyUserCommand(this.current, last);
@@ -330,7 +343,8 @@ export class CommandQueue {
       c.roll = stepAngle(last.roll, next.roll, t);
       break;
     }
-    this.budgetMs -= msec;
+    this.fillCreditMs -= fromCredit;
+    this.budgetMs -= fromBudget;
     this.filledRunMs += msec;
     this.lastWaitMs = 0;
     this.stats.filled++;
@@ -353,6 +367,10 @@ export class CommandQueue {
     const { commandSlackMs, catchUpRate } = this.config;
     const headMsec = this.pending.msec(this.lastDone + 1);
     const cap = Math.max(headMsec, commandSlackMs);
+    const credited = Math.max(0, Math.min(ms, cap - this.budgetMs));
+    if (this.starved && credited < ms) {
+      this.fillCreditMs = Math.min(this.config.fillLostMs, this.fillCreditMs + ms - credited);
+    }
     this.budgetMs = Math.min(cap, this.budgetMs + ms);
     this.clockMs += ms;
     if (this.gapSinceMs >= 0 && this.clientHearing) this.gapHeardMs += ms;
@@ -381,6 +399,7 @@ export class CommandQueue {
         if (seq >= this.newestSeen) {
           this.gapSinceMs = -1;
           this.farAhead = false;
+          this.starved = true;
           return undefined;
         }
         if (this.gapSinceMs < 0) {
@@ -391,8 +410,10 @@ export class CommandQueue {
           !this.farAhead &&
           this.gapHeardMs < this.reorderWindowMs &&
           this.clockMs - this.gapSinceMs < MAX_REORDER_WINDOW_MS
-        )
+        ) {
+          this.starved = true;
           return undefined;
+        }
         this.lastDone = seq;
         this.stats.lost++;
         this.skipped[seq % QUEUE_SIZE] = seq;
@@ -400,6 +421,7 @@ export class CommandQueue {
         continue;
       }
       this.gapSinceMs = -1;
+      this.starved = false;
       if (cmd.msec <= this.budgetMs) {
         this.budgetMs -= cmd.msec;
         this.queuedMs -= cmd.msec;
@@ -411,6 +433,7 @@ export class CommandQueue {
         copyUserCommand(this.last, cmd);
         this.hasLast = true;
         this.filledRunMs = 0;
+        this.fillCreditMs = 0;
         this.lastFilled = false;
         return cmd;
       }

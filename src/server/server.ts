@@ -892,7 +892,12 @@ export class GameServer<P, W> {
       for (let n = 0; n < this.config.maxCommandsPerTick; n++) {
         const cmd = client.commands.next();
         if (cmd === undefined) break;
-        if (this.lagCompensation !== null && this.game.hitscan?.fires(client.state, cmd)) {
+        // A command filled in for a lost one presses only held buttons: never a shot to judge.
+        if (
+          this.lagCompensation !== null &&
+          !client.commands.lastFilled &&
+          this.game.hitscan?.fires(client.state, cmd)
+        ) {
           this.hooks.beforeShot?.(this, client, cmd);
           const capture = this.judge(
             client,

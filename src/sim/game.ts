@@ -91,8 +91,9 @@ export interface GameDefinition<P, W> {
    * The input a player may send: the button bits the game defines and its highest impulse
    * (0: none). The server clears any other button bit and any impulse above it, and counts the
    * command (`CommandStats.invalidInput`): what a legitimate client never sends. `heldButtons`
-   * are those a player holds through a stretch of commands (jump, crouch: not attack), which a
-   * command the server fills in for a lost one keeps (`ServerConfig.fillLostMs`); default none.
+   * are those a player holds through a stretch of commands (jump, crouch), which a command the
+   * server fills in for a lost one keeps (`ServerConfig.fillLostMs`); default none. Never a button
+   * that fires: a filled command is never lag compensated.
    */
   readonly input: { readonly buttons: number; readonly maxImpulse: number; readonly heldButtons?: number };
   /**

@@ -404,6 +404,42 @@ describe('CommandQueue', () => {
     expect(tight.stats.lost).toBe(1);
   });
 
+  it('pays for filled commands with the time the queue starved, leaving the slack for jitter', () => {
+    // A client at real time (16 ms a command), its budget full: commands 50 to 55 are lost. The
+    // queue starves for their time, which the full budget's cap would let go; the fills spend
+    // that, so the budget ends where skipping them leaves it.
+    const run = (fillLostMs: number) => {
+      const q = queue(100, 0, fillLostMs);
+      for (let s = 1; s <= 120; s++) {
+        q.addRealTime(16);
+        if (s < 50 || s > 55) q.receive(cmd(s));
+        drain(q);
+      }
+      return q;
+    };
+    const skipping = run(0);
+    const filling = run(1000);
+    expect(skipping.stats.lost).toBe(6);
+    expect(filling.stats.filled).toBe(6);
+    expect(filling.stats.executed).toBe(skipping.stats.executed);
+    expect(filling.budgetMs).toBe(skipping.budgetMs);
+    // Still within real time plus the slack: 120 commands' time, filled ones included.
+    expect(filling.stats.executedMs + filling.stats.filledMs).toBeLessThanOrEqual(120 * 16 + 100);
+  });
+
+  it('a client leaving numbers out moves no faster: filled time comes out of real time', () => {
+    // Every other number, at real time for the ones sent: the fills come from the budget, and in
+    // all the queue runs no more than real time plus the slack.
+    const q = queue(100, 0, 1000);
+    for (let step = 1; step <= 200; step++) {
+      q.addRealTime(16);
+      q.receive(cmd(2 * step - 1));
+      drain(q);
+    }
+    expect(q.stats.filled).toBeGreaterThan(0);
+    expect(q.stats.executedMs + q.stats.filledMs).toBeLessThanOrEqual(200 * 16 + 100);
+  });
+
   it('refuses fillLostMs out of range, naming it', () => {
     expect(() => queue(100, 0, -1)).toThrow(/fillLostMs/);
     expect(() => queue(100, 0, Number.NaN)).toThrow(/fillLostMs/);

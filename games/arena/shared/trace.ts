@@ -123,7 +123,8 @@ function sweepGrid(
   const cx1 = clampCell(Math.floor((x1 - grid.originX) * inv), last);
   const cy0 = clampCell(Math.floor((y0 - grid.originY) * inv), lastRow);
   const cy1 = clampCell(Math.floor((y1 - grid.originY) * inv), lastRow);
-  if (!((cx1 - cx0 + 1) * (cy1 - cy0 + 1) <= MAX_GRID_CELLS)) {
+  // NaN, a box inverted by its caller, or a long shot: every brush.
+  if (cx1 < cx0 || cy1 < cy0 || !((cx1 - cx0 + 1) * (cy1 - cy0 + 1) <= MAX_GRID_CELLS)) {
     for (let i = 0; i < brushes.length; i++) {
       const o = i * 6;
       if (
