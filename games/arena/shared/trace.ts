@@ -126,31 +126,20 @@ function sweepGrid(
   // NaN, a box inverted by its caller, or a long shot: every brush.
   if (cx1 < cx0 || cy1 < cy0 || !((cx1 - cx0 + 1) * (cy1 - cy0 + 1) <= MAX_GRID_CELLS)) {
     for (let i = 0; i < brushes.length; i++) {
-      const o = i * 6;
-      if (
-        bounds[o] > x1 ||
-        bounds[o + 3] < x0 ||
-        bounds[o + 1] > y1 ||
-        bounds[o + 4] < y0 ||
-        bounds[o + 2] > z1 ||
-        bounds[o + 5] < z0
-      )
-        continue;
+      if (outside(bounds, i * 6, x0, y0, z0, x1, y1, z1)) continue;
       clipToBrush(brushes[i], i, start, end, mins, maxs, out);
       if (out.allSolid) return;
     }
     return;
   }
-  grid.stamp = (grid.stamp + 1) >>> 0;
-  const stamp = grid.stamp;
-  if (stamp === 0) {
-    // The counter wrapped: forget every mark (once in 2^32 traces).
-    grid.seen.fill(0);
-    grid.stamp = 1;
-    sweepGrid(grid, brushes, x0, y0, z0, x1, y1, z1, start, end, mins, maxs, out);
-    return;
-  }
   const seen = grid.seen;
+  grid.stamp = (grid.stamp + 1) >>> 0;
+  if (grid.stamp === 0) {
+    // The counter wrapped: forget every mark (once in 2^32 traces).
+    seen.fill(0);
+    grid.stamp = 1;
+  }
+  const stamp = grid.stamp;
   const items = grid.items;
   const starts = grid.starts;
   for (let cy = cy0; cy <= cy1; cy++) {
@@ -160,21 +149,33 @@ function sweepGrid(
         const i = items[k];
         if (seen[i] === stamp) continue;
         seen[i] = stamp;
-        const o = i * 6;
-        if (
-          bounds[o] > x1 ||
-          bounds[o + 3] < x0 ||
-          bounds[o + 1] > y1 ||
-          bounds[o + 4] < y0 ||
-          bounds[o + 2] > z1 ||
-          bounds[o + 5] < z0
-        )
-          continue;
+        if (outside(bounds, i * 6, x0, y0, z0, x1, y1, z1)) continue;
         clipToBrush(brushes[i], i, start, end, mins, maxs, out);
         if (out.allSolid) return;
       }
     }
   }
+}
+
+/** Whether the bounds at `bounds[o .. o + 5]` (mins, then maxs) miss the box [x0, x1] x [y0, y1] x [z0, z1]. */
+function outside(
+  bounds: Float64Array,
+  o: number,
+  x0: number,
+  y0: number,
+  z0: number,
+  x1: number,
+  y1: number,
+  z1: number,
+): boolean {
+  return (
+    bounds[o] > x1 ||
+    bounds[o + 3] < x0 ||
+    bounds[o + 1] > y1 ||
+    bounds[o + 4] < y0 ||
+    bounds[o + 2] > z1 ||
+    bounds[o + 5] < z0
+  );
 }
 
 /** `c` within [0, last] (NaN stays NaN: the caller then tests every brush). */
