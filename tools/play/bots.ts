@@ -25,6 +25,8 @@ export interface BotSwarmOptions {
   kind: BotKind;
   /** Aim bots' aim error, standard deviation per axis, units. */
   aimErrorUnits: number;
+  /** Whether aim bots run about while they shoot (false: each stands where it is). */
+  move: boolean;
   seed: number;
   frameMs: number;
 }
@@ -33,6 +35,7 @@ export const DEFAULT_BOT_SWARM: BotSwarmOptions = {
   count: 8,
   kind: 'aim',
   aimErrorUnits: 24,
+  move: true,
   seed: 1,
   frameMs: 1000 / 60,
 };
@@ -69,7 +72,7 @@ export class BotSwarm {
         const client = new GameClient(arenaGame, endpoint, endpoint.serverAddress, { seed });
         const drive: InputDriver<ArenaPlayerState, ArenaWorld> =
           o.kind === 'aim'
-            ? aimBot(seed, { aimErrorUnits: o.aimErrorUnits })
+            ? aimBot(seed, { aimErrorUnits: o.aimErrorUnits, move: o.move })
             : o.kind === 'runner'
               ? runnerBot(seed)
               : o.kind === 'strafe'
