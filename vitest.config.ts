@@ -5,13 +5,19 @@ import { defineConfig } from 'vitest/config';
 // through package.json's `backstep-source` condition to src/, so nothing needs building first.
 const SOURCE = 'backstep-source';
 
+// In CI (`.ci/run`), a short report: a dot per test, then every failure with its output. The
+// printed figures of passing tests show locally.
+const ci = process.env.CI === 'true';
+
 export default defineConfig({
   resolve: { conditions: [SOURCE, ...defaultClientConditions] },
   ssr: { resolve: { conditions: [SOURCE, ...defaultServerConditions] } },
   test: {
     include: ['test/**/*.test.ts', 'examples/**/*.test.ts'],
+    setupFiles: ['test/setup/watchdog.ts'],
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    ...(ci ? { reporters: ['dot'], silent: 'passed-only' as const } : {}),
   },
 });

@@ -408,7 +408,10 @@ export class LagCompensator<P, W> {
         p[4] = p[1];
         p[5] = p[2];
       } else decodePosition(type, vb, o, p, 3);
+      // The blend's span, [min(f, 0), max(f, 1)], written so that a NaN fraction gives [0, 1].
+      // biome-ignore lint/complexity/useMathMinMax: Math.min would carry a NaN into the bound
       const lo = f < 0 ? f : 0;
+      // biome-ignore lint/complexity/useMathMinMax: as above
       const hi = f > 1 ? f : 1;
       const mid = (lo + hi) * 0.5;
       const half = (hi - lo) * 0.5;
