@@ -5,8 +5,9 @@ import { defineConfig } from 'vitest/config';
 // through package.json's `backstep-source` condition to src/, so nothing needs building first.
 const SOURCE = 'backstep-source';
 
-// In CI (`.ci/run`), a short report: a dot per test, then every failure with its output. The
-// printed figures of passing tests show locally.
+// In CI (`.ci/run`), a short report: a dot per test, then every failure with its output, and the
+// name of any test file still running after 5 minutes (test/setup/long-files.ts). The printed
+// figures of passing tests show locally.
 const ci = process.env.CI === 'true';
 
 export default defineConfig({
@@ -18,6 +19,6 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    ...(ci ? { reporters: ['dot'], silent: 'passed-only' as const } : {}),
+    ...(ci ? { reporters: ['dot', './test/setup/long-files.ts'], silent: 'passed-only' as const } : {}),
   },
 });
