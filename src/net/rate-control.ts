@@ -18,7 +18,9 @@
 //   normal   (queue under half the threshold): rate grows by increasePerSecond of itself per
 //            second (startupIncreasePerSecond until the first decrease: a connection starts at
 //            startBytesPerSecond, below most links, and climbs fast, held back only by a queue
-//            over the threshold), up to maxBytesPerSecond.
+//            over the threshold), up to maxBytesPerSecond; past LINK_HEADROOM times what the
+//            link delivered at the last cut, only while the sender sends about the rate (a rate
+//            grown unused would let the game's next burst queue at it).
 // A queue is not always the sender's: a route that got longer (a latency step, a spike) or
 // someone else's queue raises the round trip as much. Such a change comes as a jump: the round
 // trip grows from one acknowledgement to the next by more than four times its jitter (RFC 3550's
@@ -43,11 +45,18 @@
 // acknowledgements closer than the packets went (a queue draining), or too few to tell: nothing.
 // Raw round trips that keep climbing (the least-squares trend over TREND_WINDOW_MS since the last
 // jump, or across a run of jumps) are a queue that grows: the sender's, cut even with no
-// dispersion measured (each jump restarts it), never taken for a route.
+// dispersion measured (each jump restarts it), never taken for a route. So is a slower climb, a
+// ramp over CLIMB_WINDOW_MS since the last jump (one sample per acknowledging packet) that rises
+// CLIMB_T standard errors of its fit and keeps to its line within the jitter (a step, however it
+// is blurred, strays from any line), while the acknowledgements spread (dispersion under
+// SLOW_SIGN_DISPERSION): a sender a few per cent over a slow link builds its queue so, and would
+// otherwise pass for a standing queue or a route.
 // A cut that left the queue where it was a round trip later, acknowledgements keeping the
-// packets' spacing, shows the queue is not the sender's (a route longer on both legs climbs in
-// two jumps each too small to tell from jitter): the rate goes back to what it was before the
-// cut and the base moves up, instead of halving again every round trip.
+// packets' spacing, and two round trips later still, shows the queue is not the sender's (a
+// route longer on both legs climbs in two jumps each too small to tell from jitter): the rate
+// goes back to what it was before the cut and the base moves up, instead of halving again every
+// round trip. (A sender's own queue drains after a cut only as fast as the link outruns the new
+// rate: one round trip shows it barely lower.)
 // Pure: time is passed in; allocation-free.
 
 /** Tuning of a RateController; every field but maxBytesPerSecond has a default. */
@@ -148,9 +157,35 @@ const STEP_VERDICT_MS = 2000;
  * since the last jump, from at least TREND_MIN_SAMPLES samples spanning TREND_MIN_SPAN_MS.
  */
 const TREND_WINDOW_MS = 600;
-/** Enough for 600 ms of acknowledgements at up to 106 a second; more, and the window is shorter. */
-const TREND_SAMPLES = 64;
+/**
+ * Enough for CLIMB_WINDOW_MS of acknowledgements at up to 106 a second; more, and the windows
+ * are shorter.
+ */
+const TREND_SAMPLES = 160;
+/**
+ * A slow climb of the raw round trips (queueClimbing) is read over this long since the last jump,
+ * and only once the samples span nine tenths of it: a longer route's transition (packets of both
+ * routes mixed, each leg's jitter) can climb for a round trip or two after its last jump.
+ */
+const CLIMB_WINDOW_MS = 1500;
+const CLIMB_MIN_SPAN_MS = 1350;
+/** A climb strays from its line by at most 1.5 jitters and this (ms: the round trips' rounding). */
+const CLIMB_RESIDUAL_FLOOR_MS = 5;
+/**
+ * A climb's slope passes this many of its standard errors (the test runs every update on windows
+ * that overlap, so a chance climb must be far less likely than one in a thousand).
+ */
+const CLIMB_T = 4;
 const TREND_MIN_SAMPLES = 5;
+/**
+ * Acknowledgements spread to at most this share of the packets' spacing: a queue of the sender's
+ * grows (one growing 30 ms a second spreads them to 0.97).
+ */
+const SLOW_SIGN_DISPERSION = 0.97;
+/** The rate grows unused up to this many times what the link carried (see linkBytesPerSecond). */
+const LINK_HEADROOM = 1.1;
+/** Delivering less than this share of the rate, the sender is limited by what it has to send. */
+const APP_LIMITED_SHARE = 0.9;
 const TREND_MIN_SPAN_MS = 300;
 
 export class RateController {
@@ -233,11 +268,20 @@ export class RateController {
   /** A decrease was taken: the startup is over. */
   private decreased = false;
   /**
+   * What the link carried (the delivered rate) when the sender's queue was last cut: above it the
+   * rate grows only while the sender uses it. Infinite until a cut, and after a cut undone.
+   */
+  private linkBytesPerSecond = Number.POSITIVE_INFINITY;
+  /**
    * The queue when the rate was last cut, while the queue has stayed over the threshold since
    * (-1: no cut in this overuse), and the rate before the first cut of it.
    */
   private cutQueueMs = -1;
   private rateBeforeCut = 0;
+  /** When the rate was last cut. */
+  private cutAtMs = Number.NEGATIVE_INFINITY;
+  /** A round trip after the cut the queue stood where it was: a route, unless it drains. */
+  private restorePending = false;
 
   constructor(config: Partial<RateControllerConfig> & { maxBytesPerSecond: number }) {
     const c = { ...DEFAULT_RATE_CONTROLLER_CONFIG, ...config };
@@ -364,8 +408,13 @@ export class RateController {
       // Round trips that keep climbing since the last jump: a queue that grows, the sender's
       // (a route's step is one or two jumps and then level), whatever the dispersion says.
       const growing = this.queueGrowing(nowMs, threshold);
+      // A slower climb, taken only with acknowledgements that spread as a queue of the sender's
+      // spreads them (dispersion under SLOW_SIGN_DISPERSION: a route's jitter wanders the round
+      // trip as much, but keeps the packets' spacing):
+      const spreading = d < SLOW_SIGN_DISPERSION;
+      const climbing = growing || (spreading && this.queueClimbing(nowMs, threshold));
       // Not measured yet: nothing to decide.
-      if (!(d >= 0) && !growing) return;
+      if (!(d >= 0) && !climbing) return;
       // A bottleneck spreads the acknowledgements by more than jitter would.
       const bottleneck = d < BOTTLENECK_DISPERSION && this.spreadMs > JITTER_SPREAD * this.rttJitterMs;
       // The acknowledgements arrive closer than the packets went (a queue draining, a route
@@ -376,7 +425,7 @@ export class RateController {
       // Right after a jump, anything short of a clear bottleneck with a queue past the
       // standing-queue thresholds is taken for the new route.
       if (this.stepPending && nowMs - this.jumpAtMs > STEP_VERDICT_MS) this.stepPending = false;
-      if (this.stepPending && !growing && (d > STEADY_DISPERSION || !bottleneck)) {
+      if (this.stepPending && !climbing && (d > STEADY_DISPERSION || !bottleneck)) {
         // A queue within the standing-queue thresholds after a jump is neither: wait.
         if (queue <= STANDING_QUEUE_THRESHOLDS * threshold) return;
         if (nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS) this.takeLatencyStep(nowMs);
@@ -384,28 +433,37 @@ export class RateController {
       }
       // Acknowledgements keeping the packets' spacing with no jump before: a standing queue, the
       // sender's own if it is well past what the route's jitter makes of the measure.
-      if (!growing && d > STEADY_DISPERSION && queue <= STANDING_QUEUE_THRESHOLDS * threshold) return;
+      if (!climbing && d > STEADY_DISPERSION && queue <= STANDING_QUEUE_THRESHOLDS * threshold) return;
       // A queue the sender builds itself is cut at once; any other after the hold.
       const held = bottleneck || nowMs - this.overuseSinceMs >= OVERUSE_HOLD_MS;
       if (held && nowMs >= this.holdUntilMs && (measured || bottleneck)) {
-        // The last cut (a round trip ago at least) left the queue where it was, and the
-        // acknowledgements keep the packets' spacing: sending less did not shorten it, so it is
-        // not the sender's. A route that got longer on both legs climbs in two jumps each too
-        // small to tell from jitter; without this every round trip would halve the rate again.
-        if (
-          this.cutQueueMs >= 0 &&
-          !bottleneck &&
-          !growing &&
-          d > STEADY_DISPERSION &&
-          Math.abs(queue - this.cutQueueMs) < threshold / 2
-        ) {
+        // The last cut left the queue where it was, and the acknowledgements keep the packets'
+        // spacing: sending less did not shorten it, so it is not the sender's. A route that got
+        // longer on both legs climbs in two jumps each too small to tell from jitter; without
+        // this every round trip would halve the rate again. A queue that stands a round trip
+        // after the cut is only a sign: those acknowledgements are of packets sent before it,
+        // that met the whole queue, and a queue of the sender's drains only as fast as the link
+        // outruns the rate cut to (on a slow link, about a tenth of a second a second). So the
+        // verdict waits, cutting nothing more, until two round trips after the cut: a queue that
+        // has not come down by then is not the sender's.
+        if (this.cutQueueMs >= 0 && !bottleneck && !climbing && d > STEADY_DISPERSION) {
+          const early = nowMs - this.cutAtMs < 2 * this.smoothedRttMs + OVERUSE_HOLD_MS;
+          if (!this.restorePending && early && Math.abs(queue - this.cutQueueMs) < threshold / 2) {
+            this.restorePending = true;
+          }
+          if (this.restorePending && early) return;
+        }
+        if (this.restorePending && !bottleneck && !climbing && queue > this.cutQueueMs - threshold / 2) {
           this.rateBytesPerSecond = Math.min(
             c.maxBytesPerSecond,
             Math.max(this.rateBytesPerSecond, this.rateBeforeCut),
           );
+          this.linkBytesPerSecond = Number.POSITIVE_INFINITY;
           this.takeLatencyStep(nowMs);
           return;
         }
+        // It came down (or the signs turned): the queue was the sender's.
+        this.restorePending = false;
         const factor = queue > 3 * threshold ? c.drainFactor : c.decreaseFactor;
         // The delivered rate is the bottleneck's when the queue is ours (the acknowledgements
         // show it: dispersion); otherwise (a sender that sent less than it may measures less than
@@ -418,6 +476,10 @@ export class RateController {
         if (target < this.rateBytesPerSecond) {
           if (this.cutQueueMs < 0) this.rateBeforeCut = this.rateBytesPerSecond;
           this.cutQueueMs = queue;
+          this.cutAtMs = nowMs;
+          this.linkBytesPerSecond = bottleneck
+            ? this.spanDeliveredBytesPerSecond
+            : this.deliveredBytesPerSecond;
           this.rateBytesPerSecond = Math.max(c.minBytesPerSecond, target);
           if (loss > c.lossThreshold) this.stats.lossDecreases++;
           else this.stats.delayDecreases++;
@@ -428,9 +490,22 @@ export class RateController {
     }
     this.overuseSinceMs = -1;
     this.cutQueueMs = -1;
+    this.restorePending = false;
     // Until the first decrease nothing is known of the link: the rate climbs unless a queue shows
-    // (after it, only while the queue is under half the threshold).
-    if (queue < (this.decreased ? threshold / 2 : threshold) && nowMs >= this.holdUntilMs) {
+    // (after it, only while the queue is under half the threshold). Past what the link carried at
+    // the last cut it climbs only while the sender sends about that much: a rate a game does not
+    // use tells nothing of the link, and grown unused it would let the game's next burst (a fight,
+    // a respawn) queue for as long as it lasts.
+    // (The link carries at least what it delivered without a queue: a cut on a misreading
+    // leaves an estimate the game's own bursts soon raise.) Lost packets were sent too.
+    if (queue < threshold / 2 && this.deliveredBytesPerSecond > this.linkBytesPerSecond) {
+      this.linkBytesPerSecond = this.deliveredBytesPerSecond;
+    }
+    const sent = this.deliveredBytesPerSecond / Math.max(0.5, 1 - loss);
+    const appLimited =
+      this.rateBytesPerSecond >= LINK_HEADROOM * this.linkBytesPerSecond &&
+      sent < APP_LIMITED_SHARE * this.rateBytesPerSecond;
+    if (queue < (this.decreased ? threshold / 2 : threshold) && nowMs >= this.holdUntilMs && !appLimited) {
       const increase = this.decreased ? c.increasePerSecond : c.startupIncreasePerSecond;
       const grown = this.rateBytesPerSecond * (1 + (increase * dt) / 1000);
       this.rateBytesPerSecond = Math.min(c.maxBytesPerSecond, grown);
@@ -473,6 +548,72 @@ export class RateController {
     return slope * (last - first) > Math.max(threshold, 4 * this.rttJitterMs);
   }
 
+  /**
+   * Whether the raw round trips since the last jump (within CLIMB_WINDOW_MS, spanning at least
+   * CLIMB_MIN_SPAN_MS) climb as a ramp: their least-squares rise passes the threshold and three
+   * standard errors of the route's jitter, and they stray from the line by about the jitter. A
+   * queue the sender fills a little faster than the link drains (a game's frames growing past a
+   * slow link's rate) climbs so, too slowly for queueGrowing's shorter window to tell from
+   * jitter; a longer route is level after its jump.
+   */
+  private queueClimbing(nowMs: number, threshold: number): boolean {
+    const from = Math.max(nowMs - CLIMB_WINDOW_MS, this.jumpAtMs);
+    let n = 0;
+    let sx = 0;
+    let sy = 0;
+    let sxx = 0;
+    let sxy = 0;
+    let syy = 0;
+    let first = Number.POSITIVE_INFINITY;
+    let last = Number.NEGATIVE_INFINITY;
+    // One sample per arrival: the acknowledgements one packet brings share its wait (a run of
+    // lost packets delays them all), so they count once, by the least of them (the packet sent
+    // last, which waited least for it).
+    const count = this.trendCount;
+    const oldest = count < TREND_SAMPLES ? 0 : this.trendNext;
+    let groupAt = Number.NaN;
+    let groupRtt = 0;
+    for (let k = 0; k <= count; k++) {
+      const i = (oldest + k) % TREND_SAMPLES;
+      const t = k < count ? this.trendAtMs[i] : Number.NaN;
+      if (k < count && t < from) continue;
+      if (t === groupAt) {
+        if (this.trendRttMs[i] < groupRtt) groupRtt = this.trendRttMs[i];
+        continue;
+      }
+      if (!Number.isNaN(groupAt)) {
+        const x = groupAt - from;
+        n++;
+        sx += x;
+        sy += groupRtt;
+        sxx += x * x;
+        sxy += x * groupRtt;
+        syy += groupRtt * groupRtt;
+        if (groupAt < first) first = groupAt;
+        if (groupAt > last) last = groupAt;
+      }
+      groupAt = t;
+      groupRtt = k < count ? this.trendRttMs[i] : 0;
+    }
+    if (n < TREND_MIN_SAMPLES || last - first < CLIMB_MIN_SPAN_MS) return false;
+    const den = n * sxx - sx * sx;
+    if (!(den > 0)) return false;
+    const slope = (n * sxy - sx * sy) / den;
+    if (!(slope * (last - first) > threshold)) return false;
+    // The fit's own standard error (its residual over the spread of the times): the climb must
+    // pass CLIMB_T of them. A very jittery route (tens of ms each way, packets reordered)
+    // wanders by more than its jitter estimate says; its residual says how much.
+    const cxx = sxx - (sx * sx) / n;
+    const cxy = sxy - (sx * sy) / n;
+    const cyy = syy - (sy * sy) / n;
+    const residual = Math.sqrt(Math.max(0, cyy - (cxy * cxy) / cxx) / (n - 2));
+    if (!(slope > (CLIMB_T * residual) / Math.sqrt(cxx))) return false;
+    // A ramp strays from its line by about the jitter (the mean change between samples, about
+    // 1.13 standard deviations of one); a step (a longer route in jumps too small to tell from
+    // jitter) strays from any line by a share of its height.
+    return residual < (1.5 * this.rttJitterMs) / 1.13 + CLIMB_RESIDUAL_FLOOR_MS;
+  }
+
   /** The path got longer (or a queue not the sender's stands on it): the base moves up to it. */
   private takeLatencyStep(nowMs: number): void {
     this.baseCurrent = this.smoothedRttMs;
@@ -483,6 +624,7 @@ export class RateController {
     this.overuseSinceMs = -1;
     this.stepPending = false;
     this.cutQueueMs = -1;
+    this.restorePending = false;
     this.stats.latencySteps++;
   }
 
