@@ -453,7 +453,13 @@ export class RateController {
           }
           if (this.restorePending && early) return;
         }
-        if (this.restorePending && !bottleneck && !climbing && queue > this.cutQueueMs - threshold / 2) {
+        if (
+          this.restorePending &&
+          !bottleneck &&
+          !climbing &&
+          d > STEADY_DISPERSION &&
+          queue > this.cutQueueMs - threshold / 2
+        ) {
           this.rateBytesPerSecond = Math.min(
             c.maxBytesPerSecond,
             Math.max(this.rateBytesPerSecond, this.rateBeforeCut),
@@ -550,8 +556,8 @@ export class RateController {
 
   /**
    * Whether the raw round trips since the last jump (within CLIMB_WINDOW_MS, spanning at least
-   * CLIMB_MIN_SPAN_MS) climb as a ramp: their least-squares rise passes the threshold and three
-   * standard errors of the route's jitter, and they stray from the line by about the jitter. A
+   * CLIMB_MIN_SPAN_MS) climb as a ramp: their least-squares rise passes the threshold and CLIMB_T
+   * standard errors of the fit, and they stray from the line by about the jitter. A
    * queue the sender fills a little faster than the link drains (a game's frames growing past a
    * slow link's rate) climbs so, too slowly for queueGrowing's shorter window to tell from
    * jitter; a longer route is level after its jump.
