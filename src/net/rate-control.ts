@@ -260,6 +260,8 @@ export class RateController {
   private secondJumpAtMs = Number.NEGATIVE_INFINITY;
   private thirdJumpAtMs = Number.NEGATIVE_INFINITY;
   private fourthJumpAtMs = Number.NEGATIVE_INFINITY;
+  /** The least-squares fit queueGrowing and queueClimbing fill (one, reused). */
+  private readonly fit = new LineFit();
   /** The last TREND_SAMPLES raw round trips and when they were taken (a ring). */
   private readonly trendAtMs = new Float64Array(TREND_SAMPLES);
   private readonly trendRttMs = new Float64Array(TREND_SAMPLES);
@@ -527,31 +529,14 @@ export class RateController {
     // (four within the window: a route changes in one or two, and jitter may add one).
     const window = nowMs - TREND_WINDOW_MS;
     const from = this.fourthJumpAtMs >= window ? window : Math.max(window, this.jumpAtMs);
-    let n = 0;
-    let sx = 0;
-    let sy = 0;
-    let sxx = 0;
-    let sxy = 0;
-    let first = Number.POSITIVE_INFINITY;
-    let last = Number.NEGATIVE_INFINITY;
+    const fit = this.fit.reset();
     for (let i = 0; i < this.trendCount; i++) {
       const t = this.trendAtMs[i];
-      if (t < from) continue;
-      const x = t - from;
-      const y = this.trendRttMs[i];
-      n++;
-      sx += x;
-      sy += y;
-      sxx += x * x;
-      sxy += x * y;
-      if (t < first) first = t;
-      if (t > last) last = t;
+      if (t >= from) fit.add(t - from, this.trendRttMs[i]);
     }
-    if (n < TREND_MIN_SAMPLES || last - first < TREND_MIN_SPAN_MS) return false;
-    const den = n * sxx - sx * sx;
-    if (!(den > 0)) return false;
-    const slope = (n * sxy - sx * sy) / den;
-    return slope * (last - first) > Math.max(threshold, 4 * this.rttJitterMs);
+    if (fit.n < TREND_MIN_SAMPLES || fit.span < TREND_MIN_SPAN_MS) return false;
+    const slope = fit.slope();
+    return slope * fit.span > Math.max(threshold, 4 * this.rttJitterMs);
   }
 
   /**
@@ -564,56 +549,36 @@ export class RateController {
    */
   private queueClimbing(nowMs: number, threshold: number): boolean {
     const from = Math.max(nowMs - CLIMB_WINDOW_MS, this.jumpAtMs);
-    let n = 0;
-    let sx = 0;
-    let sy = 0;
-    let sxx = 0;
-    let sxy = 0;
-    let syy = 0;
-    let first = Number.POSITIVE_INFINITY;
-    let last = Number.NEGATIVE_INFINITY;
+    const fit = this.fit.reset();
     // One sample per arrival: the acknowledgements one packet brings share its wait (a run of
     // lost packets delays them all), so they count once, by the least of them (the packet sent
-    // last, which waited least for it).
+    // last, which waited least for it). The ring is read oldest first.
     const count = this.trendCount;
     const oldest = count < TREND_SAMPLES ? 0 : this.trendNext;
     let groupAt = Number.NaN;
     let groupRtt = 0;
-    for (let k = 0; k <= count; k++) {
+    for (let k = 0; k < count; k++) {
       const i = (oldest + k) % TREND_SAMPLES;
-      const t = k < count ? this.trendAtMs[i] : Number.NaN;
-      if (k < count && t < from) continue;
+      const t = this.trendAtMs[i];
+      if (t < from) continue;
+      const rtt = this.trendRttMs[i];
       if (t === groupAt) {
-        if (this.trendRttMs[i] < groupRtt) groupRtt = this.trendRttMs[i];
+        if (rtt < groupRtt) groupRtt = rtt;
         continue;
       }
-      if (!Number.isNaN(groupAt)) {
-        const x = groupAt - from;
-        n++;
-        sx += x;
-        sy += groupRtt;
-        sxx += x * x;
-        sxy += x * groupRtt;
-        syy += groupRtt * groupRtt;
-        if (groupAt < first) first = groupAt;
-        if (groupAt > last) last = groupAt;
-      }
+      if (!Number.isNaN(groupAt)) fit.add(groupAt - from, groupRtt);
       groupAt = t;
-      groupRtt = k < count ? this.trendRttMs[i] : 0;
+      groupRtt = rtt;
     }
-    if (n < TREND_MIN_SAMPLES || last - first < CLIMB_MIN_SPAN_MS) return false;
-    const den = n * sxx - sx * sx;
-    if (!(den > 0)) return false;
-    const slope = (n * sxy - sx * sy) / den;
-    if (!(slope * (last - first) > threshold)) return false;
+    if (!Number.isNaN(groupAt)) fit.add(groupAt - from, groupRtt);
+    if (fit.n < TREND_MIN_SAMPLES || fit.span < CLIMB_MIN_SPAN_MS) return false;
+    const slope = fit.slope();
+    if (!(slope * fit.span > threshold)) return false;
     // The fit's own standard error (its residual over the spread of the times): the climb must
     // pass CLIMB_T of them. A very jittery route (tens of ms each way, packets reordered)
     // wanders by more than its jitter estimate says; its residual says how much.
-    const cxx = sxx - (sx * sx) / n;
-    const cxy = sxy - (sx * sy) / n;
-    const cyy = syy - (sy * sy) / n;
-    const residual = Math.sqrt(Math.max(0, cyy - (cxy * cxy) / cxx) / (n - 2));
-    if (!(slope > (CLIMB_T * residual) / Math.sqrt(cxx))) return false;
+    const residual = fit.residual();
+    if (!(slope > (CLIMB_T * residual) / Math.sqrt(fit.centredXX()))) return false;
     // A ramp strays from its line by about the jitter (the mean change between samples, about
     // 1.13 standard deviations of one); a step (a longer route in jumps too small to tell from
     // jitter) strays from any line by a share of its height.
@@ -652,6 +617,66 @@ export class RateController {
     for (let i = 0; i < DELIVERY_BUCKETS; i++) sum += this.bucketBytes[i];
     const span = Math.min(this.config.deliveryWindowMs, Math.max(width, nowMs - this.firstAckMs));
     this.deliveredBytesPerSecond = (sum * 1000) / span;
+  }
+}
+
+/** A least-squares line through points (x, y) added one by one; allocation-free once built. */
+class LineFit {
+  n = 0;
+  /** The points' least and greatest x. */
+  minX = Number.POSITIVE_INFINITY;
+  maxX = Number.NEGATIVE_INFINITY;
+  private sx = 0;
+  private sy = 0;
+  private sxx = 0;
+  private sxy = 0;
+  private syy = 0;
+
+  reset(): this {
+    this.n = 0;
+    this.minX = Number.POSITIVE_INFINITY;
+    this.maxX = Number.NEGATIVE_INFINITY;
+    this.sx = 0;
+    this.sy = 0;
+    this.sxx = 0;
+    this.sxy = 0;
+    this.syy = 0;
+    return this;
+  }
+
+  add(x: number, y: number): void {
+    this.n++;
+    this.sx += x;
+    this.sy += y;
+    this.sxx += x * x;
+    this.sxy += x * y;
+    this.syy += y * y;
+    if (x < this.minX) this.minX = x;
+    if (x > this.maxX) this.maxX = x;
+  }
+
+  /** maxX - minX (-Infinity with no point). */
+  get span(): number {
+    return this.maxX - this.minX;
+  }
+
+  /** The line's slope; NaN when the xs do not spread (so every comparison with it is false). */
+  slope(): number {
+    const den = this.n * this.sxx - this.sx * this.sx;
+    return den > 0 ? (this.n * this.sxy - this.sx * this.sy) / den : Number.NaN;
+  }
+
+  /** The sum of (x - mean x)^2. */
+  centredXX(): number {
+    return this.sxx - (this.sx * this.sx) / this.n;
+  }
+
+  /** The points' standard deviation about the line (n - 2 degrees of freedom). */
+  residual(): number {
+    const n = this.n;
+    const cxy = this.sxy - (this.sx * this.sy) / n;
+    const cyy = this.syy - (this.sy * this.sy) / n;
+    return Math.sqrt(Math.max(0, cyy - (cxy * cxy) / this.centredXX()) / (n - 2));
   }
 }
 
