@@ -167,6 +167,19 @@ const RESEND_AFTER_PACKETS = 1;
  */
 const MIN_RESEND_COPIES = 4;
 /**
+ * A command not known received whose last copy went out a probe timeout ago (the round trip and
+ * four of its deviations, as QUIC's) is sent again even though no acknowledgement shows it lost,
+ * if it is among this many oldest not known received. Acknowledgements ride on snapshots, so a
+ * loss burst on the down-link hides a loss on the up-link: on `bursty` the server went on hearing
+ * the client while the client heard no acknowledgement for a second, its lost commands were never
+ * sent again, and the server gave up on them (a fifth of the lost commands). Only the oldest go:
+ * the server runs commands in order and waits for the oldest missing one, and on a link that has
+ * only slowed (the `spikes` profile: every packet a second late) sending again every command in
+ * flight filled the packets, the up-link budget spaced them out, and commands the server waited
+ * for arrived after it gave up (15 lost, 0 before). 32 is about half a second of commands.
+ */
+const PROBE_COMMANDS = 32;
+/**
  * A command that may fire a hit-scan shot goes in every packet from the one after it was made
  * until one carrying it is acknowledged, in this many at most; where the link loses packets
  * (the measured loss asks for more than one copy of each command) it then goes in every
@@ -304,6 +317,8 @@ export interface ClientStats {
   shotCommands: number;
   /** Copies of those sent past SHOT_COPIES, in every SHOT_TAIL_STRIDE-th packet (a lossy link). */
   shotTailCopies: number;
+  /** Commands sent again on the probe timeout, no acknowledgement showing them lost (PROBE_COMMANDS). */
+  probeResends: number;
 }
 
 /** What one command packet carried: its newest command and its ranges of commands. */
@@ -417,6 +432,7 @@ export class GameClient<P, W> {
     viewsUncompensated: 0,
     shotCommands: 0,
     shotTailCopies: 0,
+    probeResends: 0,
   };
   /** Recent packets each way: sizes and round trips (net_graph). */
   readonly packets = new PacketHistory(512);
@@ -957,6 +973,13 @@ export class GameClient<P, W> {
     const lostBefore = session.newestAckedPacket - RESEND_AFTER_PACKETS;
     const lostSentBefore =
       session.newestAckedSentMs - 2 * (session.connection.channel?.stats.rttVarianceMs ?? 0);
+    // The probe timeout: a copy sent before this, with no acknowledgement of it since, may be lost
+    // where the acknowledgements cannot say (PROBE_COMMANDS). None before a round trip is measured.
+    const link = session.connection.channel?.stats;
+    const probeSentBefore =
+      link !== undefined && link.rttMs > 0
+        ? this.nowMs - link.rttMs - 4 * link.rttVarianceMs
+        : Number.NEGATIVE_INFINITY;
     const lowest = Math.max(done + 1, copiesFrom - MAX_COMMAND_SKIP);
     for (let seq = lowest; seq < copiesFrom; seq++) {
       const i = seq % RECEIVED_RING;
@@ -969,9 +992,11 @@ export class GameClient<P, W> {
         this.addToRun(seq);
         continue;
       }
-      if (session.sentInPacket[i] <= lostBefore && session.sentAtMs[i] <= lostSentBefore) {
-        // Every copy lost: sent again, in as many packets as a first send and at least
-        // MIN_RESEND_COPIES.
+      const shownLost = session.sentInPacket[i] <= lostBefore && session.sentAtMs[i] <= lostSentBefore;
+      if (shownLost || (session.sentAtMs[i] <= probeSentBefore && seq <= done + PROBE_COMMANDS)) {
+        // Every copy lost (or unacknowledged past the probe timeout): sent again, in as many
+        // packets as a first send and at least MIN_RESEND_COPIES.
+        if (!shownLost) this.stats.probeResends++;
         session.resendUntil[i] = k + Math.max(copies, MIN_RESEND_COPIES) - 1;
         this.addToRun(seq);
       } else if (session.resendUntil[i] >= k) this.addToRun(seq);
@@ -1073,7 +1098,8 @@ export class GameClient<P, W> {
     }
     copyUserCommand(this.sendCmds[this.run.count++], c);
     this.lastWritten = seq;
-    if (this.rangeOpen) {
+    // A range holds consecutive commands only (a packet's acknowledgement marks every one in it).
+    if (this.rangeOpen && this.rangeHi[this.ranges - 1] === seq - 1) {
       this.rangeHi[this.ranges - 1] = seq;
     } else if (this.ranges < MAX_RANGES) {
       this.rangeLo[this.ranges] = seq;

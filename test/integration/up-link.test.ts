@@ -145,4 +145,34 @@ describe('the up-link', () => {
       match.close();
     }
   });
+
+  it('sends the oldest commands not known received again after a probe timeout, when the down-link hides the loss', () => {
+    // The up-link loses 100 ms of packets (every copy of their commands: a loss-free link sends
+    // one) while the down-link, which brings the acknowledgements, loses 1.5 s. No acknowledgement
+    // shows those commands lost until the down-link is back, long after the server's reorder
+    // window (about 0.3 s at this round trip) gave up on them: 6 and 5 commands skipped on seeds 1
+    // and 2 before the probe timeout. Sent again a round trip and four deviations after their
+    // last copy, they arrive while the server still waits.
+    for (const seed of [1, 2]) {
+      const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, seed);
+      const profile = parseProfile({
+        name: 'hidden-loss',
+        latencyMs: 40,
+        jitterMs: 2,
+        events: [
+          { atMs: 5000, durationMs: 100, up: { loss: 1 } },
+          { atMs: 5000, durationMs: 1500, down: { loss: 1 } },
+        ],
+      });
+      const c = match.addClient({ profile, drive: runnerBot(seed), frameJitterMs: 2 });
+      match.run(10_000);
+      const stats = match.server.clients[c.client.slot]!.commandStats;
+      const msg = `seed ${seed}: ${JSON.stringify({ ...stats, probeResends: c.client.stats.probeResends })}`;
+      expect(stats.executed, msg).toBeGreaterThan(500);
+      expect(c.client.stats.probeResends, msg).toBeGreaterThan(0);
+      expect(stats.lost, msg).toBe(0);
+      expect(c.client.predictor.stats.corrections, msg).toBe(0);
+      match.close();
+    }
+  });
 });
