@@ -133,6 +133,15 @@ export class ShotLedger<P, W> {
   readonly uncompensatedCommands = new Map<number, number>();
   uncompensatedHitsShown = 0;
   /**
+   * Shooting commands the client predicted whose rays the server never judged: the command never
+   * ran (every copy lost, skipped once a later one ran) or ran filled in for a lost one (which
+   * never fires). `agreement` cannot compare them; of their rays, `unjudgedHitsShown` are the ones
+   * the shooter's screen showed as hits (a hit seen that the server never knew of; none of a
+   * command whose view the client knew would not be honoured).
+   */
+  unjudgedShots = 0;
+  unjudgedHitsShown = 0;
+  /**
    * Rays of the deciding mode whose verdicts differ (uncompensated ones aside), by what became of
    * the command's named view (index: ViewOutcome, names in VIEW_OUTCOME_NAMES): a disagreement on
    * an honoured view is a bug; one on a view the server alone refused, something the client could
@@ -393,7 +402,11 @@ export class ShotLedger<P, W> {
     const queue = this.pending.get(slot);
     let shot: PendingShot<P> | undefined;
     if (queue !== undefined) {
-      while (queue.length > 0 && queue[0].command < command) this.recycle(queue.shift() as PendingShot<P>);
+      while (queue.length > 0 && queue[0].command < command) {
+        const never = queue.shift() as PendingShot<P>;
+        this.countUnjudged(never);
+        this.recycle(never);
+      }
       if (queue.length > 0 && queue[0].command === command) shot = queue.shift();
     }
     let mispredicted = false;
@@ -402,8 +415,10 @@ export class ShotLedger<P, W> {
       mispredicted = !same(shot.predicted, state);
       if (mispredicted) this.mispredictedCommands++;
     }
+    let judgedAny = false;
     for (const [mode, verdicts] of this.judged) {
       if (verdicts.length === 0) continue;
+      judgedAny = true;
       const t = this.totalsOf(mode);
       for (let r = 0; r < verdicts.length; r++) {
         const v = verdicts[r];
@@ -426,6 +441,17 @@ export class ShotLedger<P, W> {
       verdicts.length = 0;
     }
     this.judgedOutcome = -1;
-    if (shot !== undefined) this.recycle(shot);
+    if (shot !== undefined) {
+      if (!judgedAny && !mispredicted) this.countUnjudged(shot);
+      this.recycle(shot);
+    }
+  }
+
+  /** Counts a predicted shot the server never judged (unjudgedShots, unjudgedHitsShown). */
+  private countUnjudged(shot: PendingShot<P>): void {
+    if (shot.predicted === null) return;
+    this.unjudgedShots++;
+    if (shot.uncompensated) return;
+    for (const v of shot.verdicts) if (v !== undefined && v >= 0) this.unjudgedHitsShown++;
   }
 }

@@ -267,6 +267,49 @@ describe('lag compensation: the view acceptance rule', () => {
     match.close();
   });
 
+  it('counts the shots the server never judged: their commands lost on the up-link', () => {
+    // Client 0's up-link drops everything for 3 s: longer than the server waits for a missing
+    // command, so the shots it made then never run, and the ledger cannot compare them. They are
+    // counted apart (`unjudgedShots`), not silently forgotten; the other clients lose none. (Seed
+    // 94: 120 commands lost, 7 of them shots, each with a ray the shooter's screen showed as a hit.)
+    const seed = 94;
+    const msg = `seed ${seed}`;
+    const ledger = new ArenaShotLedger();
+    const match = new Match(arenaGame, seed, {}, ledger.serverHooks());
+    const clean = parseProfile({ name: 'dsl-like', latencyMs: 30, jitterMs: 2 });
+    const cut = parseProfile({
+      name: 'up-cut',
+      latencyMs: 30,
+      jitterMs: 2,
+      events: [{ atMs: 8000, durationMs: 3000, up: { loss: 1 } }],
+    });
+    const clients: Client[] = [];
+    for (let i = 0; i < 4; i++) {
+      let client: Client | null = null;
+      client = match.addClient({
+        profile: i === 0 ? cut : clean,
+        drive: aimBot(seed + i, { aimErrorUnits: 8 }),
+        hooks: ledger.clientHooks(() => client as Client),
+      }).client;
+      clients.push(client);
+    }
+    match.run(20_000);
+    const lost = match.server.clients[clients[0].slot]!.commandStats.lost;
+    const detail = `${msg}: ${ledger.unjudgedShots} unjudged shots (${ledger.unjudgedHitsShown} rays shown as hits), ${lost} commands lost`;
+    expect(lost, detail).toBeGreaterThan(60);
+    expect(ledger.unjudgedShots, detail).toBeGreaterThan(0);
+    expect(ledger.unjudgedHitsShown, detail).toBeGreaterThan(0);
+    // Never more than the lost commands (each lost command is at most one shot).
+    expect(ledger.unjudgedShots, detail).toBeLessThanOrEqual(lost);
+    for (const c of clients.slice(1)) expect(match.server.clients[c.slot]!.commandStats.lost, msg).toBe(0);
+    // Shots of the cut that did go, sent again when the up-link came back, may reach the server
+    // past maxUnlagMs + lateArrivalMs (the server alone refuses their views: one here); no other
+    // ray disagrees.
+    const exact = ledger.agreement('exact');
+    expect(exact.compared - exact.agreed, msg).toBe(ledger.disagreedByOutcome[VIEW_PAST_UNLAG_SERVER_TIME]);
+    match.close();
+  });
+
   it('raises a claimed newest frame older than what the client had acknowledged before making the command', () => {
     const seed = 92;
     const msg = `seed ${seed}`;

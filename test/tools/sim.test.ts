@@ -75,6 +75,8 @@ describe('sim: reproducible from the seed', () => {
       'shots.clientHits',
       'shots.aroundCorner',
       'shots.mispredictedCommands',
+      'shots.unjudged',
+      'shots.unjudgedHitsShown',
       'prediction.correctionsPerMinute',
       'prediction.meanCorrectionUnits',
       'prediction.maxVisibleErrorUnits',

@@ -380,6 +380,8 @@ export class SimMetrics {
     f['shots.aroundCorner'] = ledger.aroundCorner;
     f['shots.aroundCornerShare'] = share(ledger.aroundCorner, ledger.decisiveHits);
     f['shots.mispredictedCommands'] = ledger.mispredictedCommands;
+    f['shots.unjudged'] = ledger.unjudgedShots;
+    f['shots.unjudgedHitsShown'] = ledger.unjudgedHitsShown;
     f.kills = rules?.kills ?? 0;
     f.damage = rules?.damageDealt ?? 0;
     f['prediction.corrections'] = t.corrections;

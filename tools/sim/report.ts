@@ -99,6 +99,12 @@ export function formatReport(result: SimResult): string {
         "shooter's own state wrong: left out of agreement",
         'shots.mispredictedCommands',
       ],
+      [
+        'shots the server never judged',
+        count(get('shots.unjudged')),
+        `${count(get('shots.unjudgedHitsShown'))} rays shown as hits; the command lost (or filled in): left out of agreement`,
+        'shots.unjudged',
+      ],
       ['kills', count(get('kills')), `${count(get('damage'))} damage`, 'kills'],
     ],
   ]);
