@@ -457,6 +457,13 @@ describe('sim: the verdict', () => {
     const late = base({ 'hitAgreement.exact': 1, 'choke.share': 0.01, 'choke.steadyShare': 0.005 });
     expect(judgeRun(late).map((f) => f.figure)).toEqual(['choke.steadyShare']);
     expect(steady[0].cause).toMatch(/2 rays disagree on views the server honoured/);
+    // A hit shown for a shot whose command never reached the server is flagged; such shots alone are not.
+    const lostShots = base({ 'hitAgreement.exact': 1, 'shots.unjudged': 3, 'shots.unjudgedHitsShown': 2 });
+    expect(judgeRun(lostShots).map((f) => f.figure)).toEqual(['shots.unjudgedHitsShown']);
+    expect(judgeRun(lostShots)[0].cause).toMatch(/for 3 shooting commands the server never ran/);
+    expect(
+      judgeRun(base({ 'hitAgreement.exact': 1, 'shots.unjudged': 3, 'shots.unjudgedHitsShown': 0 })),
+    ).toEqual([]);
     expect(judgeRun(base({ 'view.steadyGuessedShare': 0.02 })).map((f) => f.figure)).toEqual([
       'view.steadyGuessedShare',
     ]);

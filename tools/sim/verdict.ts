@@ -49,6 +49,15 @@ export function judgeRun(result: SimResult): Flag[] {
       cause: `${byRule} views refused by the view acceptance rule (the client knew and showed no hit), ${unforeseen} for frames forgotten or older than maxUnlagMs + lateArrivalMs: the view fell behind the newest frame (a stall, latency spikes) or the link queued`,
     });
   }
+  const unjudgedHits = get('shots.unjudgedHitsShown') ?? 0;
+  if (unjudgedHits > 0) {
+    flags.push({
+      figure: 'shots.unjudgedHitsShown',
+      value: unjudgedHits,
+      threshold: '0',
+      cause: `hits shown on the shooters' screens for ${get('shots.unjudged') ?? 0} shooting commands the server never ran: every copy of the command was lost on the up-link (an outage longer than the server waits for a missing command)`,
+    });
+  }
   const steady = get('view.steadyGuessedShare');
   const guessed = steady ?? (get('view.extrapolatedShare') ?? 0) + (get('view.heldShare') ?? 0);
   if (guessed > GUESSED_VIEW_LIMIT) {
