@@ -175,8 +175,9 @@ const MIN_RESEND_COPIES = 4;
  * sent again, and the server gave up on them (a fifth of the lost commands). Only the oldest go:
  * the server runs commands in order and waits for the oldest missing one, and on a link that has
  * only slowed (the `spikes` profile: every packet a second late) sending again every command in
- * flight filled the packets, the up-link budget spaced them out, and commands the server waited
- * for arrived after it gave up (15 lost, 0 before). 32 is about half a second of commands.
+ * flight (tried with a timeout 25 ms longer) filled the packets, the up-link budget spaced them
+ * out, and commands the server waited for arrived after it gave up (15 lost, 0 before). 32 is
+ * about half a second of commands.
  */
 const PROBE_COMMANDS = 32;
 /**

@@ -72,7 +72,8 @@ function addAimClients(
   seed: number,
   count: number,
   frameJitterMs = 0,
-): void {
+): Client[] {
+  const clients: Client[] = [];
   for (let i = 0; i < count; i++) {
     let client: Client | null = null;
     client = match.addClient({
@@ -81,7 +82,9 @@ function addAimClients(
       hooks: ledger.clientHooks(() => client as Client),
       frameJitterMs,
     }).client;
+    clients.push(client);
   }
+  return clients;
 }
 
 describe('lag compensation: hit agreement', () => {
@@ -283,16 +286,10 @@ describe('lag compensation: the view acceptance rule', () => {
       jitterMs: 2,
       events: [{ atMs: 8000, durationMs: 3000, up: { loss: 1 } }],
     });
-    const clients: Client[] = [];
-    for (let i = 0; i < 4; i++) {
-      let client: Client | null = null;
-      client = match.addClient({
-        profile: i === 0 ? cut : clean,
-        drive: aimBot(seed + i, { aimErrorUnits: 8 }),
-        hooks: ledger.clientHooks(() => client as Client),
-      }).client;
-      clients.push(client);
-    }
+    const clients = [
+      ...addAimClients(match, ledger, cut, seed, 1),
+      ...addAimClients(match, ledger, clean, seed + 1, 3),
+    ];
     match.run(20_000);
     const lost = match.server.clients[clients[0].slot]!.commandStats.lost;
     const detail = `${msg}: ${ledger.unjudgedShots} unjudged shots (${ledger.unjudgedHitsShown} rays shown as hits), ${lost} commands lost`;

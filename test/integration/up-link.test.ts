@@ -14,7 +14,7 @@ import {
   SHOT_SPAN_PACKETS,
   SHOT_TAIL_STRIDE,
 } from '../../src/client/client.ts';
-import { parseProfile } from '../../src/net/profile.ts';
+import { type NetworkProfile, parseProfile } from '../../src/net/profile.ts';
 
 /**
  * The most packets a shot goes in on a link losing none: SHOT_COPIES in a row (the sparse copies
@@ -63,6 +63,21 @@ function upLink(seed: number, rttMs: number, loss: number, upRateBytesPerSecond?
   };
   match.close();
   return figures;
+}
+
+/**
+ * One running client on `profile` for 10 s (`frames`: its frame timing); the server's command
+ * figures for it, its corrections and its probe-timeout resends.
+ */
+function runner(seed: number, profile: NetworkProfile, frames: { frameMs?: number; frameJitterMs?: number }) {
+  const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, seed);
+  const c = match.addClient({ profile, drive: runnerBot(seed), ...frames });
+  match.run(10_000);
+  const stats = { ...match.server.clients[c.client.slot]!.commandStats };
+  const corrections = c.client.predictor.stats.corrections;
+  const probeResends = c.client.stats.probeResends;
+  match.close();
+  return { stats, corrections, probeResends };
 }
 
 describe('the up-link', () => {
@@ -127,52 +142,43 @@ describe('the up-link', () => {
     // than a packet holds (64). Packets that kept the newest left out the oldest, the very ones
     // the server waits for, packet after packet, until its reorder window ran out (16 and 10
     // commands skipped on seeds 1 and 2). A full packet now keeps the oldest, and the newest.
+    const profile = parseProfile({
+      name: 'cut',
+      latencyMs: 40,
+      jitterMs: 5,
+      events: [{ atMs: 5000, durationMs: 700, up: { loss: 1 } }],
+    });
     for (const seed of [1, 2]) {
-      const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, seed);
-      const profile = parseProfile({
-        name: 'cut',
-        latencyMs: 40,
-        jitterMs: 5,
-        events: [{ atMs: 5000, durationMs: 700, up: { loss: 1 } }],
-      });
-      const c = match.addClient({ profile, drive: runnerBot(seed), frameMs: 1000 / 144 });
-      match.run(10_000);
-      const stats = match.server.clients[c.client.slot]!.commandStats;
+      const { stats, corrections } = runner(seed, profile, { frameMs: 1000 / 144 });
       const msg = `seed ${seed}: ${JSON.stringify(stats)}`;
       expect(stats.executed, msg).toBeGreaterThan(1300);
       expect(stats.lost, msg).toBe(0);
-      expect(c.client.predictor.stats.corrections, msg).toBe(0);
-      match.close();
+      expect(corrections, msg).toBe(0);
     }
   });
 
   it('sends the oldest commands not known received again after a probe timeout, when the down-link hides the loss', () => {
     // The up-link loses 100 ms of packets (every copy of their commands: a loss-free link sends
     // one) while the down-link, which brings the acknowledgements, loses 1.5 s. No acknowledgement
-    // shows those commands lost until the down-link is back, long after the server's reorder
-    // window (about 0.3 s at this round trip) gave up on them: 6 and 5 commands skipped on seeds 1
-    // and 2 before the probe timeout. Sent again a round trip and four deviations after their
+    // shows those commands lost until the down-link is back, after the server's reorder window
+    // gave up on them: 6 and 5 commands skipped on seeds 1 and 2 before the probe timeout. Sent again a round trip and four deviations after their
     // last copy, they arrive while the server still waits.
+    const profile = parseProfile({
+      name: 'hidden-loss',
+      latencyMs: 40,
+      jitterMs: 2,
+      events: [
+        { atMs: 5000, durationMs: 100, up: { loss: 1 } },
+        { atMs: 5000, durationMs: 1500, down: { loss: 1 } },
+      ],
+    });
     for (const seed of [1, 2]) {
-      const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, seed);
-      const profile = parseProfile({
-        name: 'hidden-loss',
-        latencyMs: 40,
-        jitterMs: 2,
-        events: [
-          { atMs: 5000, durationMs: 100, up: { loss: 1 } },
-          { atMs: 5000, durationMs: 1500, down: { loss: 1 } },
-        ],
-      });
-      const c = match.addClient({ profile, drive: runnerBot(seed), frameJitterMs: 2 });
-      match.run(10_000);
-      const stats = match.server.clients[c.client.slot]!.commandStats;
-      const msg = `seed ${seed}: ${JSON.stringify({ ...stats, probeResends: c.client.stats.probeResends })}`;
+      const { stats, corrections, probeResends } = runner(seed, profile, { frameJitterMs: 2 });
+      const msg = `seed ${seed}: ${JSON.stringify({ ...stats, probeResends })}`;
       expect(stats.executed, msg).toBeGreaterThan(500);
-      expect(c.client.stats.probeResends, msg).toBeGreaterThan(0);
+      expect(probeResends, msg).toBeGreaterThan(0);
       expect(stats.lost, msg).toBe(0);
-      expect(c.client.predictor.stats.corrections, msg).toBe(0);
-      match.close();
+      expect(corrections, msg).toBe(0);
     }
   });
 });
