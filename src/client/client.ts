@@ -111,10 +111,13 @@ export interface ClientConfig {
    * How far behind the newest server time remote entities are drawn, ms, or how it is chosen.
    * 'adaptive' (AdaptiveDelay) is the smallest delay that kept the view interpolating 99.5 % of
    * the time lately, measured from how stale snapshots get, up to 500 ms: it grows ahead of bursts
-   * and jitter. 0 (the default) is the same, but never above the paper's max(100, two snapshot
-   * intervals): on a clean link remote players are drawn about one interval in the past instead
-   * of 100 ms, and a bad link is drawn as the paper's fixed delay would. A positive number is a
-   * fixed delay.
+   * and jitter. 0 (the default) is the same under a ceiling: the paper's max(100, two snapshot
+   * intervals), raised on a jittery link to what its jitter needs (99 % of snapshots' lateness
+   * plus two intervals), but never past the longest delay whose shots the server still
+   * compensates (maxUnlagMs less the round trip and a margin). On a clean link remote players are
+   * drawn about one interval in the past instead of 100 ms; a lossy link without jitter is drawn
+   * as the paper's fixed delay would, a jittery one as far back as its jitter needs. A positive
+   * number is a fixed delay.
    */
   interpolationDelayMs: number | 'adaptive';
   prediction: Partial<PredictionConfig>;
@@ -232,6 +235,14 @@ export function commandCopies(loss: number): number {
   const needed = Math.ceil(Math.log(COMMAND_LOSS_TARGET) / Math.log(p));
   return Math.min(COPY_OFFSETS.length, Math.max(1, needed) + 1);
 }
+
+/**
+ * The default delay's ceiling is this quantile of how late snapshots arrive (their jitter) plus
+ * two intervals (AdaptiveDelayConfig.jitterCoverage).
+ */
+const DEFAULT_DELAY_JITTER_COVERAGE = 0.99;
+/** The default delay stays this far (ms) inside the longest the server compensates. */
+const COMPENSABLE_MARGIN_MS = 100;
 
 /** The render time follows the commands' time while within this of the clock's, ms. */
 const RENDER_TRACK_MS = 2;
@@ -618,6 +629,18 @@ export class GameClient<P, W> {
     // No adaptive delay: the configured one is fixed (0 and 'adaptive' always make one).
     const d = this.config.interpolationDelayMs;
     return typeof d === 'number' ? d : defaultInterpolationDelayMs(this.config.updateRate);
+  }
+
+  /**
+   * The longest default delay whose shots the server still compensates when they arrive (the
+   * view acceptance's estimate, viewHonoured: `maxUnlagMs` less the round trip, two ticks, three
+   * snapshot intervals for the view's frame A and the margin, and COMPENSABLE_MARGIN_MS for the
+   * round trip's wander). The default delay's ceiling is held under it (never under the paper's
+   * delay): a slow link's long delay would leave its shots uncompensated.
+   */
+  private compensableDelayMs(rttMs: number, tickMs: number): number {
+    const intervalMs = 1000 / this.config.updateRate;
+    return this.viewLimits.maxUnlagMs - rttMs - 2 * tickMs - 3 * intervalMs - COMPENSABLE_MARGIN_MS;
   }
 
   /**
@@ -1174,6 +1197,9 @@ export class GameClient<P, W> {
       session.newestFrameAtMs = this.nowMs;
       const rtt = session.connection.channel?.stats.rttMs ?? 0;
       session.clock.onServerTime(this.nowMs, (f.serverTick * 1000) / tickRate, rtt);
+      if (this.config.interpolationDelayMs === 0) {
+        session.adaptiveDelay?.setLimit(this.compensableDelayMs(rtt, 1000 / tickRate));
+      }
       session.adaptiveDelay?.onSnapshot(
         this.nowMs,
         (f.serverTick * 1000) / tickRate,
@@ -1205,11 +1231,14 @@ export class GameClient<P, W> {
 function adaptiveDelayFor(config: ClientConfig): AdaptiveDelay | null {
   const d = config.interpolationDelayMs;
   if (d === 'adaptive') return new AdaptiveDelay({ updateRateHz: config.updateRate });
-  // The default: as adaptive, but never past the paper's delay (the most a fixed default would draw).
+  // The default: as adaptive, under a ceiling that follows the link's jitter from the paper's
+  // delay up (loss alone leaves it there) and under the longest delay the server compensates
+  // (compensableDelayMs, set at each snapshot).
   if (d === 0) {
     return new AdaptiveDelay({
       updateRateHz: config.updateRate,
-      maxDelayMs: defaultInterpolationDelayMs(config.updateRate),
+      jitterCoverage: DEFAULT_DELAY_JITTER_COVERAGE,
+      ceilingFloorMs: defaultInterpolationDelayMs(config.updateRate),
     });
   }
   return null;

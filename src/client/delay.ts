@@ -51,6 +51,17 @@ export interface AdaptiveDelayConfig {
   /** For this long after the first snapshot (ms) it may rise warmUpRiseFactor times faster. */
   warmUpMs: number;
   warmUpRiseFactor: number;
+  /**
+   * 0: the delay's ceiling is maxDelayMs. In (0, 1]: the ceiling follows the link's jitter, this
+   * quantile of how late snapshots arrive (each new snapshot's staleness on arrival: how far its
+   * server time is behind the clock's newest received, which follows the least delayed packets),
+   * plus two snapshot intervals and marginMs, at least ceilingFloorMs and at most maxDelayMs. A
+   * jittery link raises it; a lossy link without jitter (loss bursts, whose snapshots arrive on
+   * time when they arrive) leaves it at the floor, whatever the staleness of its gaps.
+   */
+  jitterCoverage: number;
+  /** The ceiling never goes below this (ms), whatever the jitter or the limit (setLimit) says. */
+  ceilingFloorMs: number;
 }
 
 export const DEFAULT_ADAPTIVE_DELAY_CONFIG: Readonly<AdaptiveDelayConfig> = Object.freeze({
@@ -66,10 +77,14 @@ export const DEFAULT_ADAPTIVE_DELAY_CONFIG: Readonly<AdaptiveDelayConfig> = Obje
   riseHoldMs: 1000,
   warmUpMs: 5000,
   warmUpRiseFactor: 5,
+  jitterCoverage: 0,
+  ceilingFloorMs: 0,
 });
 
 /** Width of one bin of the staleness histograms, ms. */
 const BIN_MS = 2;
+/** Snapshots measured before the jitter ceiling (jitterCoverage) leaves its floor. */
+const MIN_LATENESS_SAMPLES = 20;
 
 function checkDelayConfig(c: AdaptiveDelayConfig): void {
   const positive: (keyof AdaptiveDelayConfig)[] = [
@@ -87,7 +102,7 @@ function checkDelayConfig(c: AdaptiveDelayConfig): void {
       throw new Error(`AdaptiveDelay: ${field} must be a finite number > 0, got ${c[field]}`);
     }
   }
-  const nonNegative: (keyof AdaptiveDelayConfig)[] = ['minDelayMs', 'marginMs'];
+  const nonNegative: (keyof AdaptiveDelayConfig)[] = ['minDelayMs', 'marginMs', 'ceilingFloorMs'];
   for (const field of nonNegative) {
     if (!(c[field] >= 0 && Number.isFinite(c[field]))) {
       throw new Error(`AdaptiveDelay: ${field} must be a finite number >= 0, got ${c[field]}`);
@@ -100,6 +115,9 @@ function checkDelayConfig(c: AdaptiveDelayConfig): void {
   }
   if (!(c.coverage > 0 && c.coverage <= 1)) {
     throw new Error(`AdaptiveDelay: coverage must be in (0, 1], got ${c.coverage}`);
+  }
+  if (!(c.jitterCoverage >= 0 && c.jitterCoverage <= 1)) {
+    throw new Error(`AdaptiveDelay: jitterCoverage must be in [0, 1], got ${c.jitterCoverage}`);
   }
 }
 
@@ -115,6 +133,8 @@ function checkDelayConfig(c: AdaptiveDelayConfig): void {
  * left out. The delay comes down at most maxChangeMsPerSecond and goes up at most
  * maxRiseMsPerSecond, and only while gaps outgrow it (riseHoldMs): a latency step that is over
  * raised the target but is not chased. While a connection starts (warmUpMs) it rises faster.
+ * The target stays under a ceiling: maxDelayMs, or one that follows the link's jitter
+ * (jitterCoverage), and under a limit the owner may set (setLimit), never under ceilingFloorMs.
  * Pure (time passed in); allocates only when built.
  */
 export class AdaptiveDelay {
@@ -123,12 +143,19 @@ export class AdaptiveDelay {
   targetDelayMs: number;
   /** Gaps left out as outages. */
   outages = 0;
+  /** The ceiling the target was last held under, ms. */
+  ceilingMs: number;
   /** Snapshots ignored because a time was not finite. */
   rejectedSamples = 0;
 
   /** Time (ms) spent at each staleness bin: the current half of the window and the one before. */
   private current: Float64Array;
   private previous: Float64Array;
+  /** Snapshots counted at each lateness bin (staleness on arrival): this half and the one before. */
+  private lateCurrent: Float64Array;
+  private latePrevious: Float64Array;
+  /** The owner's limit on the ceiling (setLimit), ms. */
+  private limitMs = Infinity;
   private currentStartMs = -Infinity;
   private lastArrivalMs = -Infinity;
   private lastServerMs = -Infinity;
@@ -147,7 +174,10 @@ export class AdaptiveDelay {
     const bins = Math.ceil(c.outageMs / BIN_MS) + 1;
     this.current = new Float64Array(bins);
     this.previous = new Float64Array(bins);
-    this.targetDelayMs = clamp((2 * 1000) / c.updateRateHz, c.minDelayMs, c.maxDelayMs);
+    this.lateCurrent = new Float64Array(bins);
+    this.latePrevious = new Float64Array(bins);
+    this.ceilingMs = c.jitterCoverage > 0 ? Math.min(c.maxDelayMs, c.ceilingFloorMs) : c.maxDelayMs;
+    this.targetDelayMs = clamp((2 * 1000) / c.updateRateHz, c.minDelayMs, this.ceilingMs);
     this.anchorDelayMs = this.targetDelayMs;
   }
 
@@ -172,6 +202,9 @@ export class AdaptiveDelay {
       const old = this.previous;
       this.previous = this.current;
       this.current = old.fill(0);
+      const oldLate = this.latePrevious;
+      this.latePrevious = this.lateCurrent;
+      this.lateCurrent = oldLate.fill(0);
       this.currentStartMs = localNowMs;
     }
     if (this.lastArrivalMs !== -Infinity && serverTimeMs > this.lastServerMs) {
@@ -186,9 +219,20 @@ export class AdaptiveDelay {
       this.lastArrivalMs = localNowMs;
       this.lastServerMs = serverTimeMs;
       this.staleAfterMs = Math.max(0, receivedNowMs - serverTimeMs);
+      const late = this.lateCurrent;
+      late[Math.min(late.length - 1, Math.floor(this.staleAfterMs / BIN_MS))]++;
     }
-    this.targetDelayMs = this.computeTarget();
+    this.ceilingMs = this.computeCeiling();
+    this.targetDelayMs = Math.min(this.computeTarget(), this.ceilingMs);
     return true;
+  }
+
+  /**
+   * Holds the ceiling at most `limitMs` from the next snapshot on (never below ceilingFloorMs);
+   * Infinity lifts it. A value that is NaN is ignored. Never throws.
+   */
+  setLimit(limitMs: number): void {
+    if (!Number.isNaN(limitMs)) this.limitMs = limitMs;
   }
 
   /** The delay to render with at local time `localNowMs`, ms. */
@@ -225,6 +269,29 @@ export class AdaptiveDelay {
       const hi = b === last ? toMs : (b + 1) * BIN_MS;
       if (hi > lo) h[b] += (hi - lo) * perMs;
     }
+  }
+
+  /** maxDelayMs, or the jitter's quantile and two intervals (jitterCoverage); under the limit; at least the floor. */
+  private computeCeiling(): number {
+    const c = this.config;
+    let top = c.maxDelayMs;
+    if (c.jitterCoverage > 0) {
+      const cur = this.lateCurrent;
+      const prev = this.latePrevious;
+      let total = 0;
+      for (let b = 0; b < cur.length; b++) total += cur[b] + prev[b];
+      // Until a few arrivals are measured, the floor.
+      if (total < MIN_LATENESS_SAMPLES) return Math.min(c.maxDelayMs, c.ceilingFloorMs);
+      const want = total * c.jitterCoverage;
+      let sum = 0;
+      let b = 0;
+      for (; b < cur.length - 1; b++) {
+        sum += cur[b] + prev[b];
+        if (sum >= want) break;
+      }
+      top = Math.min(top, (b + 1) * BIN_MS + (2 * 1000) / c.updateRateHz + c.marginMs);
+    }
+    return Math.min(c.maxDelayMs, Math.max(c.ceilingFloorMs, Math.min(top, this.limitMs)));
   }
 
   private computeTarget(): number {

@@ -171,6 +171,56 @@ describe('AdaptiveDelay', () => {
     expect(delay.targetDelayMs).toBeLessThan(before + 20);
   });
 
+  it("with jitterCoverage, lifts its ceiling from the floor for jitter, not for loss bursts, and under the owner's limit", () => {
+    const jitterCeiling = (limitMs = Infinity, updateRateHz = 20) => {
+      const d = new AdaptiveDelay({ updateRateHz, jitterCoverage: 0.99, ceilingFloorMs: 100 });
+      d.setLimit(limitMs);
+      return d;
+    };
+    // 150 ms of jitter: 99 % of snapshots arrive up to about 148 ms late, plus two 50 ms intervals.
+    const jittery = jitterCeiling();
+    const capped = new AdaptiveDelay({ updateRateHz: 20, maxDelayMs: 100 });
+    const lifted = run(jittery, 91, 0, 60_000, 50, 150);
+    const held = run(capped, 91, 0, 60_000, 50, 150);
+    expect(jittery.ceilingMs).toBeGreaterThan(230);
+    expect(jittery.ceilingMs).toBeLessThan(260);
+    expect(jittery.targetDelayMs).toBeGreaterThan(150);
+    expect(held.uncovered).toBeGreaterThan(0.1);
+    expect(lifted.uncovered).toBeLessThan(held.uncovered / 3);
+    // Loss bursts without jitter: the gaps' staleness would take the delay past 100 ms, but the
+    // snapshots that arrive are on time, so the ceiling stays at its floor.
+    const rng = new Random(92);
+    let bad = false;
+    const burst = (_i: number) => {
+      bad = bad ? !rng.chance(0.2) : rng.chance(0.05);
+      return !(bad && rng.chance(0.9));
+    };
+    const lossy = jitterCeiling(Infinity, 1000 / 30);
+    const free = new AdaptiveDelay({ updateRateHz: 1000 / 30 });
+    const lossyRun = run(lossy, 93, 0, 60_000, 30, 2, burst);
+    const rng2 = new Random(92);
+    bad = false;
+    const burst2 = (_i: number) => {
+      bad = bad ? !rng2.chance(0.2) : rng2.chance(0.05);
+      return !(bad && rng2.chance(0.9));
+    };
+    run(free, 93, 0, 60_000, 30, 2, burst2);
+    expect(free.targetDelayMs).toBeGreaterThan(110);
+    expect(lossy.ceilingMs).toBe(100);
+    expect(Math.max(...lossyRun.delays)).toBeLessThanOrEqual(100);
+    // The owner's limit holds the jitter's ceiling down, but never below the floor.
+    const limited = jitterCeiling(180);
+    run(limited, 91, 0, 30_000, 50, 150);
+    expect(limited.ceilingMs).toBe(180);
+    expect(Math.max(limited.targetDelayMs, limited.delayMs(30_000))).toBeLessThanOrEqual(180);
+    const floored = jitterCeiling(20);
+    run(floored, 91, 0, 30_000, 50, 150);
+    expect(floored.ceilingMs).toBe(100);
+    floored.setLimit(Number.NaN);
+    run(floored, 91, 30_000, 40_000, 50, 150);
+    expect(floored.ceilingMs).toBe(100);
+  });
+
   it('stays within its bounds and rejects non-finite samples without throwing', () => {
     const delay = new AdaptiveDelay({ maxDelayMs: 250, outageMs: 2000 });
     for (let i = 0; i < 200; i++) delay.onSnapshot(i * 1000, i * 100, i * 1000);
@@ -195,6 +245,9 @@ describe('AdaptiveDelay', () => {
     expect(() => new AdaptiveDelay({ outageMs: Number.NaN })).toThrow(/outageMs/);
     expect(() => new AdaptiveDelay({ maxChangeMsPerSecond: 0 })).toThrow(/maxChangeMsPerSecond/);
     expect(() => new AdaptiveDelay({ maxRiseMsPerSecond: 0 })).toThrow(/maxRiseMsPerSecond/);
+    expect(() => new AdaptiveDelay({ jitterCoverage: 1.5 })).toThrow(/jitterCoverage/);
+    expect(() => new AdaptiveDelay({ jitterCoverage: Number.NaN })).toThrow(/jitterCoverage/);
+    expect(() => new AdaptiveDelay({ ceilingFloorMs: -1 })).toThrow(/ceilingFloorMs/);
   });
 });
 
@@ -229,5 +282,52 @@ describe('AdaptiveDelay in a client', () => {
       expect(guessed / (drawn + guessed), msg).toBeLessThan(0.01);
     }
     match.close();
+  });
+
+  it('by default draws a jittery link as far back as its jitter needs, and a lossy one as the paper does', () => {
+    const seed = 23;
+    const msg = `seed ${seed}`;
+    // Runs 3 clients for 20 s; returns each one's delay at the end and the share of the last 15 s
+    // drawn from guesses (extrapolated or held).
+    const drive = (profile: ReturnType<typeof parseProfile>, interpolationDelayMs: number) => {
+      const match = new Match(arenaGame, seed, {}, {});
+      const clients = [];
+      for (let i = 0; i < 3; i++) {
+        clients.push(
+          match.addClient({
+            profile,
+            config: { interpolationDelayMs, updateRate: 32 },
+            drive: aimBot(seed + i, { aimErrorUnits: 8 }),
+          }).client,
+        );
+      }
+      match.run(5000);
+      const before = clients.map((c) => ({ ...c.view.stats }));
+      match.run(15_000);
+      const out = clients.map((c, i) => {
+        const s = c.view.stats;
+        const guessed = s.extrapolated + s.held - before[i].extrapolated - before[i].held;
+        const drawn = s.interpolated - before[i].interpolated + guessed;
+        return { delay: c.interpolationDelayMs(20_000), guessed: guessed / drawn };
+      });
+      match.close();
+      return out;
+    };
+    const jittery = parseProfile({ name: 'jittery', latencyMs: 120, jitterMs: 80, loss: 0.05 });
+    const byDefault = drive(jittery, 0);
+    const paper = drive(jittery, 100);
+    for (let i = 0; i < byDefault.length; i++) {
+      expect(byDefault[i].delay, msg).toBeGreaterThan(140);
+      expect(byDefault[i].guessed, msg).toBeLessThan(paper[i].guessed / 4);
+    }
+    // Loss in bursts on a steady route: the gaps alone never lift the default past the paper's delay.
+    const bursty = parseProfile({
+      name: 'bursts',
+      latencyMs: 40,
+      jitterMs: 2,
+      loss: 0.01,
+      burst: { enter: 0.05, exit: 0.12, loss: 0.85 },
+    });
+    for (const c of drive(bursty, 0)) expect(c.delay, msg).toBeLessThanOrEqual(100);
   });
 });
