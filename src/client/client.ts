@@ -632,15 +632,26 @@ export class GameClient<P, W> {
   }
 
   /**
-   * The longest default delay whose shots the server still compensates when they arrive (the
-   * view acceptance's estimate, viewHonoured: `maxUnlagMs` less the round trip, two ticks, three
-   * snapshot intervals for the view's frame A and the margin, and COMPENSABLE_MARGIN_MS for the
-   * round trip's wander). The default delay's ceiling is held under it (never under the paper's
-   * delay): a slow link's long delay would leave its shots uncompensated.
+   * How long after the newest server time received a command made now reaches the server and
+   * runs, as the client counts on it (viewHonoured): the round trip, two ticks and two snapshot
+   * intervals, ms.
+   */
+  private arrivalLeadMs(rttMs: number, tickMs: number): number {
+    return rttMs + 2 * tickMs + (2 * 1000) / this.config.updateRate;
+  }
+
+  /**
+   * The longest default delay whose shots the server still compensates when they arrive:
+   * `maxUnlagMs` less the arrival lead (arrivalLeadMs), a snapshot interval for the view's frame
+   * A, and COMPENSABLE_MARGIN_MS for the round trip's wander. The default delay's ceiling is held
+   * under it (never under the paper's delay): a slow link's long delay would leave its shots
+   * uncompensated.
    */
   private compensableDelayMs(rttMs: number, tickMs: number): number {
     const intervalMs = 1000 / this.config.updateRate;
-    return this.viewLimits.maxUnlagMs - rttMs - 2 * tickMs - 3 * intervalMs - COMPENSABLE_MARGIN_MS;
+    return (
+      this.viewLimits.maxUnlagMs - this.arrivalLeadMs(rttMs, tickMs) - intervalMs - COMPENSABLE_MARGIN_MS
+    );
   }
 
   /**
@@ -881,11 +892,10 @@ export class GameClient<P, W> {
     const session = this.session;
     const tickRate = session.connection.tickRate;
     if (!(tickRate > 0) || judgeView(cmd, 1000 / tickRate, this.viewLimits) !== VIEW_HONOURED) return false;
-    const intervalMs = 1000 / this.config.updateRate;
     if (this.nowMs - session.newestFrameAtMs > this.stallAfterMs()) return false;
-    const tickMs = 1000 / tickRate;
     const rtt = session.connection.channel?.stats.rttMs ?? 0;
-    const arrivalMs = session.clock.receivedNow(this.nowMs) + rtt + 2 * tickMs + 2 * intervalMs;
+    const tickMs = 1000 / tickRate;
+    const arrivalMs = session.clock.receivedNow(this.nowMs) + this.arrivalLeadMs(rtt, tickMs);
     return cmd.viewTickA * tickMs >= arrivalMs - this.viewLimits.maxUnlagMs;
   }
 
