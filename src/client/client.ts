@@ -1214,6 +1214,7 @@ export class GameClient<P, W> {
         this.nowMs,
         (f.serverTick * 1000) / tickRate,
         session.clock.receivedNow(this.nowMs),
+        session.clock.targetMs,
       );
       if (!session.spawned) {
         session.spawned = true;

@@ -105,6 +105,12 @@ export class ServerClock {
   lastErrorMs = 0;
   /** Smoothed round-trip time, ms. */
   smoothedRttMs = 0;
+  /**
+   * The target at the last accepted sample, unsmoothed: the server time then, as the window's
+   * least delayed packet tells it (0 until synced). How late a packet arrives is measured against
+   * this: the estimate itself may still be catching up to it.
+   */
+  targetMs = 0;
 
   private anchorLocalMs = 0;
   private anchorEstimateMs = 0;
@@ -128,6 +134,7 @@ export class ServerClock {
     this.synced = false;
     this.lastErrorMs = 0;
     this.smoothedRttMs = 0;
+    this.targetMs = 0;
     this.anchorLocalMs = 0;
     this.anchorEstimateMs = 0;
     this.pendingCorrectionMs = 0;
@@ -154,6 +161,7 @@ export class ServerClock {
       ? this.smoothedRttMs + c.rttSmoothingFactor * (rttMs - this.smoothedRttMs)
       : rttMs;
     const target = this.addSample(localNowMs, serverTimeMs);
+    this.targetMs = target;
     const error = target - estimate;
     this.samples++;
     this.anchorLocalMs = localNowMs;

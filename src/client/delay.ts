@@ -48,13 +48,17 @@ export interface AdaptiveDelayConfig {
   maxRiseMsPerSecond: number;
   /** It rises only for this long (ms) after a gap outgrew it. */
   riseHoldMs: number;
-  /** For this long after the first snapshot (ms) it may rise warmUpRiseFactor times faster. */
+  /**
+   * For this long after the first snapshot (ms) it may rise warmUpRiseFactor times faster, and
+   * once the jitter has lifted the ceiling (jitterCoverage) it heads for the ceiling: the first
+   * seconds' staleness is measured against a clock still settling and reads low.
+   */
   warmUpMs: number;
   warmUpRiseFactor: number;
   /**
    * 0: the delay's ceiling is maxDelayMs. In (0, 1]: the ceiling follows the link's jitter, this
-   * quantile of how late snapshots arrive (each new snapshot's staleness on arrival: how far its
-   * server time is behind the clock's newest received, which follows the least delayed packets),
+   * quantile of how late snapshots arrive (how far each new snapshot's server time is behind the
+   * server time the least delayed recent packets give: onSnapshot's leastDelayedMs),
    * plus two snapshot intervals and marginMs, at least ceilingFloorMs and at most maxDelayMs. A
    * jittery link raises it; a lossy link without jitter (loss bursts, whose snapshots arrive on
    * time when they arrive) leaves it at the floor, whatever the staleness of its gaps.
@@ -84,7 +88,7 @@ export const DEFAULT_ADAPTIVE_DELAY_CONFIG: Readonly<AdaptiveDelayConfig> = Obje
 /** Width of one bin of the staleness histograms, ms. */
 const BIN_MS = 2;
 /** Snapshots measured before the jitter ceiling (jitterCoverage) leaves its floor. */
-const MIN_LATENESS_SAMPLES = 20;
+const MIN_LATENESS_SAMPLES = 8;
 
 function checkDelayConfig(c: AdaptiveDelayConfig): void {
   const positive: (keyof AdaptiveDelayConfig)[] = [
@@ -132,7 +136,8 @@ function checkDelayConfig(c: AdaptiveDelayConfig): void {
  * lossy or jittery link takes what its gaps take). Gaps that would pass `outageMs` are outages,
  * left out. The delay comes down at most maxChangeMsPerSecond and goes up at most
  * maxRiseMsPerSecond, and only while gaps outgrow it (riseHoldMs): a latency step that is over
- * raised the target but is not chased. While a connection starts (warmUpMs) it rises faster.
+ * raised the target but is not chased. While a connection starts (warmUpMs) it rises faster, and
+ * heads for a ceiling the jitter has lifted.
  * The target stays under a ceiling: maxDelayMs, or one that follows the link's jitter
  * (jitterCoverage), and under a limit the owner may set (setLimit), never under ceilingFloorMs.
  * Pure (time passed in); allocates only when built.
@@ -184,11 +189,25 @@ export class AdaptiveDelay {
   /**
    * Records a snapshot newer than any before, built at `serverTimeMs`, that arrived at `localNowMs`
    * when the clock's newest received server time read `receivedNowMs` (ServerClock.receivedNow
-   * then). Older or duplicate snapshots are not given.
+   * then) and the least delayed recent packets gave the server time as `leastDelayedMs`
+   * (ServerClock.targetMs after this snapshot's sample; by default receivedNowMs). The staleness
+   * the view sees is measured against the first, how late the snapshot came (the jitter ceiling)
+   * against the second, which a settling clock does not hold back. Older or duplicate snapshots
+   * are not given.
    * Returns false (and counts it) if a time is not finite; never throws.
    */
-  onSnapshot(localNowMs: number, serverTimeMs: number, receivedNowMs: number): boolean {
-    if (!Number.isFinite(localNowMs) || !Number.isFinite(serverTimeMs) || !Number.isFinite(receivedNowMs)) {
+  onSnapshot(
+    localNowMs: number,
+    serverTimeMs: number,
+    receivedNowMs: number,
+    leastDelayedMs = receivedNowMs,
+  ): boolean {
+    if (
+      !Number.isFinite(localNowMs) ||
+      !Number.isFinite(serverTimeMs) ||
+      !Number.isFinite(receivedNowMs) ||
+      !Number.isFinite(leastDelayedMs)
+    ) {
       this.rejectedSamples++;
       return false;
     }
@@ -220,10 +239,18 @@ export class AdaptiveDelay {
       this.lastServerMs = serverTimeMs;
       this.staleAfterMs = Math.max(0, receivedNowMs - serverTimeMs);
       const late = this.lateCurrent;
-      late[Math.min(late.length - 1, Math.floor(this.staleAfterMs / BIN_MS))]++;
+      const lateness = leastDelayedMs > serverTimeMs ? leastDelayedMs - serverTimeMs : 0;
+      late[Math.min(late.length - 1, Math.floor(lateness / BIN_MS))]++;
     }
     this.ceilingMs = this.computeCeiling();
-    this.targetDelayMs = Math.min(this.computeTarget(), this.ceilingMs);
+    // Warming up on a link whose jitter lifted the ceiling: the ceiling (the staleness measured so
+    // far is against a clock still catching up, and reads low).
+    const c = this.config;
+    const warmJitter =
+      c.jitterCoverage > 0 &&
+      localNowMs - this.firstArrivalMs < c.warmUpMs &&
+      this.ceilingMs > c.ceilingFloorMs;
+    this.targetDelayMs = warmJitter ? this.ceilingMs : Math.min(this.computeTarget(), this.ceilingMs);
     return true;
   }
 

@@ -152,6 +152,22 @@ describe('ServerClock', () => {
     expect(clock.resyncs).toBe(0);
   });
 
+  it('reports as targetMs the server time its least delayed recent packet gives, ahead of a settling estimate', () => {
+    const clock = new ServerClock();
+    expect(clock.targetMs).toBe(0);
+    // The first packet waited 100 ms more than the next (40 ms on the way): the estimate starts
+    // that far behind and catches up at its rate, while the target is right at once.
+    clock.onServerTime(140, 10_000, 80);
+    expect(clock.targetMs).toBe(10_000);
+    clock.onServerTime(190, 10_150, 80);
+    expect(clock.targetMs).toBe(10_150);
+    expect(clock.receivedNow(190)).toBeLessThan(clock.targetMs - 90);
+    clock.onServerTime(240, 10_200, 80);
+    expect(clock.targetMs).toBe(10_200);
+    clock.reset();
+    expect(clock.targetMs).toBe(0);
+  });
+
   for (const seed of [31, 32]) {
     it(`follows a server running 1% fast smoothly (seed ${seed})`, () => {
       const s: Scenario = { seed, durationMs: 40_000, baseLatencyMs: 60, jitterMs: 10, drift: 0.01 };

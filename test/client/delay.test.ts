@@ -221,6 +221,65 @@ describe('AdaptiveDelay', () => {
     expect(floored.ceilingMs).toBe(100);
   });
 
+  it('with jitterCoverage, measures lateness against the least delayed packets and heads for the lifted ceiling while warming up', () => {
+    // 150 ms of jitter at 20 snapshots a second, read by a clock that starts 150 ms behind the
+    // least delayed packets and catches up at 5 % (as ServerClock does after its first sample).
+    const lagMs = (t: number) => Math.max(0, 150 - t * 0.05);
+    const startUp = (withLeastDelayed: boolean) => {
+      const delay = new AdaptiveDelay({ updateRateHz: 20, jitterCoverage: 0.99, ceilingFloorMs: 100 });
+      const rng = new Random(95);
+      const arrivals: { at: number; server: number }[] = [];
+      for (let sent = 0; sent < 6_000; sent += 50)
+        arrivals.push({ at: sent + 40 + rng.range(0, 150), server: sent });
+      arrivals.sort((a, b) => a.at - b.at);
+      let next = 0;
+      let newest = -Infinity;
+      let uncovered = 0;
+      let frames = 0;
+      let liftedAtMs = Infinity;
+      let delayAt2s = 0;
+      let headingAt2s = 0;
+      for (let t = 0; t < 6_000; t += 10) {
+        while (next < arrivals.length && arrivals[next].at <= t) {
+          const a = arrivals[next++];
+          if (a.server <= newest) continue;
+          newest = a.server;
+          const received = a.at - 40 - lagMs(a.at);
+          if (withLeastDelayed) delay.onSnapshot(a.at, a.server, received, a.at - 40);
+          else delay.onSnapshot(a.at, a.server, received);
+          if (delay.ceilingMs > 100 && liftedAtMs === Infinity) liftedAtMs = a.at;
+        }
+        const d = delay.delayMs(t);
+        if (t === 2_000) {
+          delayAt2s = d;
+          headingAt2s = delay.targetDelayMs - delay.ceilingMs;
+        }
+        if (newest === -Infinity) continue;
+        frames++;
+        if (t - 40 - lagMs(t) - newest > d) uncovered++;
+      }
+      return { liftedAtMs, delayAt2s, headingAt2s, uncovered: uncovered / frames, ceiling: delay.ceilingMs };
+    };
+    const measured = startUp(true);
+    const againstClock = startUp(false);
+    // Eight arrivals (the first at 40-190 ms) lift the ceiling within the first second, to about
+    // 148 ms of lateness plus two 50 ms intervals; while warming up the delay heads for it (not
+    // for the staleness measured so far, which the lagging clock reads low) and is near it by 2 s.
+    expect(measured.liftedAtMs).toBeLessThan(1_000);
+    expect(measured.ceiling).toBeGreaterThan(240);
+    expect(measured.headingAt2s).toBe(0);
+    expect(measured.delayAt2s).toBeGreaterThan(185);
+    expect(measured.uncovered).toBeLessThan(0.005);
+    // Measured against the settling clock, the lateness reads up to 150 ms short at first.
+    expect(againstClock.delayAt2s).toBeLessThan(measured.delayAt2s - 25);
+    // Without jitter (32 snapshots a second) the ceiling stays at its floor, and the delay starts
+    // at two intervals as before.
+    const clean = new AdaptiveDelay({ updateRateHz: 32, jitterCoverage: 0.99, ceilingFloorMs: 100 });
+    for (let sent = 0; sent < 3_000; sent += 31.25) clean.onSnapshot(sent + 40, sent, sent, sent);
+    expect(clean.ceilingMs).toBe(100);
+    expect(clean.delayMs(3_000)).toBeLessThanOrEqual(62.5);
+  });
+
   it('stays within its bounds and rejects non-finite samples without throwing', () => {
     const delay = new AdaptiveDelay({ maxDelayMs: 250, outageMs: 2000 });
     for (let i = 0; i < 200; i++) delay.onSnapshot(i * 1000, i * 100, i * 1000);
@@ -231,7 +290,8 @@ describe('AdaptiveDelay', () => {
     expect(delay.onSnapshot(Number.NaN, 0, 0)).toBe(false);
     expect(delay.onSnapshot(0, Number.NEGATIVE_INFINITY, 0)).toBe(false);
     expect(delay.onSnapshot(0, 0, Number.POSITIVE_INFINITY)).toBe(false);
-    expect(delay.rejectedSamples).toBe(3);
+    expect(delay.onSnapshot(0, 0, 0, Number.NaN)).toBe(false);
+    expect(delay.rejectedSamples).toBe(4);
   });
 
   it('names the offending field of a bad configuration', () => {
@@ -287,8 +347,8 @@ describe('AdaptiveDelay in a client', () => {
   it('by default draws a jittery link as far back as its jitter needs, and a lossy one as the paper does', () => {
     const seed = 23;
     const msg = `seed ${seed}`;
-    // Runs 3 clients for 20 s; returns each one's delay at the end and the share of the last 15 s
-    // drawn from guesses (extrapolated or held).
+    // Runs 3 clients for 20 s; returns each one's delay at the end and the share of the first 5 s
+    // (from its first frame drawn) and of the last 15 s drawn from guesses (extrapolated or held).
     const drive = (profile: ReturnType<typeof parseProfile>, interpolationDelayMs: number) => {
       const match = new Match(arenaGame, seed, {}, {});
       const clients = [];
@@ -302,13 +362,17 @@ describe('AdaptiveDelay in a client', () => {
         );
       }
       match.run(5000);
+      const early = clients.map((c) => {
+        const s = c.view.stats;
+        return (s.extrapolated + s.held) / (s.interpolated + s.extrapolated + s.held);
+      });
       const before = clients.map((c) => ({ ...c.view.stats }));
       match.run(15_000);
       const out = clients.map((c, i) => {
         const s = c.view.stats;
         const guessed = s.extrapolated + s.held - before[i].extrapolated - before[i].held;
         const drawn = s.interpolated - before[i].interpolated + guessed;
-        return { delay: c.interpolationDelayMs(20_000), guessed: guessed / drawn };
+        return { delay: c.interpolationDelayMs(20_000), early: early[i], guessed: guessed / drawn };
       });
       match.close();
       return out;
@@ -320,6 +384,11 @@ describe('AdaptiveDelay in a client', () => {
       expect(byDefault[i].delay, msg).toBeGreaterThan(140);
       expect(byDefault[i].guessed, msg).toBeLessThan(paper[i].guessed / 4);
     }
+    // From the first frames: the jitter lifts the ceiling within a second and the delay heads for
+    // it, so the first 5 s guess under a third as often as the paper's delay (about a fifth on
+    // seeds 23 to 26; measured against the settling clock, as before, nearly half).
+    const early = (cs: { early: number }[]) => cs.reduce((sum, c) => sum + c.early, 0);
+    expect(early(byDefault), msg).toBeLessThan(early(paper) / 3);
     // Loss in bursts on a steady route: the gaps alone never lift the default past the paper's delay.
     const bursty = parseProfile({
       name: 'bursts',
