@@ -203,7 +203,7 @@ const RECEIVED_RING = 1024;
 /** Ranges of consecutive commands remembered per packet (for acknowledgement); more go unrecorded. */
 const MAX_RANGES = 16;
 /** Command packets acknowledged before the measured loss is trusted alone, and the loss assumed at first. */
-const STARTUP_PACKETS = 128;
+export const STARTUP_PACKETS = 128;
 const STARTUP_LOSS = 0.2;
 /** A command is lost (every copy of it) at most this often, were packet losses independent. */
 const COMMAND_LOSS_TARGET = 0.0001;

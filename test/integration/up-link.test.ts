@@ -13,6 +13,7 @@ import {
   SHOT_COPIES,
   SHOT_SPAN_PACKETS,
   SHOT_TAIL_STRIDE,
+  STARTUP_PACKETS,
 } from '../../src/client/client.ts';
 import { type NetworkProfile, parseProfile } from '../../src/net/profile.ts';
 
@@ -39,6 +40,10 @@ function upLink(seed: number, rttMs: number, loss: number, upRateBytesPerSecond?
   );
   match.run(WARM_UP_MS);
   const client = entries[0].client;
+  // Past the start, whose copies assume loss until STARTUP_PACKETS are acknowledged (on the 1 s
+  // round trip the connection takes seconds, and the start may last past WARM_UP_MS).
+  for (let t = 0; (client.channel?.stats.packetsAcked ?? 0) < STARTUP_PACKETS && t < WARM_UP_MS; t += 100)
+    match.run(100);
   const server = match.server.clients[client.slot];
   if (server === null || server === undefined) throw new Error(`seed ${seed}: client not connected`);
   const bytes0 = server.channel.stats.bytesReceived;
