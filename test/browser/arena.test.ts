@@ -163,7 +163,14 @@ describe('the arena in Chromium', () => {
     expect(shown.overlay.lastOffset, msg()).toBeLessThan(1);
     await page.screenshot({ path: join(OUT, 'webrtc-overlay.png') });
     // The panel: 200 ms more on the down link raises the round trip by about that much.
-    const before = (await report(page)).netGraph?.pingMs ?? 0;
+    // The link's own round trip: the lowest of a few reads (a read taken on a slow frame, 13 fps
+    // on a loaded machine, carries the frame's wait and once made the wanted rise unreachable).
+    let before = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < 6; i++) {
+      before = Math.min(before, (await report(page)).netGraph?.pingMs ?? Number.POSITIVE_INFINITY);
+      await page.waitForTimeout(100);
+    }
+    if (!Number.isFinite(before)) before = 0;
     await page.keyboard.press('KeyP');
     await page.fill('#set-downLatencyMs', '200');
     await page.dispatchEvent('#set-downLatencyMs', 'change');
