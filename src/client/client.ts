@@ -156,10 +156,22 @@ const COPY_RING = 32;
 const COPY_OFFSETS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
 /**
  * A command not known received is sent again once a command packet sent after its last copy (and
- * two round-trip deviations after it) was acknowledged: the acknowledgements show the copy's
- * packet lost, not overtaken.
+ * the up-link's reordering window after it, below) was acknowledged: the acknowledgements show
+ * the copy's packet lost, not overtaken.
  */
 const RESEND_AFTER_PACKETS = 1;
+/**
+ * ...and once that later packet went more than the up-link's measured reordering after it: the
+ * most by which an acknowledged packet had been overtaken in the last 4 to 8 s, times
+ * REORDER_MARGIN, plus REORDER_FLOOR_MS (`Session.reorderWindowMs`; at most two round-trip
+ * deviations). The round trip's deviation alone waited far too long where the link had just
+ * turned bad: a latency step inflates it for seconds (197 ms on `flapping`, whose packets are
+ * reordered by at most about 2 x 80 ms of jitter), so a command lost at a bad phase's start was
+ * noticed a second late and its resend came after the server stopped waiting for it.
+ */
+const REORDER_MEMORY_MS = 4000;
+const REORDER_MARGIN = 1.25;
+const REORDER_FLOOR_MS = 20;
 /**
  * A command sent again goes in at least this many consecutive packets. Its copies were lost, so
  * the link may have just turned bad: the measured loss (which sets a first send's copies) lags
@@ -387,6 +399,14 @@ class Session<P, W> {
   /** Newest command packet acknowledged, by count (-1: none), and when it went (local ms). */
   newestAckedPacket = -1;
   newestAckedSentMs = 0;
+  /**
+   * How far the up-link reorders command packets: the most by which a packet acknowledged after
+   * a later-sent one was acknowledged had been sent before it (ms), in the current and the
+   * previous REORDER_MEMORY_MS (see `reorderWindowMs`), and when the current one began.
+   */
+  reorderNowMs = 0;
+  reorderBeforeMs = 0;
+  reorderSinceMs = Number.NEGATIVE_INFINITY;
   /** Newest command of each of the last COPY_RING command packets, by command packet count. */
   readonly sentNewest = new Float64Array(COPY_RING);
   commandPackets = 0;
@@ -425,6 +445,31 @@ class Session<P, W> {
     this.players = new PlayerStateHistory(game.player.serialize, game.entities.frameHistory);
     this.view = new RemoteView(game.entities, this.snapshots, config.view);
     this.adaptiveDelay = adaptiveDelayFor(config);
+  }
+
+  /** A command packet acknowledged after one sent `byMs` later was: the up-link reorders so far. */
+  noteReorder(nowMs: number, byMs: number): void {
+    this.rollReorder(nowMs);
+    if (byMs > this.reorderNowMs) this.reorderNowMs = byMs;
+  }
+
+  /**
+   * How long after a command packet one sent later must have gone, acknowledged, before the
+   * first is taken as lost rather than overtaken: REORDER_MARGIN times the most reordering seen
+   * in the last REORDER_MEMORY_MS to 2 x REORDER_MEMORY_MS, plus REORDER_FLOOR_MS, at most
+   * `ceilingMs` (two round-trip deviations: the rule before reordering was measured).
+   */
+  reorderWindowMs(nowMs: number, ceilingMs: number): number {
+    this.rollReorder(nowMs);
+    const seen = Math.max(this.reorderNowMs, this.reorderBeforeMs);
+    return Math.min(ceilingMs, REORDER_FLOOR_MS + REORDER_MARGIN * seen);
+  }
+
+  private rollReorder(nowMs: number): void {
+    if (nowMs - this.reorderSinceMs < REORDER_MEMORY_MS) return;
+    this.reorderBeforeMs = nowMs - this.reorderSinceMs < 2 * REORDER_MEMORY_MS ? this.reorderNowMs : 0;
+    this.reorderNowMs = 0;
+    this.reorderSinceMs = nowMs;
   }
 }
 
@@ -807,6 +852,10 @@ export class GameClient<P, W> {
       const sent = session.packetCommands.get(sequence);
       if (sent === undefined) return;
       if (sent.newest > session.serverHasCommand) session.serverHasCommand = sent.newest;
+      if (sent.count < session.newestAckedPacket) {
+        // Overtaken on the up-link by a packet sent this much later.
+        session.noteReorder(this.nowMs, session.newestAckedSentMs - sent.sentMs);
+      }
       if (sent.count > session.newestAckedPacket) {
         session.newestAckedPacket = sent.count;
         session.newestAckedSentMs = sent.sentMs;
@@ -1002,11 +1051,12 @@ export class GameClient<P, W> {
       const unsent = k === 0 ? done + 1 : session.sentNewest[(k - 1) % COPY_RING] + 1;
       copiesFrom = Math.max(copiesFrom, Math.min(newest - copies * perPacket + 1, unsent));
     }
-    // A copy's packet is taken as lost once packets sent RESEND_AFTER_PACKETS and two round-trip
-    // deviations after it were acknowledged (not merely overtaken on a jittery route).
+    // A copy's packet is taken as lost once packets sent RESEND_AFTER_PACKETS and the reordering
+    // window after it were acknowledged (not merely overtaken on a jittery route).
     const lostBefore = session.newestAckedPacket - RESEND_AFTER_PACKETS;
     const lostSentBefore =
-      session.newestAckedSentMs - 2 * (session.connection.channel?.stats.rttVarianceMs ?? 0);
+      session.newestAckedSentMs -
+      session.reorderWindowMs(this.nowMs, 2 * (session.connection.channel?.stats.rttVarianceMs ?? 0));
     // The probe timeout: a copy sent before this, with no acknowledgement of it since, may be lost
     // where the acknowledgements cannot say (PROBE_COMMANDS). None before a round trip is measured.
     const link = session.connection.channel?.stats;
