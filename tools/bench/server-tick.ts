@@ -5,7 +5,7 @@
 // before the shared encode cache and the rewind-only-when-the-weapon-can-fire change (README).
 
 import { performance } from 'node:perf_hooks';
-import { getHeapStatistics } from 'node:v8';
+import { GCProfiler, getHeapStatistics } from 'node:v8';
 import { Match } from 'backstep/testing';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
@@ -161,6 +161,11 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   }
   const all = new Samples();
   const cpu = new Samples();
+  // Each update's wall clock less the collector's pauses within it (V8's GCProfiler, per update):
+  // the bots share the server's heap, so their garbage is collected inside the server's updates.
+  const withoutGc = new Samples();
+  let gcMs = 0;
+  let gcUpdates = 0;
   // Heap growth across an update (updates during which a collection shrank the heap are left out).
   let allocated = 0;
   let allocatedTicks = 0;
@@ -184,6 +189,8 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   const reusedBefore = cache.reused;
   const update = server.update.bind(server);
   server.update = (nowMs: number) => {
+    const gc = new GCProfiler();
+    gc.start();
     const h0 = getHeapStatistics().used_heap_size;
     const c0 = process.cpuUsage();
     const t0 = performance.now();
@@ -191,6 +198,12 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
     const ms = performance.now() - t0;
     const c1 = process.cpuUsage(c0);
     const h1 = getHeapStatistics().used_heap_size;
+    const collections = gc.stop().statistics;
+    let paused = 0;
+    for (let i = 0; i < collections.length; i++) paused += collections[i].cost / 1000;
+    gcMs += paused;
+    if (collections.length > 0) gcUpdates++;
+    withoutGc.add(Math.max(0, ms - paused));
     if (h1 >= h0) {
       allocated += h1 - h0;
       allocatedTicks++;
@@ -245,6 +258,8 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
       'p50 (ms)': round(percentile(sorted, 0.5) ?? 0, 3),
       'p99 (ms)': round(p99, 3),
       'mean (ms)': round(m, 3),
+      'p99 without GC (ms)': round(percentile(withoutGc.sorted(), 0.99) ?? 0, 3),
+      'GC (ms/update, updates with one %)': `${round(all.count > 0 ? gcMs / all.count : 0, 2)}, ${round(all.count > 0 ? (gcUpdates / all.count) * 100 : 0, 1)}`,
       'CPU p50 / p99 / mean (ms)': [
         round(percentile(cpuSorted, 0.5) ?? 0, 2),
         round(percentile(cpuSorted, 0.99) ?? 0, 2),
@@ -300,6 +315,9 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
         '  Each client gets a frame every other tick, on the tick parity it connected on, so a tick costs with the',
         '  frames due in it (frames/tick). The bots run in the same process over the memory transport (20 ms each',
         '  way); only the server update is timed, but garbage collection caused by the bots can land in it (p99),',
+        "  so each update's collector pauses are measured too (V8's GCProfiler): GC is their mean per update and",
+        '  the share of updates with one; p99 without GC is the p99 of each update less its pauses (what the',
+        "  server's own work costs, the bots' garbage and the server's alike left out: a lower bound).",
         '  and other work on the machine shows as noise (8 engineers share 2 cores: compare ratios within a run).',
         '  CPU: the process CPU time the update took (process.cpuUsage: every thread, so the collector threads',
         '  working for the bots count too); on a loaded machine the wall clock also counts time the server',

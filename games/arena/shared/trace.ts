@@ -19,6 +19,13 @@ export function createTraceResult(): TraceResult {
   return { fraction: 1, endPos: vec3(), normal: vec3(), startSolid: false, allSolid: false };
 }
 
+/**
+ * The box the current trace sweeps through (x0, y0, z0, x1, y1, z1, padded; scratch, set per
+ * trace). The broad phase reads it here rather than as arguments: a number passed to a function
+ * V8 does not inline is boxed on the heap, six allocations a trace.
+ */
+const box = new Float64Array(6);
+
 /** The brush and plane that set the current trace's fraction (scratch, reset per trace). */
 const hit = { brush: -1, plane: 0 };
 
@@ -103,12 +110,6 @@ const MAX_GRID_CELLS = 16;
 function sweepGrid(
   grid: BrushGrid,
   brushes: readonly Brush[],
-  x0: number,
-  y0: number,
-  z0: number,
-  x1: number,
-  y1: number,
-  z1: number,
   start: Vec3,
   end: Vec3,
   mins: Vec3,
@@ -116,6 +117,10 @@ function sweepGrid(
   out: TraceResult,
 ): void {
   const bounds = grid.bounds;
+  const x0 = box[0];
+  const y0 = box[1];
+  const x1 = box[3];
+  const y1 = box[4];
   const inv = 1 / BRUSH_GRID_CELL;
   const last = grid.columns - 1;
   const lastRow = grid.rows - 1;
@@ -126,7 +131,7 @@ function sweepGrid(
   // NaN, a box inverted by its caller, or a long shot: every brush.
   if (cx1 < cx0 || cy1 < cy0 || !((cx1 - cx0 + 1) * (cy1 - cy0 + 1) <= MAX_GRID_CELLS)) {
     for (let i = 0; i < brushes.length; i++) {
-      if (outside(bounds, i * 6, x0, y0, z0, x1, y1, z1)) continue;
+      if (outside(bounds, i * 6)) continue;
       clipToBrush(brushes[i], i, start, end, mins, maxs, out);
       if (out.allSolid) return;
     }
@@ -149,7 +154,7 @@ function sweepGrid(
         const i = items[k];
         if (seen[i] === stamp) continue;
         seen[i] = stamp;
-        if (outside(bounds, i * 6, x0, y0, z0, x1, y1, z1)) continue;
+        if (outside(bounds, i * 6)) continue;
         clipToBrush(brushes[i], i, start, end, mins, maxs, out);
         if (out.allSolid) return;
       }
@@ -157,24 +162,15 @@ function sweepGrid(
   }
 }
 
-/** Whether the bounds at `bounds[o .. o + 5]` (mins, then maxs) miss the box [x0, x1] x [y0, y1] x [z0, z1]. */
-function outside(
-  bounds: Float64Array,
-  o: number,
-  x0: number,
-  y0: number,
-  z0: number,
-  x1: number,
-  y1: number,
-  z1: number,
-): boolean {
+/** Whether the bounds at `bounds[o .. o + 5]` (mins, then maxs) miss the trace's `box`. */
+function outside(bounds: Float64Array, o: number): boolean {
   return (
-    bounds[o] > x1 ||
-    bounds[o + 3] < x0 ||
-    bounds[o + 1] > y1 ||
-    bounds[o + 4] < y0 ||
-    bounds[o + 2] > z1 ||
-    bounds[o + 5] < z0
+    bounds[o] > box[3] ||
+    bounds[o + 3] < box[0] ||
+    bounds[o + 1] > box[4] ||
+    bounds[o + 4] < box[1] ||
+    bounds[o + 2] > box[5] ||
+    bounds[o + 5] < box[2]
   );
 }
 
@@ -222,7 +218,13 @@ export function traceLevel(
       if (out.allSolid) break;
     }
   } else {
-    sweepGrid(grid, brushes, x0, y0, z0, x1, y1, z1, start, end, mins, maxs, out);
+    box[0] = x0;
+    box[1] = y0;
+    box[2] = z0;
+    box[3] = x1;
+    box[4] = y1;
+    box[5] = z1;
+    sweepGrid(grid, brushes, start, end, mins, maxs, out);
   }
   if (!out.allSolid && hit.brush >= 0) {
     const planes = brushes[hit.brush].planes;

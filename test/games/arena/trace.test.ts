@@ -1,5 +1,6 @@
 // Tests of the arena's level description and box trace: hits, fractions, normals, solids, tunnelling.
 
+import { GCProfiler, getHeapStatistics } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import {
   ARENA_LEVEL,
@@ -261,5 +262,37 @@ describe('traceLevel broad phase', () => {
     }
     expect(hits).toBeGreaterThan(2000);
     expect(solids).toBeGreaterThan(200);
+  });
+
+  it('allocates nothing per trace once optimized (the broad phase takes its box from scratch, not as arguments)', () => {
+    // Numbers passed to a function V8 does not inline are boxed on the heap: passing the swept
+    // box to the grid's broad phase as six arguments cost 73 bytes a trace, a fifth of what a
+    // 512-player server tick allocated. Measured across 20,000 traces after a warm-up that gets
+    // traceLevel optimized; a try during which a collection ran is repeated.
+    const out = createTraceResult();
+    const start = vec3(0, 0, 40);
+    const end = vec3(0, 0, 40);
+    const run = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        start.x = (i % 97) * 3.7 - 150;
+        start.y = (i % 89) * 2.9 - 120;
+        end.x = start.x + 13.3;
+        end.y = start.y - 7.1;
+        end.z = 40 - (i % 7) * 0.9;
+        traceLevel(ARENA_LEVEL, start, end, HULL_MINS, HULL_MAXS, out);
+      }
+    };
+    run(200_000);
+    const perTrace: number[] = [];
+    for (let attempt = 0; attempt < 5 && perTrace.length === 0; attempt++) {
+      const gc = new GCProfiler();
+      gc.start();
+      const before = getHeapStatistics().used_heap_size;
+      run(20_000);
+      const after = getHeapStatistics().used_heap_size;
+      if (gc.stop().statistics.length === 0) perTrace.push((after - before) / 20_000);
+    }
+    expect(perTrace.length, 'a try without a collection').toBe(1);
+    expect(perTrace[0]).toBeLessThan(4);
   });
 });
