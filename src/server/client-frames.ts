@@ -111,6 +111,14 @@ export class FramePacing {
     return false;
   }
 
+  /**
+   * The frame due now waits `delayMs` (the server spreads frames over ticks): the schedule moves
+   * by that much, so this client's later frames keep the new phase.
+   */
+  holdForSpread(delayMs: number): void {
+    this.nextUpdateMs += delayMs;
+  }
+
   /** A frame of `bytes` went at `nowMs`: schedules the next by update rate and by rate. */
   sent(nowMs: number, bytes: number): void {
     this.framesSent++;

@@ -99,6 +99,14 @@ export interface ServerConfig {
   /** Bytes per second used until a client asks for another. */
   defaultRateBytesPerSecond: number;
   /**
+   * Spread the clients' frames evenly over the ticks (default true): a tick writes at most its
+   * share of the frames (each client's update rate over the tick rate, summed) and a few more; a
+   * frame due past that waits a tick, and its client's frames keep the new phase. Clients that
+   * joined on the same tick parity would otherwise share their frames' ticks, and the busiest
+   * tick, not the mean, sets how many players a core holds. false: every frame goes when due.
+   */
+  spreadFrames: boolean;
+  /**
    * Finding each client's usable down-link rate from round-trip growth and loss (delay-based
    * congestion control, src/net/rate-control.ts; on by default, `{}`, or its tuning): the rate a
    * client asked for (or the default) is then only the upper bound, and a slow link shows
@@ -157,6 +165,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   maxHandshakesPerSecond: 5000,
   defaultUpdateRate: 32,
   defaultRateBytesPerSecond: 80_000,
+  spreadFrames: true,
   rateControl: {},
   entityHistoryTicks: 0,
   snapshots: {},
@@ -172,6 +181,12 @@ export interface ServerStats extends ConnectionStats {
   /** Ticks skipped because the server fell too far behind real time. */
   ticksSkipped: number;
   /**
+   * Frames held back a tick because the tick already carried its share (`spreadFrames`): each
+   * moves its client's frames to a quieter tick for good, so this stops growing once the clients'
+   * frames are spread over the ticks.
+   */
+  framesSpread: number;
+  /**
    * Where the updates' time went, in milliseconds of the real clock (performance.now) summed over
    * every update: reading the packets due; running the ticks (game messages, commands, lag
    * compensation, the tick hooks, the entity commit); and the connections' upkeep and the frames
@@ -182,6 +197,13 @@ export interface ServerStats extends ConnectionStats {
    */
   phaseMs: { receive: number; simulate: number; send: number };
 }
+
+/**
+ * Frames a tick may write beyond its share before one waits (`spreadFrames`): enough that frames
+ * the rate held back or a client just joined do not wait, few enough that the busiest tick stays
+ * within a handful of frames of the mean.
+ */
+const SPREAD_MARGIN_FRAMES = 4;
 
 /** Packets remembered per client, sent (frames) and received (acknowledgements). */
 const SENT_FRAMES = 1024;
@@ -430,6 +452,7 @@ export class GameServer<P, W> {
   readonly stats: ServerStats = {
     ticks: 0,
     ticksSkipped: 0,
+    framesSpread: 0,
     rejected: {},
     connects: 0,
     disconnects: 0,
@@ -931,6 +954,20 @@ export class GameServer<P, W> {
     this.spectators?.tick(this.tick, this.events, this.nowMs);
     this.connections.advance(this.nowMs, this.tickIntervalMs);
     const now = this.nowMs;
+    // The most frames one tick writes: the clients' share of a tick each (a client at half the
+    // tick rate, half a frame), rounded up, and a margin. Clients that connected on the same
+    // tick parity would otherwise all write on the same ticks (at 32 snapshots a second and 64
+    // ticks, 308 and 204 frames on alternate ticks with 512 players): past the cap a due frame
+    // waits a tick, and its client's later frames keep that new phase.
+    let share = 0;
+    for (let ci = 0; ci < this.clients.length; ci++) {
+      const client = this.clients[ci];
+      if (client !== null && client.awayUntilMs < 0) share += client.pacing.updateRate;
+    }
+    const cap = this.config.spreadFrames
+      ? Math.ceil(share / this.config.tickRate) + SPREAD_MARGIN_FRAMES
+      : Infinity;
+    let written = 0;
     for (let ci = 0; ci < this.clients.length; ci++) {
       const client = this.clients[ci];
       if (client === null || client.awayUntilMs >= 0) continue;
@@ -939,6 +976,13 @@ export class GameServer<P, W> {
         client.channel.update(now);
         continue;
       }
+      if (written >= cap) {
+        client.pacing.holdForSpread(this.tickIntervalMs);
+        this.stats.framesSpread++;
+        client.channel.update(now);
+        continue;
+      }
+      written++;
       const channel = client.channel;
       const before = channel.stats.bytesSent;
       const sequence = channel.send(now, client.writeFrame);
@@ -1132,5 +1176,8 @@ function validateServerConfig(c: ServerConfig): void {
   }
   if (!(c.fillLostMs >= 0 && c.fillLostMs <= 10_000)) {
     throw new RangeError(`server config: fillLostMs must be in [0, 10000], got ${c.fillLostMs}`);
+  }
+  if (typeof c.spreadFrames !== 'boolean') {
+    throw new TypeError(`server config: spreadFrames must be true or false, got ${String(c.spreadFrames)}`);
   }
 }

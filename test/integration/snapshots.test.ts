@@ -320,6 +320,57 @@ describe('snapshots over the conditioner', () => {
     match.close();
   });
 
+  it('spreads the frames of clients that joined together over the ticks, each still at its update rate', () => {
+    const seed = 515;
+    const msg = `seed ${seed}`;
+    const clients = 24;
+    // Frames written per tick: the clients' frames sent, read as the next tick starts.
+    const run = (spreadFrames: boolean) => {
+      let last = 0;
+      const perTick: number[] = [];
+      const sent = (server: Server) =>
+        server.clients.reduce((n, c) => n + (c === null ? 0 : c.framesSent), 0);
+      const match = new Match(
+        arenaGame,
+        seed,
+        { maxClients: clients, spreadFrames },
+        {
+          onTick: (server) => {
+            const now = sent(server);
+            perTick.push(now - last);
+            last = now;
+          },
+        },
+      );
+      const profile = parseProfile({ name: 'clean', latencyMs: 30 });
+      for (let i = 0; i < clients; i++) match.addClient({ profile, drive: runnerBot(seed + i) });
+      match.run(3000);
+      const connected = match.server.clientCount;
+      const framesBefore = match.server.clients.map((c) => c?.framesSent ?? 0);
+      const from = perTick.length;
+      const spreadBefore = match.server.stats.framesSpread;
+      match.run(5000);
+      const rates = match.server.clients.map((c, i) => ((c?.framesSent ?? 0) - framesBefore[i]) / 5);
+      const spread = match.server.stats.framesSpread;
+      match.close();
+      return { connected, busiest: Math.max(...perTick.slice(from)), rates, spreadBefore, spread };
+    };
+    // Joined on the same tick, at 32 snapshots a second and 64 ticks: all on every other tick.
+    const together = run(false);
+    expect(together.connected, msg).toBe(clients);
+    expect(together.busiest, msg).toBe(clients);
+    expect(together.spread, msg).toBe(0);
+    // Spread: no tick writes more than its share (12) and the margin (4), and every client still
+    // gets 32 snapshots a second. Frames waited a tick while the clients joined; once spread,
+    // none does.
+    const spread = run(true);
+    expect(spread.connected, msg).toBe(clients);
+    expect(spread.busiest, msg).toBeLessThanOrEqual(16);
+    for (const r of spread.rates) expect(r, msg).toBeGreaterThanOrEqual(31.8);
+    expect(spread.spreadBefore, msg).toBeGreaterThan(0);
+    expect(spread.spread, msg).toBe(spread.spreadBefore);
+  });
+
   it('a client that cannot decode against its baseline asks for a full update and recovers', () => {
     const seed = 77;
     const msg = `seed ${seed}`;

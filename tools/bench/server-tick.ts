@@ -176,6 +176,7 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   const eventsBefore = match.clients.map((c) => c.client.stats.eventsReceived);
   const receivedBefore = match.clients.map((c) => c.client.stats.framesReceived);
   let frames = 0;
+  let framesMost = 0;
   let inView = 0;
   let entries = 0;
   let deferred = 0;
@@ -220,6 +221,7 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
       deferred += st.lastDeferred;
     }
     frames += sent;
+    if (sent > framesMost) framesMost = sent;
     all.add(ms);
   };
   const measureMs = o.measureMsFor[bots] ?? o.measureMs;
@@ -276,7 +278,7 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
       'core at 64 Hz (%)': round((m / TICK_BUDGET_MS) * 100, 1),
       'allocated (KB/update)': round(allocatedTicks > 0 ? allocated / allocatedTicks / 1024 : 0, 0),
       'shots (/tick)': round(ticks > 0 ? shots / ticks : 0, 1),
-      'frames (/tick)': round(ticks > 0 ? frames / ticks : 0, 1),
+      'frames (/tick, mean / most)': `${round(ticks > 0 ? frames / ticks : 0, 1)} / ${framesMost}`,
       'packet (B)': round(packets > 0 ? bytes / packets : 0, 0),
       'events (/frame)': round(received > 0 ? events / received : 0, 1),
       'events logged (/tick)': round(ticks > 0 ? logged / ticks : 0, 1),
@@ -326,6 +328,8 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
         '  receive / simulate / send: where the mean update went (GameServer.stats.phaseMs, real clock): reading',
         '  the packets due (decryption, acknowledgements, commands), the tick (commands, lag compensation, the',
         "  entity commit) and the connections' upkeep and frames (snapshots, events, own state, sealing).",
+        '  frames: client frames written per tick, mean and on the busiest tick (the server spreads them over the',
+        '  ticks: GameServer config spreadFrames).',
         "  in view: entities in a client's view after its frame, mean over frames; packet: mean bytes of a server",
         '  packet; events: effect events per frame, events the server logged per tick, and events its log overwrote',
         "  before a client's next frame looked at them (missed); entries, deferred: entities written in a frame and those the",
