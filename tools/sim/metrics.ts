@@ -443,6 +443,7 @@ export class SimMetrics {
     f['clients.connectedAtEnd'] = connected;
     f['server.ticks'] = server.stats.ticks;
     f['server.ticksSkipped'] = server.stats.ticksSkipped;
+    f['server.framesSpread'] = server.stats.framesSpread;
     const sorted = this.sources.tickTimes.sorted(0);
     let sum = 0;
     for (let i = 0; i < sorted.length; i++) sum += sorted[i];
