@@ -80,8 +80,9 @@ class FieldRecorder extends BitStream {
       else {
         slot.fieldStart[slot.fieldCount] = this.bitsProcessed;
         slot.fieldBits[slot.fieldCount] = bits;
-        // The low `bits` bits of the value as a 32-bit integer: what the stream packs.
-        slot.fieldValue[slot.fieldCount] = bits >= 32 ? value >>> 0 : (value >>> 0) % 2 ** bits;
+        // The low `bits` bits of the value as a 32-bit integer: what the stream packs. A mask, not
+        // `% 2 ** bits` (a floating-point remainder: two thirds of what recording a state took).
+        slot.fieldValue[slot.fieldCount] = bits >= 32 ? value >>> 0 : (value & ((1 << bits) - 1)) >>> 0;
         slot.fieldCount++;
       }
     }

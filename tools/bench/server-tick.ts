@@ -10,14 +10,21 @@ import { Match } from 'backstep/testing';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
 import { boxBrush, createLevel, type Level, type SpawnPoint } from '../../games/arena/shared/level.ts';
-import { createLevelWorld } from '../../games/arena/shared/player.ts';
+import {
+  createArenaPlayerState,
+  createLevelWorld,
+  serializeArenaPlayerState,
+} from '../../games/arena/shared/player.ts';
 import { aimBot } from '../../games/arena/testing/shots.ts';
 import { serverCipher } from '../../src/net/node-packet-crypto.ts';
+import { MAX_PACKET_BYTES } from '../../src/net/transport.ts';
+import { BitStream } from '../../src/protocol/bitstream.ts';
+import { PlayerStateHistory } from '../../src/protocol/player-state.ts';
 import type { ServerConfig } from '../../src/server/server.ts';
 import type { GameDefinition } from '../../src/sim/game.ts';
 import { vec3 } from '../../src/sim/math.ts';
 import { mean, percentile, Samples } from '../stats.ts';
-import { type Row, round, table } from './report.ts';
+import { type Row, round, table, timePerCall } from './report.ts';
 import { CLEAN_20MS } from './scene.ts';
 
 export interface ServerTickOptions {
@@ -291,8 +298,57 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   };
 }
 
+/**
+ * The owner's state in each frame (the player part, player-state.ts): recording the state the
+ * frame carries (the game's serialize, each field's place and value noted) and writing it against
+ * the frame two back, as the server does for every frame of every client.
+ */
+function playerPartTable(): void {
+  const history = new PlayerStateHistory(serializeArenaPlayerState, 64);
+  const state = createArenaPlayerState();
+  const s = new BitStream(MAX_PACKET_BYTES);
+  const frame = { serverTick: 0, ackedCommand: 0, playerBaseline: -1, player: state };
+  let tick = 2;
+  const move = () => {
+    tick++;
+    state.originX = (tick % 1000) * 0.5;
+    state.originY = (tick % 777) * 0.25;
+    state.velocityX = (tick % 320) - 160;
+    state.yaw = (tick * 3) % 360;
+  };
+  const recordUs =
+    timePerCall(() => {
+      move();
+      history.record(tick, state, tick);
+    }) * 1000;
+  const bothUs =
+    timePerCall(() => {
+      move();
+      history.record(tick, state, tick);
+      frame.serverTick = tick;
+      frame.ackedCommand = tick;
+      frame.playerBaseline = tick - 2;
+      s.beginWrite();
+      history.serialize(s, frame);
+    }) * 1000;
+  table(
+    "The owner's state in a frame: the arena player, recorded and written against the frame two back",
+    {
+      'arena player': {
+        'record (us)': round(recordUs, 2),
+        'record + write (us)': round(bothUs, 2),
+      },
+    },
+    [
+      "record: the game's serialize into the frame's slot, each field's place and value noted (PlayerStateHistory.record);",
+      "  write: the field delta against the baseline's own baseline (a line through the two). Per frame of each client.",
+    ],
+  );
+}
+
 /** Prints the server tick cost table of each scene and its players-per-core estimate. */
 export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TICK_OPTIONS): void {
+  playerPartTable();
   for (const [scene, sizes] of [
     [SCENES.arena, options.bots],
     [SCENES.large, options.largeBots],
@@ -314,8 +370,8 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
         '  players rebuilt as the shooter saw them) before it runs. shots/tick counts those commands.',
         'Each update reads the packets due, runs one tick (every command, the entity commit and interest grid)',
         '  and writes the frames due (per client: packet header, frame header, own state, events, delta snapshot).',
-        '  Each client gets a frame every other tick, on the tick parity it connected on, so a tick costs with the',
-        '  frames due in it (frames/tick). The bots run in the same process over the memory transport (20 ms each',
+        '  Each client gets a frame every other tick, spread over the ticks (frames/tick, mean and busiest), so a',
+        '  tick costs with the frames due in it. The bots run in the same process over the memory transport (20 ms each',
         '  way); only the server update is timed, but garbage collection caused by the bots can land in it (p99),',
         "  so each update's collector pauses are measured too (V8's GCProfiler): GC is their mean per update and",
         '  the share of updates with one; p99 without GC is the p99 of each update less its pauses (what the',
