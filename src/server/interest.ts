@@ -34,6 +34,16 @@ export class InterestGrid {
   private readonly heads: Int32Array;
   private readonly mask: number;
   private readonly inverseCell: number;
+  /**
+   * The cells the last rebuild filled lie within these bounds: a query visits no cell outside
+   * them (a level of one floor fills one layer of cells, and a view radius spans several).
+   */
+  private minCx = 0;
+  private maxCx = -1;
+  private minCy = 0;
+  private maxCy = -1;
+  private minCz = 0;
+  private maxCz = -1;
 
   constructor(maxEntities: number, config: Partial<InterestConfig> = {}) {
     this.config = { ...DEFAULT_INTEREST_CONFIG, ...config };
@@ -70,6 +80,12 @@ export class InterestGrid {
     this.heads.fill(NONE);
     let count = 0;
     const inv = this.inverseCell;
+    let minCx = 0x7fffffff;
+    let maxCx = -0x80000000;
+    let minCy = 0x7fffffff;
+    let maxCy = -0x80000000;
+    let minCz = 0x7fffffff;
+    let maxCz = -0x80000000;
     for (let i = 0; i < end; i++) {
       if (alive[i] === 0) continue;
       const x = positions[3 * i];
@@ -84,12 +100,24 @@ export class InterestGrid {
       this.cx[i] = cx;
       this.cy[i] = cy;
       this.cz[i] = cz;
+      if (cx < minCx) minCx = cx;
+      if (cx > maxCx) maxCx = cx;
+      if (cy < minCy) minCy = cy;
+      if (cy > maxCy) maxCy = cy;
+      if (cz < minCz) minCz = cz;
+      if (cz > maxCz) maxCz = cz;
       const b = hashCell(cx, cy, cz) & this.mask;
       this.next[i] = this.heads[b];
       this.heads[b] = i;
       this.members[count++] = i;
     }
     this.count = count;
+    this.minCx = minCx;
+    this.maxCx = maxCx;
+    this.minCy = minCy;
+    this.maxCy = maxCy;
+    this.minCz = minCz;
+    this.maxCz = maxCz;
   }
 
   /**
@@ -102,14 +130,16 @@ export class InterestGrid {
     const limit = out.length;
     const r2 = radius * radius;
     const inv = this.inverseCell;
-    const x0 = cellOf((x - radius) * inv);
-    const x1 = cellOf((x + radius) * inv);
-    const y0 = cellOf((y - radius) * inv);
-    const y1 = cellOf((y + radius) * inv);
-    const z0 = cellOf((z - radius) * inv);
-    const z1 = cellOf((z + radius) * inv);
-    const cells = (x1 - x0 + 1) * (y1 - y0 + 1) * (z1 - z0 + 1);
+    // The cells the radius spans, within those the entities fill (none filled: an empty range).
+    const x0 = Math.max(cellOf((x - radius) * inv), this.minCx);
+    const x1 = Math.min(cellOf((x + radius) * inv), this.maxCx);
+    const y0 = Math.max(cellOf((y - radius) * inv), this.minCy);
+    const y1 = Math.min(cellOf((y + radius) * inv), this.maxCy);
+    const z0 = Math.max(cellOf((z - radius) * inv), this.minCz);
+    const z1 = Math.min(cellOf((z + radius) * inv), this.maxCz);
     let n = 0;
+    if (radius !== Infinity && (x1 < x0 || y1 < y0 || z1 < z0)) return 0;
+    const cells = (x1 - x0 + 1) * (y1 - y0 + 1) * (z1 - z0 + 1);
     if (!(cells <= this.count) || radius === Infinity) {
       for (let m = 0; m < this.count && n < limit; m++) {
         const i = this.members[m];

@@ -20,9 +20,11 @@ import { serverCipher } from '../../src/net/node-packet-crypto.ts';
 import { MAX_PACKET_BYTES } from '../../src/net/transport.ts';
 import { BitStream } from '../../src/protocol/bitstream.ts';
 import { PlayerStateHistory } from '../../src/protocol/player-state.ts';
+import { InterestGrid } from '../../src/server/interest.ts';
 import type { ServerConfig } from '../../src/server/server.ts';
 import type { GameDefinition } from '../../src/sim/game.ts';
 import { vec3 } from '../../src/sim/math.ts';
+import { Random } from '../../src/sim/random.ts';
 import { mean, percentile, Samples } from '../stats.ts';
 import { type Row, round, table, timePerCall } from './report.ts';
 import { CLEAN_20MS } from './scene.ts';
@@ -299,11 +301,12 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
 }
 
 /**
- * The owner's state in each frame (the player part, player-state.ts): recording the state the
- * frame carries (the game's serialize, each field's place and value noted) and writing it against
- * the frame two back, as the server does for every frame of every client.
+ * Two parts of every frame of every client, alone: the owner's state (the player part,
+ * player-state.ts: recording the state the frame carries, the game's serialize with each field's
+ * place and value noted, and writing it against the frame two back), and the interest grid's
+ * query for the entities within the view radius (the large level's: 512 players on its floor).
  */
-function playerPartTable(): void {
+function framePartsTable(): void {
   const history = new PlayerStateHistory(serializeArenaPlayerState, 64);
   const state = createArenaPlayerState();
   const s = new BitStream(MAX_PACKET_BYTES);
@@ -331,24 +334,56 @@ function playerPartTable(): void {
       s.beginWrite();
       history.serialize(s, frame);
     }) * 1000;
+  // 512 players spread over the large level's floor (eyes to feet within a cell's height).
+  const players = 512;
+  const grid = new InterestGrid(players);
+  const positions = new Float64Array(3 * players);
+  const alive = new Uint8Array(players).fill(1);
+  const random = new Random(7);
+  for (let i = 0; i < players; i++) {
+    positions[3 * i] = random.range(-LARGE_HALF_WIDTH, LARGE_HALF_WIDTH);
+    positions[3 * i + 1] = random.range(-LARGE_HALF_WIDTH, LARGE_HALF_WIDTH);
+    positions[3 * i + 2] = random.range(0, 64);
+  }
+  grid.rebuild(positions, alive, players);
+  const found = new Uint16Array(players);
+  let q = 0;
+  let inView = 0;
+  let queries = 0;
+  const queryUs =
+    timePerCall(() => {
+      const i = q++ % players;
+      inView += grid.query(
+        positions[3 * i],
+        positions[3 * i + 1],
+        positions[3 * i + 2],
+        LARGE_VIEW_RADIUS,
+        found,
+      );
+      queries++;
+    }) * 1000;
   table(
-    "The owner's state in a frame: the arena player, recorded and written against the frame two back",
+    "Parts of every frame, alone: the owner's state and the view radius query",
     {
-      'arena player': {
-        'record (us)': round(recordUs, 2),
-        'record + write (us)': round(bothUs, 2),
+      'per frame': {
+        'own state: record (us)': round(recordUs, 2),
+        'own state: record + write (us)': round(bothUs, 2),
+        [`interest query, radius ${LARGE_VIEW_RADIUS} (us)`]: round(queryUs, 2),
+        'entities found (mean)': round(inView / queries, 1),
       },
     },
     [
-      "record: the game's serialize into the frame's slot, each field's place and value noted (PlayerStateHistory.record);",
-      "  write: the field delta against the baseline's own baseline (a line through the two). Per frame of each client.",
+      "own state: the arena player; record: the game's serialize into the frame's slot, each field's place and",
+      "  value noted (PlayerStateHistory.record); write: the field delta against the baseline's own baseline.",
+      `interest query: InterestGrid.query around each of ${players} players spread over the large level's floor`,
+      '  (the snapshot writer asks it once a frame).',
     ],
   );
 }
 
 /** Prints the server tick cost table of each scene and its players-per-core estimate. */
 export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TICK_OPTIONS): void {
-  playerPartTable();
+  framePartsTable();
   for (const [scene, sizes] of [
     [SCENES.arena, options.bots],
     [SCENES.large, options.largeBots],
