@@ -19,8 +19,8 @@
 //            second (startupIncreasePerSecond until the first decrease: a connection starts at
 //            startBytesPerSecond, below most links, and climbs fast, held back only by a queue
 //            over the threshold), up to maxBytesPerSecond; past LINK_HEADROOM times what the
-//            link delivered at the last cut, only while the sender sends about the rate or the
-//            rate holds it back (a rate grown unused would let the game's next burst queue at it).
+//            link delivered at the last cut, only while the sender sends about the rate (a rate
+//            grown unused would let the game's next burst queue at it).
 // A queue is not always the sender's: a route that got longer (a latency step, a spike) or
 // someone else's queue raises the round trip as much. Such a change comes as a jump: the round
 // trip grows from one acknowledgement to the next by more than four times its jitter (RFC 3550's
@@ -393,14 +393,8 @@ export class RateController {
         : Number.NaN;
   }
 
-  /**
-   * Takes a decision if one is due at `nowMs`, given the share of packets lost (`loss`) and
-   * whether the rate held the sender back lately (`heldBack`: it had more to send than the rate
-   * let go, within the delivery window). A sender held back is never taken for one that leaves
-   * its rate unused, however little the link delivered: frames paced at whole ticks send less
-   * than the rate, and read as unused the rate stayed where a misread cut had left it.
-   */
-  update(nowMs: number, loss: number, heldBack = false): void {
+  /** Takes a decision if one is due at `nowMs`, given the share of packets lost (`loss`). */
+  update(nowMs: number, loss: number): void {
     const dt = this.lastUpdateMs < 0 ? 0 : Math.min(nowMs - this.lastUpdateMs, 1000);
     this.lastUpdateMs = nowMs;
     if (!this.hasSample || !(dt >= 0)) return;
@@ -517,7 +511,6 @@ export class RateController {
     }
     const sent = this.deliveredBytesPerSecond / Math.max(0.5, 1 - loss);
     const appLimited =
-      !heldBack &&
       this.rateBytesPerSecond >= LINK_HEADROOM * this.linkBytesPerSecond &&
       sent < APP_LIMITED_SHARE * this.rateBytesPerSecond;
     if (queue < (this.decreased ? threshold / 2 : threshold) && nowMs >= this.holdUntilMs && !appLimited) {

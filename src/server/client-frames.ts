@@ -59,8 +59,6 @@ export class FramePacing {
   private nextUpdateMs: number;
   private rateFreeMs = 0;
   private chokeCountedFor = -1;
-  /** When the rate last held back a frame the update rate wanted sent. */
-  private heldBackMs = Number.NEGATIVE_INFINITY;
 
   constructor(
     updateRate: number,
@@ -96,22 +94,15 @@ export class FramePacing {
     this.control?.onAck(sentMs + rttMs, rttMs, bytes);
   }
 
-  /**
-   * Lets the controller decide at `nowMs` with the share of packets lost `loss`, telling it
-   * whether the rate held a frame back within its delivery window (choke: the rate, not the
-   * game, limits what goes).
-   */
+  /** Lets the controller decide at `nowMs` with the share of packets lost `loss`. */
   update(nowMs: number, loss: number): void {
-    const c = this.control;
-    if (c === null) return;
-    c.update(nowMs, loss, nowMs - this.heldBackMs <= c.config.deliveryWindowMs);
+    this.control?.update(nowMs, loss);
   }
 
   /** Whether a frame may go at `nowMs`; counts choke when the update rate wants one the rate holds back. */
   due(nowMs: number): boolean {
     if (nowMs < this.nextUpdateMs) return false;
     if (nowMs >= this.rateFreeMs) return true;
-    this.heldBackMs = nowMs;
     if (this.chokeCountedFor !== this.nextUpdateMs) {
       this.chokeCountedFor = this.nextUpdateMs;
       this.chokedSinceSent++;
