@@ -44,6 +44,8 @@ const EVENT_CODE_BYTES = 32;
  * snapshots shrink first
  * (the snapshot writer sends the highest priority entities and defers the rest), and below
  * MIN_FRAME_BYTES frames go further apart (choke), instead of a queue growing on the link.
+ * The server may also hold a due frame a tick to spread the clients' frames over the ticks
+ * (`holdForSpread`, ServerConfig.spreadFrames); that is not choke.
  */
 export class FramePacing {
   /** Snapshots per second and bytes per second this client gets. */

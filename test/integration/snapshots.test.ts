@@ -369,6 +369,10 @@ describe('snapshots over the conditioner', () => {
     for (const r of spread.rates) expect(r, msg).toBeGreaterThanOrEqual(31.8);
     expect(spread.spreadBefore, msg).toBeGreaterThan(0);
     expect(spread.spread, msg).toBe(spread.spreadBefore);
+    // A setting that is not a boolean is named.
+    expect(() => new Match(arenaGame, seed, { spreadFrames: 'yes' as unknown as boolean })).toThrow(
+      'server config: spreadFrames must be true or false, got yes',
+    );
   });
 
   it('a client that cannot decode against its baseline asks for a full update and recovers', () => {
