@@ -19,8 +19,11 @@
 //            second (startupIncreasePerSecond until the first decrease: a connection starts at
 //            startBytesPerSecond, below most links, and climbs fast, held back only by a queue
 //            over the threshold), up to maxBytesPerSecond; past LINK_HEADROOM times what the
-//            link delivered at the last cut, only while the sender sends about the rate (a rate
-//            grown unused would let the game's next burst queue at it).
+//            link delivered at the last cut (or more, if it delivered more with no queue in the
+//            last CLEAR_WINDOW_MS: a cut on a queue not the sender's, taken while the rate held
+//            frames back, would otherwise set the estimate at what the held-back sender
+//            delivered), only while the sender sends about the rate (a rate grown unused would
+//            let the game's next burst queue at it).
 // A queue is not always the sender's: a route that got longer (a latency step, a spike) or
 // someone else's queue raises the round trip as much. Such a change comes as a jump: the round
 // trip grows from one acknowledgement to the next by more than four times its jitter (RFC 3550's
@@ -186,6 +189,11 @@ const SLOW_SIGN_DISPERSION = 0.97;
 const LINK_HEADROOM = 1.1;
 /** Delivering less than this share of the rate, the sender is limited by what it has to send. */
 const APP_LIMITED_SHARE = 0.9;
+/**
+ * What the link delivered with no queue showing is remembered this long (ms, a windowed maximum
+ * in two halves): a cut's estimate of the link is never below it (see linkBytesPerSecond).
+ */
+const CLEAR_WINDOW_MS = 10_000;
 const TREND_MIN_SPAN_MS = 300;
 
 export class RateController {
@@ -274,6 +282,13 @@ export class RateController {
    * rate grows only while the sender uses it. Infinite until a cut, and after a cut undone.
    */
   private linkBytesPerSecond = Number.POSITIVE_INFINITY;
+  /**
+   * The most the link delivered with no queue (under half the threshold) in the current and the
+   * previous half of CLEAR_WINDOW_MS, bytes per second.
+   */
+  private clearCurrent = 0;
+  private clearPrevious = 0;
+  private clearSwitchMs = Number.NEGATIVE_INFINITY;
   /**
    * The queue when the rate was last cut, while the queue has stayed over the threshold since
    * (-1: no cut in this overuse), and the rate before the first cut of it.
@@ -403,6 +418,11 @@ export class RateController {
     const threshold = Math.max(c.queueThresholdMs, 2 * Math.min(this.rttDeviationMs, 3 * this.rttJitterMs));
     const queue = this.queueDelayMs;
     const measured = nowMs - this.firstAckMs >= c.deliveryWindowMs / 2;
+    if (nowMs - this.clearSwitchMs >= CLEAR_WINDOW_MS / 2) {
+      this.clearPrevious = this.clearCurrent;
+      this.clearCurrent = 0;
+      this.clearSwitchMs = nowMs;
+    }
     if (queue > threshold) {
       // A queue held for a while, not one noisy sample.
       if (this.overuseSinceMs < 0) this.overuseSinceMs = nowMs;
@@ -485,9 +505,14 @@ export class RateController {
           if (this.cutQueueMs < 0) this.rateBeforeCut = this.rateBytesPerSecond;
           this.cutQueueMs = queue;
           this.cutAtMs = nowMs;
+          // What the link carried with a queue, or more if it carried more within CLEAR_WINDOW_MS
+          // without one: a link seldom loses capacity in seconds, while a queue read on a jittery
+          // route (a handover, someone else's traffic) may not be the sender's. With frames paced
+          // at whole ticks a sender the rate holds back delivers about three quarters of it, so
+          // an estimate taken from a misread cut alone would hold the rate there for good.
           this.linkBytesPerSecond = bottleneck
             ? this.spanDeliveredBytesPerSecond
-            : this.deliveredBytesPerSecond;
+            : Math.max(this.deliveredBytesPerSecond, this.clearCurrent, this.clearPrevious);
           this.rateBytesPerSecond = Math.max(c.minBytesPerSecond, target);
           if (loss > c.lossThreshold) this.stats.lossDecreases++;
           else this.stats.delayDecreases++;
@@ -508,6 +533,9 @@ export class RateController {
     // leaves an estimate the game's own bursts soon raise.) Lost packets were sent too.
     if (queue < threshold / 2 && this.deliveredBytesPerSecond > this.linkBytesPerSecond) {
       this.linkBytesPerSecond = this.deliveredBytesPerSecond;
+    }
+    if (queue < threshold / 2 && measured && this.deliveredBytesPerSecond > this.clearCurrent) {
+      this.clearCurrent = this.deliveredBytesPerSecond;
     }
     const sent = this.deliveredBytesPerSecond / Math.max(0.5, 1 - loss);
     const appLimited =

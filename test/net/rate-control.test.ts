@@ -185,6 +185,51 @@ describe('RateController', () => {
     }
   });
 
+  it('climbs back after cuts a queue not its own forced while frames paced at whole ticks were held back', () => {
+    // A game wants 40,000 B/s in 32 frames a second over a fast link (80,000 B/s). The server sends
+    // only on its ticks and each frame's rate wait runs from a little after the tick, so a frame the
+    // size of its budget waits a third tick: a sender the rate holds back delivers about three
+    // quarters of it. At 20 s and again at 24 s someone else's queue climbs 150 ms in a second and
+    // is gone: each reads as the sender's and is cut. The second cut comes while the first holds
+    // frames back, and what the link delivered then (three quarters of the cut rate) taken for the
+    // link's capacity kept the rate near it: the unused-rate rule reads a choked sender as one
+    // that leaves its rate unused. The link carried 40,000 without a queue seconds before.
+    const control = new RateController({ maxBytesPerSecond: 80_000 });
+    const tickMs = 1000 / 64;
+    const foreignQueueMs = (t: number) => {
+      for (const at of [20_000, 24_000]) if (t >= at && t < at + 1000) return ((t - at) / 1000) * 150;
+      return 0;
+    };
+    let linkFreeMs = 0;
+    let nextFrameMs = 0;
+    let rateFreeMs = 0;
+    const acks: { atMs: number; rttMs: number; bytes: number }[] = [];
+    let lowest = Number.POSITIVE_INFINITY;
+    const rateAt: number[] = [];
+    for (let now = 0; now < 60_000; now += tickMs) {
+      while (acks.length > 0 && acks[0].atMs <= now) {
+        const a = acks.shift() as { atMs: number; rttMs: number; bytes: number };
+        control.onAck(a.atMs, a.rttMs, a.bytes);
+      }
+      control.update(now, 0);
+      if (now >= 20_000) lowest = Math.min(lowest, control.rateBytesPerSecond);
+      rateAt[Math.floor(now / 1000)] = control.rateBytesPerSecond;
+      if (now < nextFrameMs || now < rateFreeMs) continue;
+      const bytes = Math.min(1200, 40_000 / 32, control.rateBytesPerSecond / 32);
+      nextFrameMs = Math.max(nextFrameMs + 1000 / 32, now);
+      rateFreeMs = now + 0.5 + (bytes * 1000) / control.rateBytesPerSecond;
+      const start = Math.max(now, linkFreeMs);
+      linkFreeMs = start + (bytes * 1000) / 80_000;
+      const rtt = 100 + foreignQueueMs(now) + (start - now) + (bytes * 1000) / 80_000;
+      acks.push({ atMs: now + rtt, rttMs: rtt, bytes });
+      acks.sort((x, y) => x.atMs - y.atMs);
+    }
+    expect(control.stats.delayDecreases).toBeGreaterThanOrEqual(2);
+    expect(lowest).toBeLessThan(25_000);
+    // Within 15 s of the last cut the rate is back above what the game wants.
+    expect(rateAt[40]).toBeGreaterThan(40_000);
+  });
+
   it('still finds a slow link behind a route that got longer', () => {
     const { control, meanQueue } = run(8000, 20_000, 100, 60, (t) => (t >= 5000 ? 600 : 100));
     expect(control.stats.delayDecreases).toBeGreaterThan(0);
