@@ -45,7 +45,10 @@ const EVENT_CODE_BYTES = 32;
  * (the snapshot writer sends the highest priority entities and defers the rest), and below
  * MIN_FRAME_BYTES frames go further apart (choke), instead of a queue growing on the link.
  * The server may also hold a due frame a tick to spread the clients' frames over the ticks
- * (`holdForSpread`, ServerConfig.spreadFrames); that is not choke.
+ * (`holdForSpread`, ServerConfig.spreadFrames); that is not choke. Frames go on the server's
+ * ticks, so one may go a tick late; once the rate has carried two frames in a row within an
+ * update interval each, the next is due no sooner than its rate lets it go, so going late is not
+ * counted as choke then.
  */
 export class FramePacing {
   /** Snapshots per second and bytes per second this client gets. */
@@ -61,6 +64,8 @@ export class FramePacing {
   private nextUpdateMs: number;
   private rateFreeMs = 0;
   private chokeCountedFor = -1;
+  /** The rate let the last frame go within an update interval (its bytes at the rate). */
+  private lastCarried = false;
 
   constructor(
     updateRate: number,
@@ -123,10 +128,26 @@ export class FramePacing {
 
   /** A frame of `bytes` went at `nowMs`: schedules the next by update rate and by rate. */
   sent(nowMs: number, bytes: number): void {
+    const intervalMs = 1000 / this.updateRate;
+    const rateWaitMs = (bytes * 1000) / this.effectiveRate;
     this.framesSent++;
     this.chokedSinceSent = 0;
-    this.nextUpdateMs = Math.max(this.nextUpdateMs + 1000 / this.updateRate, nowMs);
-    this.rateFreeMs = nowMs + (bytes * 1000) / this.effectiveRate;
+    // Once the rate has let two frames in a row go within an update interval each, it is not what
+    // holds the next back: if this one went late (a tick after its time, or after one the rate
+    // held), the next is due when this one's rate wait ends, not sooner. It goes on the same tick
+    // as it would have; due on the old schedule, it was counted as choke, and so was every later
+    // frame (each went a tick late and the next was due before its rate wait ran out), though the
+    // rate carried all of them. After a frame the rate held (a slow link's), the old schedule
+    // stands, so a smaller frame may still catch up a tick.
+    const carried = rateWaitMs < intervalMs;
+    const carriedTwice = carried && this.lastCarried;
+    this.lastCarried = carried;
+    if (carriedTwice) {
+      this.nextUpdateMs = Math.max(this.nextUpdateMs + intervalMs, nowMs + rateWaitMs);
+    } else {
+      this.nextUpdateMs = Math.max(this.nextUpdateMs + intervalMs, nowMs);
+    }
+    this.rateFreeMs = nowMs + rateWaitMs;
   }
 }
 
