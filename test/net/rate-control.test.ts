@@ -185,7 +185,7 @@ describe('RateController', () => {
     }
   });
 
-  it('climbs back after cuts a queue not its own forced while frames paced at whole ticks were held back', () => {
+  it('climbs back after cuts forced by a queue not its own while frames paced at whole ticks were held back', () => {
     // A game wants 40,000 B/s in 32 frames a second over a fast link (80,000 B/s). The server sends
     // only on its ticks and each frame's rate wait runs from a little after the tick, so a frame the
     // size of its budget waits a third tick: a sender the rate holds back delivers about three
