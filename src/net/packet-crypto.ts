@@ -125,31 +125,46 @@ export function openableRange(data: Uint8Array, out: Uint8Array, start: number, 
 /**
  * Exact-length views of one buffer, made once per (start, end) and reused: the AEAD takes its
  * input and output as whole arrays, and a packet's bytes always sit in the same preallocated
- * buffer (the channel's writer, or its receive buffer), so packets of a length seen lately make no
- * view. The views sit in MAX_VIEWS slots, one slot per range (its start and end hashed): a new
- * range takes its slot's place, so a connection whose packet lengths wander widely makes at worst
- * one view per packet, never an ever larger cache, and a look-up is one array read and two
- * compares (no hash map: a server holds hundreds of these, each looked at a few times a packet,
- * and a map's look-up there cost about 0.7 us). The slots also empty every EPOCH_GETS calls, so
- * what they hold depends only on the packets of the last epoch: a rare length does not stay for
- * good.
+ * buffer (the channels' shared send and receive buffers, channel.ts), so packets of a length seen
+ * lately make no view. The views sit in a fixed number of slots, one slot per range (its start
+ * and end hashed): a new range takes its slot's place, so lengths that wander widely make at
+ * worst one view per packet, never an ever larger cache, and a look-up is one array read and two
+ * compares (no hash map: looked at a few times a packet, a map's look-up cost about 0.7 us). Each
+ * call also looks at one slot in turn and lets its view go if no call used it for `slots` x
+ * IDLE_FACTOR calls, so what the slots hold depends only on the packets of late: a rare length
+ * does not stay for good, and a steady one is never made again.
  */
 export class ViewCache {
-  /** Views held at the most: packet lengths vary, and each distinct range costs a view (~230 bytes). */
+  /** Slots of a cache made with no size: one connection's packets. */
   static readonly MAX_VIEWS = 64;
-  /** Calls after which the slots empty, full or not. */
-  static readonly EPOCH_GETS = 4096;
+  /** A view unused for this many times the slots' number of calls is let go. */
+  static readonly IDLE_FACTOR = 64;
   private buffer: Uint8Array | null = null;
-  private readonly views: (Uint8Array | null)[] = new Array<Uint8Array | null>(ViewCache.MAX_VIEWS).fill(
-    null,
-  );
-  /** The range of each slot's view. */
-  private readonly starts = new Int32Array(ViewCache.MAX_VIEWS);
-  private readonly ends = new Int32Array(ViewCache.MAX_VIEWS);
+  private readonly views: (Uint8Array | null)[];
+  /** The range of each slot's view, and the call count when it was last used. */
+  private readonly starts: Int32Array;
+  private readonly ends: Int32Array;
+  private readonly used: Uint32Array;
+  private readonly mask: number;
+  private readonly idleGets: number;
   private count = 0;
   private gets = 0;
+  private sweep = 0;
 
-  /** Views held now (at most MAX_VIEWS). */
+  /** `slots`: how many views it holds at most, a power of two (a cache the channels share holds more). */
+  constructor(slots = ViewCache.MAX_VIEWS) {
+    if (!(Number.isInteger(slots) && slots >= 1 && slots <= 65_536 && (slots & (slots - 1)) === 0)) {
+      throw new RangeError(`ViewCache: slots must be a power of two in [1, 65536], got ${slots}`);
+    }
+    this.views = new Array<Uint8Array | null>(slots).fill(null);
+    this.starts = new Int32Array(slots);
+    this.ends = new Int32Array(slots);
+    this.used = new Uint32Array(slots);
+    this.mask = slots - 1;
+    this.idleGets = slots * ViewCache.IDLE_FACTOR;
+  }
+
+  /** Views held now (at most the slots). */
   get size(): number {
     return this.count;
   }
@@ -157,18 +172,27 @@ export class ViewCache {
   get(buffer: Uint8Array, start: number, end: number): Uint8Array {
     // Only ranges the slots can tell apart are kept (packets are at most 1,200 bytes).
     if (!(start >= 0 && start <= 0xffff && end >= 0 && end <= 0xffff)) return buffer.subarray(start, end);
-    if (buffer !== this.buffer || ++this.gets >= ViewCache.EPOCH_GETS) {
+    const views = this.views;
+    if (buffer !== this.buffer) {
       this.buffer = buffer;
-      this.views.fill(null);
+      views.fill(null);
       this.count = 0;
-      this.gets = 0;
     }
-    const i = (end ^ Math.imul(start, 7)) & (ViewCache.MAX_VIEWS - 1);
-    const held = this.views[i];
+    this.gets = (this.gets + 1) >>> 0;
+    const now = this.gets;
+    const j = this.sweep;
+    this.sweep = (j + 1) & this.mask;
+    if (views[j] !== null && (now - this.used[j]) >>> 0 > this.idleGets) {
+      views[j] = null;
+      this.count--;
+    }
+    const i = (end ^ Math.imul(start, 7)) & this.mask;
+    const held = views[i];
+    this.used[i] = now;
     if (held !== null && this.starts[i] === start && this.ends[i] === end) return held;
     const view = buffer.subarray(start, end);
     if (held === null) this.count++;
-    this.views[i] = view;
+    views[i] = view;
     this.starts[i] = start;
     this.ends[i] = end;
     return view;
