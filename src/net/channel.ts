@@ -513,6 +513,10 @@ const scratchAad = new Uint8Array(AAD_BYTES);
 const opened = new Uint8Array(MAX_PACKET_BYTES);
 /** The stream `receive` returns, positioned at the payload: one for all channels, as `opened`. */
 const reader = new BitStream(0);
+/** What `receive` reads a packet's header and reliable section into, as `opened`. */
+const rxHeader = createPacketHeader();
+const rxSealedHeader = createSealedHeader();
+const rxSection = new ReliableSection();
 
 function checkConfig(c: PacketChannelConfig): void {
   const fail = (field: string, rule: string, value: number): never => {
@@ -547,9 +551,23 @@ function checkConfig(c: PacketChannelConfig): void {
 /** Packets sent without using an exact-length send view before it is let go (SendBuffer.view). */
 const SEND_VIEW_IDLE = 4096;
 
-/** A writer for packets and exact-length views of its buffer for the transport. */
+function createSealedHeader(): SealedHeader {
+  return { prefix: 0, type: 0, sequence: 0, hasAck: false, ack: 0, ackBits: 0 };
+}
+
+function createPacketHeader(): PacketHeader {
+  return { type: 0, checksum: 0, sequence: 0, ack: 0, ackBits: 0 };
+}
+
+/**
+ * A writer for packets, exact-length views of its buffer for the transport, and the header and
+ * reliable section of the packet being written.
+ */
 class SendBuffer {
   readonly writer = new BitStream(MAX_PACKET_BYTES);
+  readonly header = createPacketHeader();
+  readonly sealedHeader = createSealedHeader();
+  readonly section = new ReliableSection();
   /**
    * Views by packet length. A view not used for SEND_VIEW_IDLE packets is let go: each send looks
    * at one length in turn, so every view is looked at once in MAX_PACKET_BYTES + 1 sends. The
@@ -639,15 +657,6 @@ export class PacketChannel {
    * made then, and kept.
    */
   private ownSend: SendBuffer | null = null;
-  private readonly header: PacketHeader = { type: 0, checksum: 0, sequence: 0, ack: 0, ackBits: 0 };
-  private readonly sealedHeader: SealedHeader = {
-    prefix: 0,
-    type: 0,
-    sequence: 0,
-    hasAck: false,
-    ack: 0,
-    ackBits: 0,
-  };
   /** Bytes of the header of the packet being written. */
   private headerBytes = PACKET_HEADER_BYTES;
   /** Newest of our packets the peer acknowledged (-1: none): its newest received is at least this. */
@@ -663,8 +672,6 @@ export class PacketChannel {
    */
   private ackedThrough = -1;
   private ackedMask = 0;
-  private readonly txSection = new ReliableSection();
-  private readonly rxSection = new ReliableSection();
   private readonly sender = new ReliableSender();
   private readonly receiver = new ReliableReceiver();
   private readonly sent = new SentPackets();
@@ -763,7 +770,7 @@ export class PacketChannel {
     const rtt = this.rtt.has ? this.stats.rttMs : INITIAL_RTT_MS;
     const resendDelayMs = Math.max(rtt * 1.1, this.config.reliableResendMinMs);
     const maxBits = (MAX_PACKET_BYTES - this.headerBytes - this.tagBytes) * 8;
-    const section = this.txSection;
+    const section = b.section;
     this.sender.fill(section, nowMs, resendDelayMs, this.config.reliableBudgetBytes * 8, maxBits);
     serializeReliableSection(s, section, this.config.maxReliableMessageBytes);
 
@@ -813,7 +820,7 @@ export class PacketChannel {
     while (seqDiff(this.nextSequence, this.lossCursor) >= SENT_BUFFER_SIZE) this.settleOne();
     const s = b.writer.beginWrite(MAX_PACKET_BYTES - this.tagBytes);
     if (this.keys !== null) {
-      const h = this.sealedHeader;
+      const h = b.sealedHeader;
       h.type = type;
       h.sequence = this.nextSequence;
       h.hasAck = this.hasReceived;
@@ -824,7 +831,7 @@ export class PacketChannel {
       this.headerBytes = n;
       return s;
     }
-    const h = this.header;
+    const h = b.header;
     h.type = type;
     h.checksum = 0;
     h.sequence = this.nextSequence;
@@ -848,7 +855,7 @@ export class PacketChannel {
     const data = s.buffer;
     if (this.keys !== null) {
       writeNonce(scratchNonce, this.sendCounter);
-      writeSealedAad(scratchAad, this.sealedHeader);
+      writeSealedAad(scratchAad, b.sealedHeader);
       this.keys.send.seal(scratchNonce, scratchAad, data, this.headerBytes, length, data);
       length += PACKET_TAG_BYTES;
     } else {
@@ -910,7 +917,7 @@ export class PacketChannel {
     let ackBits: number;
     let acksNothing: boolean;
     let headerBytes = PACKET_HEADER_BYTES;
-    const sh = this.sealedHeader;
+    const sh = rxSealedHeader;
     if (keys !== null) {
       if (length < SEALED_HEADER_MIN_BYTES + 1 + PACKET_TAG_BYTES) return this.drop('truncated');
       headerBytes = readSealedHeader(
@@ -931,7 +938,7 @@ export class PacketChannel {
     } else {
       if (length < MIN_PACKET_BYTES) return this.drop('truncated');
       s = reader.beginRead(data);
-      const h = this.header;
+      const h = rxHeader;
       serializePacketHeader(s, h);
       if (h.checksum !== checksumFromSalt(this.salt, data, length)) return this.drop('checksum');
       if (h.type !== PacketType.Data) return this.drop('bad type');
@@ -973,7 +980,7 @@ export class PacketChannel {
       this.peerDisconnectReason = reason === 0 ? 0xff : reason;
       return null;
     }
-    const section = this.rxSection;
+    const section = rxSection;
     if (!serializeReliableSection(s, section, this.config.maxReliableMessageBytes))
       return this.drop('malformed');
     if (!this.receiver.fits(section)) return this.drop('reliable window');
