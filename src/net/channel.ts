@@ -65,13 +65,7 @@ import { seqAdd, seqDiff, seqGreaterThan } from '../protocol/sequence.ts';
 import { SequenceSlots } from '../sim/ring.ts';
 import { crc32 } from './crc32.ts';
 import { NONCE_BYTES, PACKET_TAG_BYTES, type PacketKeys, writeNonce } from './packet-crypto.ts';
-import {
-  RELIABLE_MAX_PER_PACKET,
-  ReliableReceiver,
-  ReliableSection,
-  ReliableSender,
-  serializeReliableSection,
-} from './reliable.ts';
+import { ReliableReceiver, ReliableSection, ReliableSender, serializeReliableSection } from './reliable.ts';
 import { MAX_PACKET_BYTES } from './transport.ts';
 
 /** The first byte of every Backstep packet. The channel handles Data; 1..7 belong to the connection lifecycle. */
@@ -443,6 +437,14 @@ class LossWindow {
 
 /** Sent packets remembered for acks and RTT; older ones are settled for the loss estimate first. */
 const SENT_BUFFER_SIZE = 512;
+/**
+ * Reliable message ids the sent packets' records hold, at most (a power of two): 128 packets of
+ * the most a packet carries (64, reliable.ts) in flight. The acknowledgement of a packet whose ids the ring has
+ * since written over retires nothing, and its messages go again and are retired by the packet
+ * that carries them then.
+ */
+const MESSAGE_ID_RING = 8192;
+const MESSAGE_ID_MASK = MESSAGE_ID_RING - 1;
 
 /**
  * The packets a channel sent, by sequence modulo SENT_BUFFER_SIZE: one typed array per field
@@ -456,8 +458,31 @@ class SentPackets extends SequenceSlots {
   /** The ack the packet carried (-1: none): once it is acknowledged, the peer holds an ack at least this new. */
   readonly ackCarried = new Int32Array(SENT_BUFFER_SIZE);
   readonly messageCount = new Uint8Array(SENT_BUFFER_SIZE);
-  /** The reliable message ids it carried: RELIABLE_MAX_PER_PACKET from slot * RELIABLE_MAX_PER_PACKET. */
-  readonly messageIds = new Uint16Array(SENT_BUFFER_SIZE * RELIABLE_MAX_PER_PACKET);
+  /**
+   * The reliable message ids the packets carried, one after another in a ring (`messageIds`): a
+   * packet's start there (counted from the channel's first id, so a start the ring has since
+   * written over is told apart). Most packets carry none; a slot of the most a packet carries
+   * (64 ids) for each packet was 64 KB a connection.
+   */
+  readonly messageStart = new Float64Array(SENT_BUFFER_SIZE);
+  readonly messageIds = new Uint16Array(MESSAGE_ID_RING);
+  /** Ids written to the ring so far. */
+  idsWritten = 0;
+
+  /** Records `count` ids from `ids` for the packet in `slot`. */
+  recordIds(slot: number, ids: Uint16Array, count: number): void {
+    const start = this.idsWritten;
+    const ring = this.messageIds;
+    for (let i = 0; i < count; i++) ring[(start + i) & MESSAGE_ID_MASK] = ids[i];
+    this.messageStart[slot] = start;
+    this.messageCount[slot] = count;
+    this.idsWritten = start + count;
+  }
+
+  /** Whether the ids of the packet in `slot` are still in the ring (not written over since). */
+  idsHeld(slot: number): boolean {
+    return this.idsWritten - this.messageStart[slot] <= MESSAGE_ID_RING;
+  }
 
   constructor() {
     super(SENT_BUFFER_SIZE);
@@ -867,12 +892,8 @@ export class PacketChannel {
     sent.sendTimeMs[slot] = nowMs;
     sent.acked[slot] = 0;
     sent.ackCarried[slot] = this.hasReceived ? this.remoteSequence : -1;
-    sent.messageCount[slot] = messageCount;
-    if (messageIds !== null) {
-      const ids = sent.messageIds;
-      const at = slot * RELIABLE_MAX_PER_PACKET;
-      for (let i = 0; i < messageCount; i++) ids[at + i] = messageIds[i];
-    }
+    if (messageIds !== null) sent.recordIds(slot, messageIds, messageCount);
+    else sent.messageCount[slot] = 0;
 
     this.nextSequence = seqAdd(sequence, 1);
     this.sendCounter++;
@@ -1090,7 +1111,14 @@ export class PacketChannel {
     this.outgoing.correct(sequence);
     st.outgoingLoss = this.outgoing.ratio;
     const count = sent.messageCount[slot];
-    if (count > 0) this.sender.acknowledge(sent.messageIds, count, slot * RELIABLE_MAX_PER_PACKET);
+    if (count > 0 && sent.idsHeld(slot)) {
+      this.sender.acknowledge(
+        sent.messageIds,
+        count,
+        sent.messageStart[slot] % MESSAGE_ID_RING,
+        MESSAGE_ID_MASK,
+      );
+    }
     this.onAck?.(sequence, sample);
   }
 

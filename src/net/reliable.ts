@@ -208,10 +208,13 @@ export class ReliableSender {
     return used;
   }
 
-  /** A packet carrying these message ids (`count` of them from `ids[from]`) was acknowledged: retires them. */
-  acknowledge(ids: Uint16Array, count: number, from = 0): void {
+  /**
+   * A packet carrying these message ids (`count` of them from `ids[from]`, the index masked by
+   * `mask` when the ids sit in a ring) was acknowledged: retires them.
+   */
+  acknowledge(ids: Uint16Array, count: number, from = 0, mask = -1): void {
     for (let i = 0; i < count; i++) {
-      const m = this.messages.get(ids[from + i]);
+      const m = this.messages.get(ids[(from + i) & mask]);
       if (m !== undefined) m.acked = true;
     }
     while (this.oldest !== this.nextId) {

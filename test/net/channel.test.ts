@@ -555,6 +555,43 @@ describe('PacketChannel reliable messages', () => {
     expect(link.a.stats.reliableQueued).toBe(RELIABLE_WINDOW);
   });
 
+  it('acknowledged after its message ids were written over by later packets, a packet retires nothing, and every message still arrives once', () => {
+    const link = new Loopback({ reliableBudgetBytes: 1000 });
+    for (let i = 0; i < RELIABLE_WINDOW; i++) expect(link.a.sendReliable(bytes(1, i))).toBe(true);
+    // b hears a's first packet (the first 64 messages); its acknowledgement waits while a sends
+    // 200 packets that are all lost, each carrying the 64 messages longest unsent again: 12,800
+    // message ids recorded after the first packet's.
+    let now = 0;
+    link.a.send(now);
+    expect(link.b.receive(now, link.toB.shift()!)).not.toBeNull();
+    let first = 0;
+    for (let m = link.b.receiveReliable(); m !== null; m = link.b.receiveReliable()) first++;
+    expect(first).toBe(64);
+    for (let i = 0; i < 200; i++) {
+      now += 1000;
+      link.a.send(now);
+    }
+    link.toB.length = 0;
+    // The acknowledgement of the first packet comes now: its ids are gone from the record, so it
+    // retires nothing (reading the ring where they were would retire whatever ids lie there now).
+    link.b.send(now);
+    expect(link.a.receive(now, link.toA.shift()!)).not.toBeNull();
+    expect(link.a.reliablePending).toBe(RELIABLE_WINDOW);
+    // The rest arrive in order, none twice, and every one is retired.
+    const got: number[][] = [];
+    for (let i = 0; i < 40 && link.a.reliablePending > 0; i++) {
+      now += 1000;
+      link.a.send(now);
+      link.b.send(now);
+      link.flush(now);
+      for (let m = link.b.receiveReliable(); m !== null; m = link.b.receiveReliable())
+        got.push(Array.from(m));
+    }
+    expect(got).toEqual(Array.from({ length: RELIABLE_WINDOW - 64 }, (_, i) => Array.from(bytes(1, i + 64))));
+    expect(link.a.reliablePending).toBe(0);
+    expect(link.b.stats.reliableDelivered).toBe(RELIABLE_WINDOW);
+  });
+
   it('sends a maximum-size message with a payload in one packet', () => {
     const link = new Loopback();
     const big = bytes(DEFAULT_CHANNEL_CONFIG.maxReliableMessageBytes, 3);
