@@ -64,7 +64,7 @@ import { BitStream } from '../protocol/bitstream.ts';
 import { seqAdd, seqDiff, seqGreaterThan } from '../protocol/sequence.ts';
 import { SequenceSlots } from '../sim/ring.ts';
 import { crc32 } from './crc32.ts';
-import { NONCE_BYTES, PACKET_TAG_BYTES, type PacketKeys, writeNonce } from './packet-crypto.ts';
+import { NONCE_BYTES, PACKET_TAG_BYTES, type PacketKeys, ViewCache, writeNonce } from './packet-crypto.ts';
 import { ReliableReceiver, ReliableSection, ReliableSender, serializeReliableSection } from './reliable.ts';
 import { MAX_PACKET_BYTES } from './transport.ts';
 
@@ -526,7 +526,7 @@ type SampleMode = typeof NO_SAMPLE | typeof SAMPLE | typeof SAMPLE_IF_OVERDUE;
 /** Additional authenticated data of a sealed packet: prefix, sequence, ack, ack bits. */
 const AAD_BYTES = 9;
 
-// Scratch every sealed channel of this thread shares, as Quake's net_message is one buffer: the
+// Scratch every channel of this thread shares, as Quake's net_message is one buffer: the
 // nonce and authenticated data are written just before each seal or open, and a received packet
 // is opened into `opened` and read from there before the next one is taken. A server holds
 // hundreds of channels, each touched once or twice a tick: the cipher reads these in every call,
@@ -573,9 +573,6 @@ function checkConfig(c: PacketChannelConfig): void {
     fail('maxSequenceJump', `an integer in [${ACK_BITS}, 16384]`, j);
 }
 
-/** Packets sent without using an exact-length send view before it is let go (SendBuffer.view). */
-const SEND_VIEW_IDLE = 4096;
-
 function createSealedHeader(): SealedHeader {
   return { prefix: 0, type: 0, sequence: 0, hasAck: false, ack: 0, ackBits: 0 };
 }
@@ -583,6 +580,9 @@ function createSealedHeader(): SealedHeader {
 function createPacketHeader(): PacketHeader {
   return { type: 0, checksum: 0, sequence: 0, ack: 0, ackBits: 0 };
 }
+
+/** Packets sent without using an exact-length send view before it is let go (SendBuffer.view). */
+const SEND_VIEW_IDLE = 4096;
 
 /**
  * A writer for packets, exact-length views of its buffer for the transport, and the header and
@@ -594,34 +594,18 @@ class SendBuffer {
   readonly sealedHeader = createSealedHeader();
   readonly section = new ReliableSection();
   /**
-   * Views by packet length. A view not used for SEND_VIEW_IDLE packets is let go: each send looks
-   * at one length in turn, so every view is looked at once in MAX_PACKET_BYTES + 1 sends. The
-   * views held are those of the lengths sent lately, and memory does not creep up over hours as
-   * rarer lengths come by (nor drop all at once).
+   * Exact-length views of the writer's buffer for the transport: one per length (2,048 slots
+   * hold every length apart), each let go once SEND_VIEW_IDLE packets went without it, so the
+   * views held are those of the lengths sent lately and memory does not creep up over hours as
+   * rarer lengths come by.
    */
-  private readonly views: (Uint8Array | undefined)[] = new Array(MAX_PACKET_BYTES + 1);
-  /** Per packet length: the send count (mod 2^32) when its view was last used. */
-  private readonly viewUsed = new Uint32Array(MAX_PACKET_BYTES + 1);
-  private viewSweep = 0;
-  private sends = 0;
+  private readonly views = new ViewCache(2048, SEND_VIEW_IDLE);
   /** True while a channel writes a packet into it. */
   busy = false;
 
   /** The writer's first `length` bytes, as a view made once per length. */
   view(length: number): Uint8Array {
-    this.sends = (this.sends + 1) >>> 0;
-    const count = this.sends;
-    const views = this.views;
-    const j = this.viewSweep;
-    if (views[j] !== undefined && (count - this.viewUsed[j]) >>> 0 > SEND_VIEW_IDLE) views[j] = undefined;
-    this.viewSweep = j === MAX_PACKET_BYTES ? 0 : j + 1;
-    let view = views[length];
-    if (view === undefined) {
-      view = this.writer.buffer.subarray(0, length);
-      views[length] = view;
-    }
-    this.viewUsed[length] = count;
-    return view;
+    return this.views.get(this.writer.buffer, 0, length);
   }
 }
 

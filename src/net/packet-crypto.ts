@@ -130,8 +130,8 @@ export function openableRange(data: Uint8Array, out: Uint8Array, start: number, 
  * and end hashed): a new range takes its slot's place, so lengths that wander widely make at
  * worst one view per packet, never an ever larger cache, and a look-up is one array read and two
  * compares (no hash map: looked at a few times a packet, a map's look-up cost about 0.7 us). Each
- * call also looks at one slot in turn and lets its view go if no call used it for `slots` x
- * IDLE_FACTOR calls, so what the slots hold depends only on the packets of late: a rare length
+ * call also looks at one slot in turn and lets its view go if no call used it for `idleGets`
+ * calls (`slots` x IDLE_FACTOR unless given), so what the slots hold depends only on the packets of late: a rare length
  * does not stay for good, and a steady one is never made again.
  */
 export class ViewCache {
@@ -151,17 +151,24 @@ export class ViewCache {
   private gets = 0;
   private sweep = 0;
 
-  /** `slots`: how many views it holds at most, a power of two (a cache the channels share holds more). */
-  constructor(slots = ViewCache.MAX_VIEWS) {
+  /**
+   * `slots`: how many views it holds at most, a power of two (a cache the channels share holds
+   * more); `idleGets`: calls after which a view no call used is let go (by default `slots` x
+   * IDLE_FACTOR).
+   */
+  constructor(slots = ViewCache.MAX_VIEWS, idleGets = slots * ViewCache.IDLE_FACTOR) {
     if (!(Number.isInteger(slots) && slots >= 1 && slots <= 65_536 && (slots & (slots - 1)) === 0)) {
       throw new RangeError(`ViewCache: slots must be a power of two in [1, 65536], got ${slots}`);
+    }
+    if (!(Number.isInteger(idleGets) && idleGets >= 1 && idleGets <= 0x7fffffff)) {
+      throw new RangeError(`ViewCache: idleGets must be an integer in [1, 2^31 - 1], got ${idleGets}`);
     }
     this.views = new Array<Uint8Array | null>(slots).fill(null);
     this.starts = new Int32Array(slots);
     this.ends = new Int32Array(slots);
     this.used = new Uint32Array(slots);
     this.mask = slots - 1;
-    this.idleGets = slots * ViewCache.IDLE_FACTOR;
+    this.idleGets = idleGets;
   }
 
   /** Views held now (at most the slots). */

@@ -275,12 +275,16 @@ export class SnapshotWriter {
 
   /** The newest acknowledged frame the writer remembers (the next baseline), -1 for none. */
   get baselineTick(): number {
-    const acked = this.ackedTick;
-    if (acked >= 0) {
-      this.ackedTick = -1;
-      if (acked > this.baseline && this.frameAt(acked) !== null) this.baseline = acked;
-    }
+    this.takeAck();
     return this.baseline;
+  }
+
+  /** The pending acknowledgement becomes the baseline if the writer remembers its frame. */
+  private takeAck(): void {
+    const acked = this.ackedTick;
+    if (acked < 0) return;
+    this.ackedTick = -1;
+    if (acked > this.baseline && this.frameAt(acked) !== null) this.baseline = acked;
   }
   /** When set, written (not measured) updates count their code symbols here (code training). */
   tally: CodeTally | null = null;
@@ -386,7 +390,11 @@ export class SnapshotWriter {
    */
   acknowledge(tick: number): void {
     if (!Number.isInteger(tick) || tick < this.firstValidTick || tick <= this.baseline) return;
-    if (tick > this.ackedTick) this.ackedTick = tick;
+    if (tick <= this.ackedTick) return;
+    // A newer acknowledgement before the pending one was taken (two between writes): the pending
+    // one is taken first, so a frame the writer no longer remembers never hides an older one it does.
+    this.takeAck();
+    this.ackedTick = tick;
   }
 
   /** Frames in memory (the pool): at most one per tick remembered that had a frame written. */

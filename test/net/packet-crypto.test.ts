@@ -217,6 +217,7 @@ describe('packet ciphers', () => {
     expect(wide.size).toBe(MAX_PACKET_BYTES - 15);
     for (let end = 16; end <= MAX_PACKET_BYTES; end++) expect(made.has(wide.get(buffer, 3, end))).toBe(true);
     expect(() => new ViewCache(100)).toThrow(/slots must be a power of two/);
+    expect(() => new ViewCache(64, 0)).toThrow(/idleGets must be an integer/);
   });
 
   it('the client (noble X25519) and the server (Node X25519) derive the same keys, per direction', () => {

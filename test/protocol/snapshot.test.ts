@@ -827,6 +827,12 @@ describe('entity lifecycle on the wire', () => {
     expect(link.writer.baselineTick, `seed ${SEED}`).toBe(-1);
     link.step();
     expect(link.writer.baselineTick, `seed ${SEED}`).toBe(2);
+    // Two acknowledgements before the baseline is read again: an unknown frame after a known one
+    // leaves the known one the baseline.
+    link.step(false);
+    link.writer.acknowledge(3);
+    link.writer.acknowledge(99);
+    expect(link.writer.baselineTick, `seed ${SEED}`).toBe(3);
   });
 
   it('a writer refuses a tick that is not the newest commit, or a second frame for a tick', () => {
