@@ -62,7 +62,7 @@
 
 import { BitStream } from '../protocol/bitstream.ts';
 import { seqAdd, seqDiff, seqGreaterThan } from '../protocol/sequence.ts';
-import { SequenceSlots } from '../sim/ring.ts';
+import { SequenceRecords } from '../sim/ring.ts';
 import { crc32 } from './crc32.ts';
 import { NONCE_BYTES, PACKET_TAG_BYTES, type PacketKeys, ViewCache, writeNonce } from './packet-crypto.ts';
 import { ReliableReceiver, ReliableSection, ReliableSender, serializeReliableSection } from './reliable.ts';
@@ -402,13 +402,12 @@ class LossWindow {
   lost = 0;
   counted = 0;
   private readonly mask: number;
-  private readonly outcome: Uint8Array;
-  private readonly tags: Int32Array;
+  /** By sequence modulo size: the sequence recorded there times two plus its outcome (1: lost), or -1. */
+  private readonly entries: Int32Array;
 
   constructor(size: number) {
     this.mask = size - 1;
-    this.outcome = new Uint8Array(size);
-    this.tags = new Int32Array(size).fill(-1);
+    this.entries = new Int32Array(size).fill(-1);
   }
 
   get ratio(): number {
@@ -418,18 +417,18 @@ class LossWindow {
   /** Records the final outcome of `sequence`, pushing out the one `size` sequences older. */
   record(sequence: number, lost: boolean): void {
     const i = sequence & this.mask;
-    if (this.tags[i] === -1) this.counted++;
-    else this.lost -= this.outcome[i];
-    this.tags[i] = sequence;
-    this.outcome[i] = lost ? 1 : 0;
+    const old = this.entries[i];
+    if (old === -1) this.counted++;
+    else this.lost -= old & 1;
+    this.entries[i] = sequence * 2 + (lost ? 1 : 0);
     if (lost) this.lost++;
   }
 
   /** `sequence`, recorded as lost, turned out delivered (a very late ack): corrects it. */
   correct(sequence: number): void {
     const i = sequence & this.mask;
-    if (this.tags[i] === sequence && this.outcome[i] === 1) {
-      this.outcome[i] = 0;
+    if (this.entries[i] === sequence * 2 + 1) {
+      this.entries[i] = sequence * 2;
       this.lost--;
     }
   }
@@ -446,48 +445,55 @@ const SENT_BUFFER_SIZE = 512;
 const MESSAGE_ID_RING = 8192;
 const MESSAGE_ID_MASK = MESSAGE_ID_RING - 1;
 
+/** A sent packet's record in `SentPackets.records` (after its sequence): its numbers, and their places. */
+const SENT_STRIDE = 8;
+const SENT_TIME_MS = 1;
+/** 1 once acknowledged. */
+const SENT_ACKED = 2;
+/** The ack the packet carried (-1: none): once it is acknowledged, the peer holds an ack at least this new. */
+const SENT_ACK_CARRIED = 3;
+const SENT_MESSAGE_COUNT = 4;
 /**
- * The packets a channel sent, by sequence modulo SENT_BUFFER_SIZE: one typed array per field
- * instead of an object (and a message id array) per packet, so a channel's records are a few
- * contiguous blocks. A server holds hundreds of channels, and every packet it receives looks
- * up to 33 of them up (its acknowledgements).
+ * Where the packet's reliable message ids start in `messageIds` (counted from the channel's first
+ * id, so a start the ring has since written over is told apart).
  */
-class SentPackets extends SequenceSlots {
-  readonly sendTimeMs = new Float64Array(SENT_BUFFER_SIZE);
-  readonly acked = new Uint8Array(SENT_BUFFER_SIZE);
-  /** The ack the packet carried (-1: none): once it is acknowledged, the peer holds an ack at least this new. */
-  readonly ackCarried = new Int32Array(SENT_BUFFER_SIZE);
-  readonly messageCount = new Uint8Array(SENT_BUFFER_SIZE);
+const SENT_MESSAGE_START = 5;
+
+/**
+ * The packets a channel sent, by sequence modulo SENT_BUFFER_SIZE: a record of SENT_STRIDE numbers
+ * each (one cache line) in one array, instead of an object (and a message id array) per packet or
+ * an array per field. A server holds hundreds of channels, and every packet it receives looks up
+ * to 33 of them up (its acknowledgements): each look-up is one place in memory.
+ */
+class SentPackets extends SequenceRecords {
   /**
-   * The reliable message ids the packets carried, one after another in a ring (`messageIds`): a
-   * packet's start there (counted from the channel's first id, so a start the ring has since
-   * written over is told apart). Most packets carry none; a slot of the most a packet carries
-   * (64 ids) for each packet was 64 KB a connection.
+   * The reliable message ids the packets carried, one after another in a ring. Most packets carry
+   * none; a slot of the most a packet carries (64 ids) for each packet was 64 KB a connection.
    */
-  readonly messageStart = new Float64Array(SENT_BUFFER_SIZE);
   readonly messageIds = new Uint16Array(MESSAGE_ID_RING);
   /** Ids written to the ring so far. */
   idsWritten = 0;
 
-  /** Records `count` ids from `ids` for the packet in `slot`. */
+  constructor() {
+    super(SENT_BUFFER_SIZE, SENT_STRIDE);
+  }
+
+  /** Records `count` ids from `ids` for the packet whose record starts at `slot`. */
   recordIds(slot: number, ids: Uint16Array, count: number): void {
     const start = this.idsWritten;
     const ring = this.messageIds;
     for (let i = 0; i < count; i++) ring[(start + i) & MESSAGE_ID_MASK] = ids[i];
-    this.messageStart[slot] = start;
-    this.messageCount[slot] = count;
+    this.records[slot + SENT_MESSAGE_START] = start;
+    this.records[slot + SENT_MESSAGE_COUNT] = count;
     this.idsWritten = start + count;
   }
 
-  /** Whether the ids of the packet in `slot` are still in the ring (not written over since). */
+  /** Whether the ids of the packet whose record starts at `slot` are still in the ring (not written over since). */
   idsHeld(slot: number): boolean {
-    return this.idsWritten - this.messageStart[slot] <= MESSAGE_ID_RING;
-  }
-
-  constructor() {
-    super(SENT_BUFFER_SIZE);
+    return this.idsWritten - this.records[slot + SENT_MESSAGE_START] <= MESSAGE_ID_RING;
   }
 }
+
 /** RTT assumed for reliable resends before the first sample. */
 const INITIAL_RTT_MS = 100;
 /** Before the first RTT sample, a sent packet unacknowledged this long counts as lost. */
@@ -542,6 +548,25 @@ const reader = new BitStream(0);
 const rxHeader = createPacketHeader();
 const rxSealedHeader = createSealedHeader();
 const rxSection = new ReliableSection();
+
+/** The configurations `resolveChannelConfig` made. */
+const resolved = new WeakSet<object>();
+
+/**
+ * `config` over the defaults, checked and frozen, for channels to share: a channel made with it
+ * takes it as it is instead of a copy of its own (a server's hundreds of channels read one
+ * configuration, which stays in the processor's cache, on every packet). Throws a RangeError
+ * naming a field out of range.
+ */
+export function resolveChannelConfig(
+  config: Partial<PacketChannelConfig> & { protocolId: number },
+): Readonly<PacketChannelConfig> {
+  const c: PacketChannelConfig = { ...DEFAULT_CHANNEL_CONFIG, ...config };
+  checkConfig(c);
+  Object.freeze(c);
+  resolved.add(c);
+  return c;
+}
 
 function checkConfig(c: PacketChannelConfig): void {
   const fail = (field: string, rule: string, value: number): never => {
@@ -713,8 +738,7 @@ export class PacketChannel {
     config: Partial<PacketChannelConfig> & { protocolId: number },
     keys: PacketKeys | null = null,
   ) {
-    const c: PacketChannelConfig = { ...DEFAULT_CHANNEL_CONFIG, ...config };
-    checkConfig(c);
+    const c = resolved.has(config) ? (config as PacketChannelConfig) : resolveChannelConfig(config);
     this.config = c;
     this.transmit = transmit;
     this.keys = keys;
@@ -873,11 +897,12 @@ export class PacketChannel {
 
     const sent = this.sent;
     const slot = sent.insert(sequence);
-    sent.sendTimeMs[slot] = nowMs;
-    sent.acked[slot] = 0;
-    sent.ackCarried[slot] = this.hasReceived ? this.remoteSequence : -1;
+    const records = sent.records;
+    records[slot + SENT_TIME_MS] = nowMs;
+    records[slot + SENT_ACKED] = 0;
+    records[slot + SENT_ACK_CARRIED] = this.hasReceived ? this.remoteSequence : -1;
     if (messageIds !== null) sent.recordIds(slot, messageIds, messageCount);
-    else sent.messageCount[slot] = 0;
+    else records[slot + SENT_MESSAGE_COUNT] = 0;
 
     this.nextSequence = seqAdd(sequence, 1);
     this.sendCounter++;
@@ -976,7 +1001,7 @@ export class PacketChannel {
       if (!keys.receive.open(scratchNonce, scratchAad, plain, headerBytes, length, plain))
         return this.drop('forged');
       s = reader.beginRead(plain, length - PACKET_TAG_BYTES);
-      for (let i = 0; i < headerBytes; i++) s.uint(0, 8);
+      s.skip(8 * headerBytes);
     }
     if (!acksNothing && seqGreaterThan(ack, seqAdd(this.nextSequence, -1))) return this.drop('bad ack');
     if (type === PacketType.Disconnect) {
@@ -1064,15 +1089,16 @@ export class PacketChannel {
   private acknowledge(nowMs: number, sequence: number, mode: SampleMode): void {
     const sent = this.sent;
     const slot = sent.slot(sequence);
-    if (slot < 0 || sent.acked[slot] !== 0) return;
-    sent.acked[slot] = 1;
+    const records = sent.records;
+    if (slot < 0 || records[slot + SENT_ACKED] !== 0) return;
+    records[slot + SENT_ACKED] = 1;
     if (this.newestAcked < 0 || seqGreaterThan(sequence, this.newestAcked)) this.newestAcked = sequence;
-    const carried = sent.ackCarried[slot];
+    const carried = records[slot + SENT_ACK_CARRIED];
     if (carried >= 0 && (this.peerHoldsAck < 0 || seqGreaterThan(carried, this.peerHoldsAck)))
       this.peerHoldsAck = carried;
     const st = this.stats;
     st.packetsAcked++;
-    const sample = Math.max(0, nowMs - sent.sendTimeMs[slot]);
+    const sample = Math.max(0, nowMs - records[slot + SENT_TIME_MS]);
     this.ackDelay.add(sample);
     st.ackDelayMs = this.ackDelay.ms;
     st.ackDelayVarianceMs = this.ackDelay.deviationMs;
@@ -1094,12 +1120,12 @@ export class PacketChannel {
     }
     this.outgoing.correct(sequence);
     st.outgoingLoss = this.outgoing.ratio;
-    const count = sent.messageCount[slot];
+    const count = records[slot + SENT_MESSAGE_COUNT];
     if (count > 0 && sent.idsHeld(slot)) {
       this.sender.acknowledge(
         sent.messageIds,
         count,
-        sent.messageStart[slot] % MESSAGE_ID_RING,
+        records[slot + SENT_MESSAGE_START] % MESSAGE_ID_RING,
         MESSAGE_ID_MASK,
       );
     }
@@ -1113,14 +1139,16 @@ export class PacketChannel {
     const newest = seqAdd(this.nextSequence, -1);
     while (this.lossCursor !== this.nextSequence && seqDiff(newest, this.lossCursor) >= ACK_BITS) {
       const slot = this.sent.slot(this.lossCursor);
-      if (slot >= 0 && this.sent.acked[slot] === 0 && nowMs - this.sent.sendTimeMs[slot] <= timeoutMs) break;
+      const records = this.sent.records;
+      if (slot >= 0 && records[slot + SENT_ACKED] === 0 && nowMs - records[slot + SENT_TIME_MS] <= timeoutMs)
+        break;
       this.settleOne();
     }
   }
 
   private settleOne(): void {
     const slot = this.sent.slot(this.lossCursor);
-    this.outgoing.record(this.lossCursor, slot < 0 || this.sent.acked[slot] === 0);
+    this.outgoing.record(this.lossCursor, slot < 0 || this.sent.records[slot + SENT_ACKED] === 0);
     this.stats.outgoingLoss = this.outgoing.ratio;
     this.lossCursor = seqAdd(this.lossCursor, 1);
   }

@@ -130,30 +130,30 @@ const RING_FIELDS = 16;
  * hundreds per client. A UserCommand object keeps each fractional field (angles, view fraction,
  * a number past 2^30) in a number box of its own elsewhere on the heap, so copying into a slot
  * untouched for seconds cost about as many cache misses as fields; here a command is two
- * adjacent cache lines. `size` is a power of two; any number up to 2^32 is a key.
+ * adjacent cache lines, its number first (the slot's tag). `size` is a power of two; any number up
+ * to 2^32 is a key.
  */
 export class CommandRing {
   readonly size: number;
   private readonly mask: number;
-  private readonly tags: Float64Array;
+  /** A slot's first number is the number of the command it holds (-1: none), read as its tag. */
   private readonly values: Float64Array;
 
   constructor(size: number) {
     checkRingSize('CommandRing', size);
     this.size = size;
     this.mask = size - 1;
-    this.tags = new Float64Array(size).fill(-1);
     this.values = new Float64Array(size * RING_FIELDS);
+    for (let o = 0; o < this.values.length; o += RING_FIELDS) this.values[o] = -1;
   }
 
   has(sequence: number): boolean {
-    return this.tags[sequence & this.mask] === sequence;
+    return this.values[(sequence & this.mask) * RING_FIELDS] === sequence;
   }
 
   /** Stores `cmd` under its number, replacing whatever its slot held. */
   put(cmd: UserCommand): void {
     const slot = cmd.sequence & this.mask;
-    this.tags[slot] = cmd.sequence;
     const v = this.values;
     const o = slot * RING_FIELDS;
     v[o] = cmd.sequence;
@@ -176,10 +176,9 @@ export class CommandRing {
 
   /** Copies command `sequence` into `out` and returns it, or undefined (out untouched) when not held. */
   read(sequence: number, out: UserCommand): UserCommand | undefined {
-    const slot = sequence & this.mask;
-    if (this.tags[slot] !== sequence) return undefined;
     const v = this.values;
-    const o = slot * RING_FIELDS;
+    const o = (sequence & this.mask) * RING_FIELDS;
+    if (v[o] !== sequence) return undefined;
     out.sequence = v[o];
     out.msec = v[o + 1];
     out.pitch = v[o + 2];
@@ -201,14 +200,14 @@ export class CommandRing {
 
   /** msec of command `sequence`, or -1 when not held. */
   msec(sequence: number): number {
-    const slot = sequence & this.mask;
-    return this.tags[slot] === sequence ? this.values[slot * RING_FIELDS + 1] : -1;
+    const o = (sequence & this.mask) * RING_FIELDS;
+    return this.values[o] === sequence ? this.values[o + 1] : -1;
   }
 
   /** Forgets command `sequence` (nothing when its slot holds another). */
   remove(sequence: number): void {
-    const slot = sequence & this.mask;
-    if (this.tags[slot] === sequence) this.tags[slot] = -1;
+    const o = (sequence & this.mask) * RING_FIELDS;
+    if (this.values[o] === sequence) this.values[o] = -1;
   }
 }
 

@@ -241,10 +241,12 @@ export class CommandQueue {
   private gapSinceMs = -1;
   /** Of the time since, how long the client could hear the server (`clientHearing`). */
   private gapHeardMs = 0;
-  /** The queue's clock when each pending command's first copy arrived, by number modulo the queue size. */
-  private readonly arrivedAtMs = new Float64Array(QUEUE_SIZE);
-  /** Commands skipped as lost, by number modulo the queue size, to count late copies. */
-  private readonly skipped = new Float64Array(QUEUE_SIZE);
+  /**
+   * By number modulo the queue size, two numbers a command (one place in memory): the queue's
+   * clock when the pending command's first copy arrived, and the number of the command skipped
+   * there as lost (to count late copies).
+   */
+  private readonly arrivals = new Float64Array(2 * QUEUE_SIZE);
   private queuedMs = 0;
   /** Backlog the drain may drop: grows at catchUpRate while commands wait beyond the budget. */
   private drainMs = 0;
@@ -298,7 +300,7 @@ export class CommandQueue {
       return;
     }
     const slot = copyUserCommand(this.incoming, cmd);
-    this.arrivedAtMs[seq % QUEUE_SIZE] = this.clockMs;
+    this.arrivals[2 * (seq % QUEUE_SIZE)] = this.clockMs;
     if (clearInvalidInput(slot, this.config.validButtons, this.config.maxImpulse)) this.stats.invalidInput++;
     if (sanitize(slot)) this.stats.clamped++;
     this.pending.put(slot);
@@ -356,7 +358,7 @@ export class CommandQueue {
 
   /** Whether `seq` is one of the commands most recently skipped as lost. */
   private wasSkipped(seq: number): boolean {
-    return this.skipped[seq % QUEUE_SIZE] === seq;
+    return this.arrivals[2 * (seq % QUEUE_SIZE) + 1] === seq;
   }
 
   /**
@@ -416,7 +418,7 @@ export class CommandQueue {
         }
         this.lastDone = seq;
         this.stats.lost++;
-        this.skipped[seq % QUEUE_SIZE] = seq;
+        this.arrivals[2 * (seq % QUEUE_SIZE) + 1] = seq;
         if (this.fill(seq)) return this.current;
         continue;
       }
@@ -427,7 +429,7 @@ export class CommandQueue {
         this.queuedMs -= cmd.msec;
         this.pending.remove(cmd.sequence);
         this.lastDone = cmd.sequence;
-        this.lastWaitMs = this.clockMs - this.arrivedAtMs[cmd.sequence % QUEUE_SIZE];
+        this.lastWaitMs = this.clockMs - this.arrivals[2 * (cmd.sequence % QUEUE_SIZE)];
         this.stats.executed++;
         this.stats.executedMs += cmd.msec;
         copyUserCommand(this.last, cmd);

@@ -28,7 +28,7 @@ import type { EntityType, EntityTypeSchema } from '../protocol/schema.ts';
 import { createUserCommand, type UserCommand } from '../protocol/usercmd.ts';
 import { type GameDefinition, gameSchemaHash } from '../sim/game.ts';
 import { type Vec3, vec3 } from '../sim/math.ts';
-import { nextPowerOfTwo, SequenceSlots } from '../sim/ring.ts';
+import { nextPowerOfTwo, SequenceRecords } from '../sim/ring.ts';
 import { createFrameBits, FramePacing, FrameWriter } from './client-frames.ts';
 import {
   CommandQueue,
@@ -210,33 +210,24 @@ const SENT_FRAMES = 1024;
 const PACKET_ACKS = 256;
 
 /**
- * What each packet sent to a client carried, by packet sequence modulo SENT_FRAMES: a typed array
- * per field, not an object per packet (a server of 512 clients held half a million of them, and
- * looks one up for every acknowledgement).
+ * What each packet sent to a client carried, by packet sequence modulo SENT_FRAMES: a record of
+ * FRAME_* fields each, not an object per packet (a server of 512 clients held half a million of
+ * them, and looks one up for every acknowledgement) nor an array per field (a fetch from memory
+ * per field).
  */
-class SentFrames extends SequenceSlots {
-  /** The server tick of the frame it carried. */
-  readonly tick = new Float64Array(SENT_FRAMES);
-  readonly sentMs = new Float64Array(SENT_FRAMES);
-  readonly bytes = new Int32Array(SENT_FRAMES);
-
-  constructor() {
-    super(SENT_FRAMES);
-  }
-}
+const FRAME_STRIDE = 4;
+/** The server tick of the frame it carried. */
+const FRAME_TICK = 1;
+const FRAME_SENT_MS = 2;
+const FRAME_BYTES = 3;
 
 /**
  * What each packet from a client acknowledged (the newest frame's tick, -1: none) and the newest
  * command it carried (-1: none), by the client's packet sequence modulo PACKET_ACKS.
  */
-class PacketAcks extends SequenceSlots {
-  readonly tick = new Float64Array(PACKET_ACKS);
-  readonly newestCommand = new Float64Array(PACKET_ACKS);
-
-  constructor() {
-    super(PACKET_ACKS);
-  }
-}
+const ACKS_STRIDE = 4;
+const ACKS_TICK = 1;
+const ACKS_NEWEST_COMMAND = 2;
 
 /** One connected client as the game loop sees it: its connection, player, commands and frames. */
 export class ServerClient<P> {
@@ -271,12 +262,12 @@ export class ServerClient<P> {
    * The server tick of the frame each sent packet carried, by packet sequence.
    * @internal
    */
-  frameTicks = new SentFrames();
+  frameTicks = new SequenceRecords(SENT_FRAMES, FRAME_STRIDE);
   /**
    * The newest frame each received packet acknowledged (-1: none), by the client's packet sequence.
    * @internal
    */
-  packetAcks = new PacketAcks();
+  packetAcks = new SequenceRecords(PACKET_ACKS, ACKS_STRIDE);
   /**
    * When the newest frame the client acknowledged was sent (server ms): whether it hears the
    * server now (its command queue's `clientHearing`).
@@ -357,8 +348,8 @@ export class ServerClient<P> {
     this.players.reset();
     this.pacing = pacing;
     this.eventCursor = eventCursor;
-    this.frameTicks = new SentFrames();
-    this.packetAcks = new PacketAcks();
+    this.frameTicks = new SequenceRecords(SENT_FRAMES, FRAME_STRIDE);
+    this.packetAcks = new SequenceRecords(PACKET_ACKS, ACKS_STRIDE);
     this.heardSentMs = Number.NEGATIVE_INFINITY;
     this.awayUntilMs = -1;
     this.listen(connection);
@@ -374,10 +365,11 @@ export class ServerClient<P> {
       const frames = this.frameTicks;
       const i = frames.slot(sequence);
       if (i < 0) return;
-      const sentMs = frames.sentMs[i];
+      const records = frames.records;
+      const sentMs = records[i + FRAME_SENT_MS];
       if (sentMs > this.heardSentMs) this.heardSentMs = sentMs;
-      this.snapshots.acknowledge(frames.tick[i]);
-      this.pacing.onAck(sentMs, rttSampleMs, frames.bytes[i]);
+      this.snapshots.acknowledge(records[i + FRAME_TICK]);
+      this.pacing.onAck(sentMs, rttSampleMs, records[i + FRAME_BYTES]);
     };
   }
 
@@ -989,9 +981,10 @@ export class GameServer<P, W> {
       const frames = client.frameTicks;
       const i = frames.insert(sequence);
       const bytes = channel.stats.bytesSent - before;
-      frames.tick[i] = this.tick;
-      frames.sentMs[i] = now;
-      frames.bytes[i] = bytes;
+      const records = frames.records;
+      records[i + FRAME_TICK] = this.tick;
+      records[i + FRAME_SENT_MS] = now;
+      records[i + FRAME_BYTES] = bytes;
       client.pacing.sent(now, bytes);
     }
     phase.send += performance.now() - simulated;
@@ -1125,9 +1118,10 @@ export class GameServer<P, W> {
     const ack = channel.lastReceivedAck;
     const acked = ack < 0 ? -1 : client.frameTicks.slot(ack);
     const acks = client.packetAcks;
+    const records = acks.records;
     const entry = acks.insert(sequence);
-    acks.tick[entry] = acked < 0 ? -1 : client.frameTicks.tick[acked];
-    acks.newestCommand[entry] = count > 0 ? this.cmds[count - 1].sequence : -1;
+    records[entry + ACKS_TICK] = acked < 0 ? -1 : client.frameTicks.records[acked + FRAME_TICK];
+    records[entry + ACKS_NEWEST_COMMAND] = count > 0 ? this.cmds[count - 1].sequence : -1;
     const lag = this.lagCompensation;
     if (lag === null) return;
     const slackTicks = Math.ceil(lag.config.ackSlackMs / this.tickIntervalMs);
@@ -1139,9 +1133,9 @@ export class GameServer<P, W> {
       for (let back = 1; back <= PACKETS_BACK; back++) {
         const before = acks.slot((sequence - back) & 0xffff);
         if (before < 0) continue;
-        const newest = acks.newestCommand[before];
+        const newest = records[before + ACKS_NEWEST_COMMAND];
         if (newest >= 0 && newest < cmd.sequence) {
-          floor = acks.tick[before] - slackTicks;
+          floor = records[before + ACKS_TICK] - slackTicks;
           break;
         }
       }

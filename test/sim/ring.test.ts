@@ -1,7 +1,7 @@
 // Tests for the power-of-two sequence buffer: insert/get/has/remove, stale laps, sizes.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { nextPowerOfTwo, SequenceBuffer, SequenceSlots } from '../../src/sim/ring.ts';
+import { nextPowerOfTwo, SequenceBuffer, SequenceRecords } from '../../src/sim/ring.ts';
 
 const SEED = Number(process.env.SEED ?? 0x7165);
 const at = `seed ${SEED}`;
@@ -131,25 +131,39 @@ describe('nextPowerOfTwo', () => {
   });
 });
 
-describe('SequenceSlots', () => {
-  it('a slot holds exactly the sequence last inserted into it, never one a lap away', () => {
-    const t = new SequenceSlots(16);
+describe('SequenceRecords', () => {
+  it('a record holds exactly the sequence last inserted into it, never one a lap away', () => {
+    const t = new SequenceRecords(16, 4);
     expect(t.size).toBe(16);
+    expect(t.records.length).toBe(64);
     expect(t.slot(3), 'nothing inserted').toBe(-1);
-    expect(t.slot(0), 'a fresh slot holds no sequence, not 0').toBe(-1);
-    expect(t.insert(3)).toBe(3);
-    expect(t.slot(3)).toBe(3);
-    expect(t.slot(19), 'the same slot a lap later is not this sequence').toBe(-1);
-    expect(t.insert(19), 'a lap later claims the same slot').toBe(3);
+    expect(t.slot(0), 'a fresh record holds no sequence, not 0').toBe(-1);
+    expect(t.insert(3)).toBe(12);
+    expect(t.slot(3)).toBe(12);
+    t.records[12 + 1] = 7.5;
+    expect(t.slot(19), 'the same record a lap later is not this sequence').toBe(-1);
+    expect(t.insert(19), 'a lap later claims the same record').toBe(12);
     expect(t.slot(3), 'and forgets the older sequence').toBe(-1);
-    expect(t.slot(19)).toBe(3);
-    expect(t.insert(0xffff)).toBe(15);
-    expect(t.slot(0xffff)).toBe(15);
+    expect(t.slot(19)).toBe(12);
+    expect(t.records[12 + 1], 'the fields stay for the caller to fill').toBe(7.5);
+    expect(t.insert(0xffff)).toBe(60);
+    expect(t.slot(0xffff)).toBe(60);
+    expect(t.slot(2 ** 40 + 3), 'a sequence past 32 bits').toBe(-1);
+    expect(t.insert(2 ** 40 + 3)).toBe(12);
+    expect(t.slot(2 ** 40 + 3)).toBe(12);
+    expect(t.slot(3), 'not the sequence 2^40 below it').toBe(-1);
   });
 
-  it('refuses a size that is not a power of two, naming it', () => {
+  it('refuses a size that is not a power of two and a stride without a field, naming them', () => {
     for (const bad of [0, 3, 12, 1.5, -4]) {
-      expect(() => new SequenceSlots(bad), `${bad}`).toThrow(/SequenceSlots: size must be a power of two/);
+      expect(() => new SequenceRecords(bad, 4), `${bad}`).toThrow(
+        /SequenceRecords: size must be a power of two/,
+      );
+    }
+    for (const bad of [0, 1, 2.5, Number.NaN]) {
+      expect(() => new SequenceRecords(16, bad), `${bad}`).toThrow(
+        /SequenceRecords: stride must be an integer >= 2/,
+      );
     }
   });
 });
