@@ -4,7 +4,7 @@
 // connect, payload and disconnect by slot to the game loop above it; it knows nothing of games.
 
 import type { BitStream } from '../protocol/bitstream.ts';
-import { PacketChannel, PacketType } from './channel.ts';
+import { PacketChannel, type PacketChannelConfig, PacketType, resolveChannelConfig } from './channel.ts';
 import { ConnectTokenGate, type ConnectTokensConfig, type OpenedConnectToken } from './connect-token.ts';
 import { CookieJar } from './cookie.ts';
 import {
@@ -220,6 +220,8 @@ export class ServerConnections {
   private handshakeRefillMs = 0;
   private nowMs = 0;
   private readonly onPacket = (from: string, data: Uint8Array) => this.handle(from, data);
+  /** Every connection's channel configuration: one object for all (see resolveChannelConfig). */
+  private readonly channelConfig: Readonly<PacketChannelConfig>;
 
   /** `stats` is filled in place (the game loop may share it with its own figures). */
   constructor(
@@ -244,6 +246,7 @@ export class ServerConnections {
     this.cookies = new CookieJar(config.cookieSecret);
     this.handshakeAllowance = config.maxHandshakesPerSecond;
     this.retryAllowance = config.maxHandshakesPerSecond;
+    this.channelConfig = resolveChannelConfig({ protocolId: config.protocolId });
   }
 
   /** The server's X25519 public key (a backend may hand it to clients to pin: ClientConfig.serverPublicKey). */
@@ -484,11 +487,7 @@ export class ServerConnections {
         return;
       }
     }
-    const channel = new PacketChannel(
-      (bytes) => this.endpoint.send(from, bytes),
-      { protocolId: this.config.protocolId },
-      keys,
-    );
+    const channel = new PacketChannel((bytes) => this.endpoint.send(from, bytes), this.channelConfig, keys);
     channel.lastReceivedMs = this.nowMs;
     const connection = new ServerConnection(
       slot,
