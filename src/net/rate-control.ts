@@ -122,6 +122,15 @@ export interface RateControllerStats {
 }
 
 const DELIVERY_BUCKETS = 8;
+/** A delivery bucket's numbers in `RateController.buckets`, and their places in it. */
+const BUCKET_STRIDE = 8;
+const BUCKET_BYTES = 0;
+const BUCKET_ACKS = 1;
+const BUCKET_ACK_BYTES = 2;
+const BUCKET_FIRST_SENT = 3;
+const BUCKET_LAST_SENT = 4;
+const BUCKET_FIRST_ACK = 5;
+const BUCKET_LAST_ACK = 6;
 /** A queue must show this long before the rate is cut, ms. */
 const OVERUSE_HOLD_MS = 200;
 /**
@@ -235,14 +244,15 @@ export class RateController {
   private baseCurrent = Number.POSITIVE_INFINITY;
   private basePrevious = Number.POSITIVE_INFINITY;
   private baseSwitchMs = 0;
-  private readonly bucketBytes = new Float64Array(DELIVERY_BUCKETS);
-  /** Per bucket: acknowledgements, and the earliest and latest send and acknowledgement times. */
-  private readonly bucketAcks = new Int32Array(DELIVERY_BUCKETS);
-  private readonly bucketAckBytes = new Float64Array(DELIVERY_BUCKETS);
-  private readonly bucketFirstSent = new Float64Array(DELIVERY_BUCKETS);
-  private readonly bucketLastSent = new Float64Array(DELIVERY_BUCKETS);
-  private readonly bucketFirstAck = new Float64Array(DELIVERY_BUCKETS);
-  private readonly bucketLastAck = new Float64Array(DELIVERY_BUCKETS);
+  /**
+   * The delivery buckets, BUCKET_STRIDE numbers each (one cache line: an acknowledgement reads
+   * every bucket, and eight arrays of a field each were eight places in memory): the bytes
+   * delivered (BUCKET_BYTES); and for the dispersion the acknowledgements, their bytes, and the
+   * earliest and latest send and acknowledgement times.
+   */
+  private readonly buckets = new Float64Array(DELIVERY_BUCKETS * BUCKET_STRIDE);
+  /** The sum of the buckets' BUCKET_BYTES (whole bytes: exact). */
+  private deliveredSum = 0;
   private bucketStartMs = 0;
   private bucket = 0;
   private firstAckMs = -1;
@@ -270,9 +280,8 @@ export class RateController {
   private fourthJumpAtMs = Number.NEGATIVE_INFINITY;
   /** The least-squares fit queueGrowing and queueClimbing fill (one, reused). */
   private readonly fit = new LineFit();
-  /** The last TREND_SAMPLES raw round trips and when they were taken (a ring). */
-  private readonly trendAtMs = new Float64Array(TREND_SAMPLES);
-  private readonly trendRttMs = new Float64Array(TREND_SAMPLES);
+  /** The last TREND_SAMPLES raw round trips and when they were taken (a ring of pairs: time, round trip). */
+  private readonly trend = new Float64Array(2 * TREND_SAMPLES);
   private trendCount = 0;
   private trendNext = 0;
   /** A decrease was taken: the startup is over. */
@@ -327,8 +336,11 @@ export class RateController {
       this.hasSample &&
       rttMs - this.lastSampleMs > Math.max(2 * this.config.queueThresholdMs, 4 * this.rttJitterMs)
     ) {
-      this.bucketAcks.fill(0);
-      this.bucketAckBytes.fill(0);
+      const buckets = this.buckets;
+      for (let at = 0; at < buckets.length; at += BUCKET_STRIDE) {
+        buckets[at + BUCKET_ACKS] = 0;
+        buckets[at + BUCKET_ACK_BYTES] = 0;
+      }
       this.dispersionFromSentMs = nowMs;
       this.dispersion = Number.NaN;
       this.stepPending = true;
@@ -337,8 +349,8 @@ export class RateController {
       this.secondJumpAtMs = this.jumpAtMs;
       this.jumpAtMs = nowMs;
     }
-    this.trendAtMs[this.trendNext] = nowMs;
-    this.trendRttMs[this.trendNext] = rttMs;
+    this.trend[2 * this.trendNext] = nowMs;
+    this.trend[2 * this.trendNext + 1] = rttMs;
     this.trendNext = (this.trendNext + 1) % TREND_SAMPLES;
     if (this.trendCount < TREND_SAMPLES) this.trendCount++;
     if (this.hasSample) this.rttJitterMs += (Math.abs(rttMs - this.lastSampleMs) - this.rttJitterMs) / 16;
@@ -364,25 +376,27 @@ export class RateController {
     this.baseRttMs = Math.min(this.baseCurrent, this.basePrevious);
     this.queueDelayMs = this.smoothedRttMs - this.baseRttMs;
     this.addDelivered(nowMs, bytes);
-    const b = this.bucket;
+    const buckets = this.buckets;
+    const b = this.bucket * BUCKET_STRIDE;
     const sentMs = nowMs - rttMs;
     if (sentMs < this.dispersionFromSentMs) return;
-    if (this.bucketAcks[b] === 0) {
-      this.bucketFirstSent[b] = sentMs;
-      this.bucketLastSent[b] = sentMs;
-      this.bucketFirstAck[b] = nowMs;
+    if (buckets[b + BUCKET_ACKS] === 0) {
+      buckets[b + BUCKET_FIRST_SENT] = sentMs;
+      buckets[b + BUCKET_LAST_SENT] = sentMs;
+      buckets[b + BUCKET_FIRST_ACK] = nowMs;
     } else {
-      if (sentMs < this.bucketFirstSent[b]) this.bucketFirstSent[b] = sentMs;
-      if (sentMs > this.bucketLastSent[b]) this.bucketLastSent[b] = sentMs;
+      if (sentMs < buckets[b + BUCKET_FIRST_SENT]) buckets[b + BUCKET_FIRST_SENT] = sentMs;
+      if (sentMs > buckets[b + BUCKET_LAST_SENT]) buckets[b + BUCKET_LAST_SENT] = sentMs;
     }
-    this.bucketLastAck[b] = nowMs;
-    this.bucketAcks[b]++;
-    this.bucketAckBytes[b] += bytes;
+    buckets[b + BUCKET_LAST_ACK] = nowMs;
+    buckets[b + BUCKET_ACKS]++;
+    buckets[b + BUCKET_ACK_BYTES] += bytes;
     this.measureDispersion();
   }
 
   /** Dispersion over the live buckets (see `dispersion`). */
   private measureDispersion(): void {
+    const buckets = this.buckets;
     let acks = 0;
     let bytes = 0;
     let firstSent = Number.POSITIVE_INFINITY;
@@ -390,14 +404,15 @@ export class RateController {
     let firstAck = Number.POSITIVE_INFINITY;
     let lastAck = Number.NEGATIVE_INFINITY;
     for (let i = 0; i < DELIVERY_BUCKETS; i++) {
-      const n = this.bucketAcks[i];
+      const at = i * BUCKET_STRIDE;
+      const n = buckets[at + BUCKET_ACKS];
       if (n === 0) continue;
       acks += n;
-      bytes += this.bucketAckBytes[i];
-      if (this.bucketFirstSent[i] < firstSent) firstSent = this.bucketFirstSent[i];
-      if (this.bucketLastSent[i] > lastSent) lastSent = this.bucketLastSent[i];
-      if (this.bucketFirstAck[i] < firstAck) firstAck = this.bucketFirstAck[i];
-      if (this.bucketLastAck[i] > lastAck) lastAck = this.bucketLastAck[i];
+      bytes += buckets[at + BUCKET_ACK_BYTES];
+      if (buckets[at + BUCKET_FIRST_SENT] < firstSent) firstSent = buckets[at + BUCKET_FIRST_SENT];
+      if (buckets[at + BUCKET_LAST_SENT] > lastSent) lastSent = buckets[at + BUCKET_LAST_SENT];
+      if (buckets[at + BUCKET_FIRST_ACK] < firstAck) firstAck = buckets[at + BUCKET_FIRST_ACK];
+      if (buckets[at + BUCKET_LAST_ACK] > lastAck) lastAck = buckets[at + BUCKET_LAST_ACK];
     }
     const ackSpan = lastAck - firstAck;
     this.spreadMs = ackSpan - Math.max(0, lastSent - firstSent);
@@ -559,8 +574,8 @@ export class RateController {
     const from = this.fourthJumpAtMs >= window ? window : Math.max(window, this.jumpAtMs);
     const fit = this.fit.reset();
     for (let i = 0; i < this.trendCount; i++) {
-      const t = this.trendAtMs[i];
-      if (t >= from) fit.add(t - from, this.trendRttMs[i]);
+      const t = this.trend[2 * i];
+      if (t >= from) fit.add(t - from, this.trend[2 * i + 1]);
     }
     if (fit.n < TREND_MIN_SAMPLES || fit.span < TREND_MIN_SPAN_MS) return false;
     const slope = fit.slope();
@@ -587,9 +602,9 @@ export class RateController {
     let groupRtt = 0;
     for (let k = 0; k < count; k++) {
       const i = (oldest + k) % TREND_SAMPLES;
-      const t = this.trendAtMs[i];
+      const t = this.trend[2 * i];
       if (t < from) continue;
-      const rtt = this.trendRttMs[i];
+      const rtt = this.trend[2 * i + 1];
       if (t === groupAt) {
         if (rtt < groupRtt) groupRtt = rtt;
         continue;
@@ -631,18 +646,21 @@ export class RateController {
   private addDelivered(nowMs: number, bytes: number): void {
     const width = this.config.deliveryWindowMs / DELIVERY_BUCKETS;
     let steps = 0;
+    const buckets = this.buckets;
     while (nowMs - this.bucketStartMs >= width && steps < DELIVERY_BUCKETS) {
       this.bucket = (this.bucket + 1) % DELIVERY_BUCKETS;
-      this.bucketBytes[this.bucket] = 0;
-      this.bucketAcks[this.bucket] = 0;
-      this.bucketAckBytes[this.bucket] = 0;
+      const at = this.bucket * BUCKET_STRIDE;
+      this.deliveredSum -= buckets[at + BUCKET_BYTES];
+      buckets[at + BUCKET_BYTES] = 0;
+      buckets[at + BUCKET_ACKS] = 0;
+      buckets[at + BUCKET_ACK_BYTES] = 0;
       this.bucketStartMs += width;
       steps++;
     }
     if (nowMs - this.bucketStartMs >= width) this.bucketStartMs = nowMs;
-    this.bucketBytes[this.bucket] += bytes;
-    let sum = 0;
-    for (let i = 0; i < DELIVERY_BUCKETS; i++) sum += this.bucketBytes[i];
+    buckets[this.bucket * BUCKET_STRIDE + BUCKET_BYTES] += bytes;
+    this.deliveredSum += bytes;
+    const sum = this.deliveredSum;
     const span = Math.min(this.config.deliveryWindowMs, Math.max(width, nowMs - this.firstAckMs));
     this.deliveredBytesPerSecond = (sum * 1000) / span;
   }
