@@ -187,6 +187,11 @@ describe('sim: soak', () => {
       expect(s.heapMB, msg).toBeGreaterThan(1);
       expect(s.rssMB, msg).toBeGreaterThanOrEqual(s.heapMB);
       expect(s.tickP99Ms, msg).toBeGreaterThanOrEqual(s.tickP50Ms as number);
+      // The heap by V8 space (filled in at the end): the spaces' used sizes add up to the heap used.
+      const bySpace = s.spacesMB ?? {};
+      expect(bySpace.old_space, msg).toBeGreaterThan(0);
+      const spaces = Object.values(bySpace).reduce((a, b) => a + b, 0);
+      expect(spaces, msg).toBeCloseTo(s.heapMB, 0);
     }
     const f = r.figures;
     expect(f['soak.samples'], msg).toBe(4);
@@ -195,6 +200,8 @@ describe('sim: soak', () => {
     expect(Number.isFinite(f['soak.tickP99MsPerHour']), msg).toBe(true);
     expect(f['soak.heapMBPerHour.error'], msg).toBeGreaterThanOrEqual(0);
     expect(formatReport(r), msg).toContain('soak.heapMBPerHour');
+    expect(Number.isFinite(f['soak.heapSpaceMBPerHour.old_space']), msg).toBe(true);
+    expect(formatReport(r), msg).toMatch(/heap by space .*soak\.heapSpaceMBPerHour\.\*/);
     expect(formatReport(r), msg).toMatch(/(flat within noise|not flat) .*soak\.heapMBPerHour/);
     // Without --soak there is none.
     expect((await run(['--bots', '2', '--seconds', '1', '--seed', String(seed)])).soak, msg).toBe(null);

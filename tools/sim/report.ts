@@ -300,6 +300,19 @@ export function formatReport(result: SimResult): string {
           `slope ${plusMinus(get('soak.rssMBPerHour.error'), get('soak.rssMBPerHour.effectiveSamples'), get('soak.fittedSamples'))}; ${flatness(get('soak.rssMBPerHour'), get('soak.rssMBPerHour.error'))}; ${fixed(get('soak.rssMB.first'), 1)} MB then ${fixed(get('soak.rssMB.last'), 1)} MB`,
           'soak.rssMBPerHour',
         ],
+        [
+          'heap by space',
+          '',
+          Object.keys(f)
+            .filter((k) => k.startsWith('soak.heapSpaceMBPerHour.') && !k.endsWith('.error'))
+            .filter((k) => get(k) !== null && Math.abs(get(k) as number) >= 0.005)
+            .map(
+              (k) =>
+                `${k.slice('soak.heapSpaceMBPerHour.'.length)} ${fixed(get(k), 2)} ± ${fixed(get(`${k}.error`), 2)}`,
+            )
+            .join(', ') || 'every space within 0.005 MB/h',
+          'soak.heapSpaceMBPerHour.*',
+        ],
         ['tick p50', `${fixed(get('soak.tickP50MsPerHour'), 3)} ms/h`, 'slope', 'soak.tickP50MsPerHour'],
         [
           'tick p99',

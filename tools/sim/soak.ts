@@ -3,6 +3,7 @@
 // interval, and fits a straight line to each after a warm-up, so a leak or a slowdown shows as a
 // slope per hour that a short run would never reveal.
 
+import { getHeapSpaceStatistics } from 'node:v8';
 import { percentile, type Samples } from '../stats.ts';
 import type { Figure } from './metrics.ts';
 
@@ -11,6 +12,13 @@ export interface SoakSample {
   t: number;
   heapMB: number;
   rssMB: number;
+  /**
+   * The heap's used size by V8 space (old_space, code_space, large_object_space, ...), MB: which
+   * kind of memory a slope comes from (objects kept, compiled code, large arrays). Kept in one
+   * array made for the run while it runs (so the soak's own record does not grow by an object a
+   * sample) and filled in here when the figures are taken, at the end.
+   */
+  spacesMB?: Record<string, number>;
   tickP50Ms: number | null;
   tickP99Ms: number | null;
 }
@@ -99,6 +107,10 @@ export class SoakSampler {
   private nextT: number;
   private firstTick = 0;
   private readonly gc: (() => void) | null;
+  /** The V8 heap spaces, and their used sizes (MB) by sample and space, for the samples the run can take. */
+  private readonly spaceNames = getHeapSpaceStatistics().map((space) => space.space_name);
+  private readonly rows: number;
+  private readonly spaces: Float64Array;
 
   constructor(
     intervalSeconds: number,
@@ -115,6 +127,8 @@ export class SoakSampler {
       samples: [],
     };
     this.nextT = intervalSeconds;
+    this.rows = Math.floor(seconds / intervalSeconds) + 1;
+    this.spaces = new Float64Array(this.rows * this.spaceNames.length).fill(Number.NaN);
   }
 
   /** Whether a sample is due at `t` seconds. */
@@ -126,6 +140,13 @@ export class SoakSampler {
   sample(t: number): void {
     this.gc?.();
     const m = process.memoryUsage();
+    const row = this.report.samples.length;
+    if (row < this.rows) {
+      for (const space of getHeapSpaceStatistics()) {
+        const k = this.spaceNames.indexOf(space.space_name);
+        if (k >= 0) this.spaces[row * this.spaceNames.length + k] = space.space_used_size / 2 ** 20;
+      }
+    }
     const ticks = this.tickTimes.sorted(this.firstTick);
     this.firstTick = this.tickTimes.count;
     this.report.samples.push({
@@ -158,9 +179,26 @@ export class SoakSampler {
     const slopeOf = (pick: (s: SoakSample) => number | null): Figure => fitOf(pick)?.slope ?? null;
     const heap = fitOf((s) => s.heapMB);
     const rss = fitOf((s) => s.rssMB);
+    const names = this.spaceNames;
+    r.samples.forEach((sample, row) => {
+      if (row >= this.rows) return;
+      const spacesMB: Record<string, number> = {};
+      names.forEach((name, k) => {
+        const mb = this.spaces[row * names.length + k];
+        if (!Number.isNaN(mb)) spacesMB[name] = mb;
+      });
+      sample.spacesMB = spacesMB;
+    });
     const first = after[0];
     const last = after[after.length - 1];
+    const spaces: Record<string, Figure> = {};
+    for (const name of names) {
+      const fit = fitOf((s) => s.spacesMB?.[name] ?? null);
+      spaces[`soak.heapSpaceMBPerHour.${name}`] = fit?.slope ?? null;
+      spaces[`soak.heapSpaceMBPerHour.${name}.error`] = fit?.standardError ?? null;
+    }
     return {
+      ...spaces,
       'soak.samples': r.samples.length,
       'soak.fittedSamples': after.length,
       'soak.warmUpSeconds': r.warmUpSeconds,
