@@ -461,7 +461,7 @@ const SENT_MESSAGE_START = 5;
 
 /**
  * The packets a channel sent, by sequence modulo SENT_BUFFER_SIZE: a record of SENT_STRIDE numbers
- * each (one cache line) in one array, instead of an object (and a message id array) per packet or
+ * each (64 bytes: one or two cache lines, as the array's start falls) in one array, instead of an object (and a message id array) per packet or
  * an array per field. A server holds hundreds of channels, and every packet it receives looks up
  * to 33 of them up (its acknowledgements): each look-up is one place in memory.
  */

@@ -245,8 +245,8 @@ export class RateController {
   private basePrevious = Number.POSITIVE_INFINITY;
   private baseSwitchMs = 0;
   /**
-   * The delivery buckets, BUCKET_STRIDE numbers each (one cache line: an acknowledgement reads
-   * every bucket, and eight arrays of a field each were eight places in memory): the bytes
+   * The delivery buckets, BUCKET_STRIDE numbers each (64 bytes: an acknowledgement reads every
+   * bucket, which seven arrays of a field each spread over seven places in memory): the bytes
    * delivered (BUCKET_BYTES); and for the dispersion the acknowledgements, their bytes, and the
    * earliest and latest send and acknowledgement times.
    */

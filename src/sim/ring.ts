@@ -18,8 +18,8 @@ export function checkRingSize(owner: string, size: number): void {
  * A sequence buffer of numeric records: `size` (a power of two) records of `stride` numbers one
  * after another in `records`, each starting with the sequence it holds (-1: none yet), then the
  * owner's fields at offsets 1 .. stride - 1. One array, and a record in one place in memory: an
- * owner that looks a record up reads one cache line (with a stride of 8 or less, aligned), where
- * an array per field was a fetch per field. `slot(seq)` is where `seq`'s record starts, or -1
+ * owner that looks a record up reads one place (with a stride of 8 or less, 64 bytes at most: one
+ * or two cache lines, as the array's start falls), where an array per field was a fetch per field. `slot(seq)` is where `seq`'s record starts, or -1
  * unless that record still holds `seq`. Sequences up to 2^53.
  */
 export class SequenceRecords {
