@@ -261,8 +261,11 @@ export class BotGroup {
     for (let next = this.nextFrameMs; next <= untilMs; next = this.nextFrameMs) this.frames(next);
   }
 
+  /** Every bot's summary now: a loop, not a closure made for each call (see the runner's `take`). */
   summaries(): ClientSummary[] {
-    return this.bots.map((b) => summarizeClient(b.client, b.endpoint.stats));
+    const out: ClientSummary[] = [];
+    for (const b of this.bots) out.push(summarizeClient(b.client, b.endpoint.stats));
+    return out;
   }
 
   disconnect(): void {

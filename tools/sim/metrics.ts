@@ -201,6 +201,14 @@ export class SimMetrics {
   private steadyDrawn = 0;
   private steadyGuessed = 0;
 
+  /**
+   * Sets one series' value of the bucket being closed (`sample`). Made once, not a closure for
+   * each bucket (see the runner's `take`).
+   */
+  private readonly put = (name: SeriesName, value: Figure): void => {
+    this.store[name][this.buckets] = value === null ? Number.NaN : value;
+  };
+
   /** `capacity`: how many buckets the run has (`sample` is called at most that many times). */
   constructor(
     private readonly sources: SimSources,
@@ -286,10 +294,7 @@ export class SimMetrics {
     this.read(cur, clients);
     const seconds = (nowMs - this.lastSampleMs) / 1000;
     const n = Math.max(1, clients.length);
-    const at = this.buckets;
-    const push = (name: SeriesName, value: Figure) => {
-      this.store[name][at] = value === null ? Number.NaN : value;
-    };
+    const push = this.put;
     push('t', nowMs / 1000);
     push('bytesPerClientPerSecond.down', (cur.bytesDown - prev.bytesDown) / n / seconds);
     push('bytesPerClientPerSecond.up', (cur.bytesUp - prev.bytesUp) / n / seconds);
