@@ -192,6 +192,9 @@ describe('sim: soak', () => {
       expect(bySpace.old_space, msg).toBeGreaterThan(0);
       const spaces = Object.values(bySpace).reduce((a, b) => a + b, 0);
       expect(spaces, msg).toBeCloseTo(s.heapMB, 0);
+      // The compiled code and bytecode are part of the heap, and most of it is data.
+      expect(s.codeMB, msg).toBeGreaterThan(0.1);
+      expect(s.codeMB, msg).toBeLessThan(s.heapMB / 2);
     }
     const f = r.figures;
     expect(f['soak.samples'], msg).toBe(4);
@@ -203,6 +206,18 @@ describe('sim: soak', () => {
     expect(Number.isFinite(f['soak.heapSpaceMBPerHour.old_space']), msg).toBe(true);
     expect(formatReport(r), msg).toMatch(/heap by space .*soak\.heapSpaceMBPerHour\.\*/);
     expect(formatReport(r), msg).toMatch(/(flat within noise|not flat) .*soak\.heapMBPerHour/);
+    // The heap's slope split into its code's and the rest's (data), which add up to it.
+    const code = f['soak.codeMBPerHour'] as number;
+    const data = f['soak.dataMBPerHour'] as number;
+    expect(code + data, msg).toBeCloseTo(f['soak.heapMBPerHour'] as number, 6);
+    expect(f['soak.dataMB.first'], msg).toBeCloseTo(
+      (f['soak.heapMB.first'] as number) - (f['soak.codeMB.first'] as number),
+      9,
+    );
+    expect(formatReport(r), msg).toMatch(
+      /(flat within noise|not flat).*; the heap less its code.*soak\.dataMBPerHour/,
+    );
+    expect(formatReport(r), msg).toMatch(/compiled code and bytecode .*soak\.codeMBPerHour/);
     // Without --soak there is none.
     expect((await run(['--bots', '2', '--seconds', '1', '--seed', String(seed)])).soak, msg).toBe(null);
   });

@@ -295,6 +295,18 @@ export function formatReport(result: SimResult): string {
           'soak.heapMBPerHour',
         ],
         [
+          '  of it, code',
+          `${fixed(get('soak.codeMBPerHour'), 2)} MB/h`,
+          `slope ± ${fixed(get('soak.codeMBPerHour.error'), 2)}; compiled code and bytecode (V8 compiles what runs first, or first runs hot, late in the run); ${fixed(get('soak.codeMB.first'), 2)} MB then ${fixed(get('soak.codeMB.last'), 2)} MB`,
+          'soak.codeMBPerHour',
+        ],
+        [
+          '  the rest, data',
+          `${fixed(get('soak.dataMBPerHour'), 2)} MB/h`,
+          `slope ${plusMinus(get('soak.dataMBPerHour.error'), get('soak.dataMBPerHour.effectiveSamples'), get('soak.fittedSamples'))}; ${flatness(get('soak.dataMBPerHour'), get('soak.dataMBPerHour.error'))}; the heap less its code: where a leak shows; ${fixed(get('soak.dataMB.first'), 1)} MB then ${fixed(get('soak.dataMB.last'), 1)} MB`,
+          'soak.dataMBPerHour',
+        ],
+        [
           'resident set',
           `${fixed(get('soak.rssMBPerHour'), 2)} MB/h`,
           `slope ${plusMinus(get('soak.rssMBPerHour.error'), get('soak.rssMBPerHour.effectiveSamples'), get('soak.fittedSamples'))}; ${flatness(get('soak.rssMBPerHour'), get('soak.rssMBPerHour.error'))}; ${fixed(get('soak.rssMB.first'), 1)} MB then ${fixed(get('soak.rssMB.last'), 1)} MB`,

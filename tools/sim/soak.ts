@@ -3,7 +3,7 @@
 // interval, and fits a straight line to each after a warm-up, so a leak or a slowdown shows as a
 // slope per hour that a short run would never reveal.
 
-import { getHeapSpaceStatistics } from 'node:v8';
+import { getHeapCodeStatistics, getHeapSpaceStatistics } from 'node:v8';
 import { percentile, type Samples } from '../stats.ts';
 import type { Figure } from './metrics.ts';
 
@@ -11,6 +11,13 @@ import type { Figure } from './metrics.ts';
 export interface SoakSample {
   t: number;
   heapMB: number;
+  /**
+   * Of the heap, V8's compiled code and bytecode with their metadata (v8.getHeapCodeStatistics:
+   * code_and_metadata_size plus bytecode_and_metadata_size), MB. A function first run, or first
+   * hot, late in a run is compiled then: the heap rises by its code, once, and that is not a
+   * leak. The heap less this is the program's data, where a leak would show.
+   */
+  codeMB: number;
   rssMB: number;
   /**
    * The heap's used size by V8 space (old_space, code_space, large_object_space, ...), MB: which
@@ -149,9 +156,11 @@ export class SoakSampler {
     }
     const ticks = this.tickTimes.sorted(this.firstTick);
     this.firstTick = this.tickTimes.count;
+    const code = getHeapCodeStatistics();
     this.report.samples.push({
       t,
       heapMB: m.heapUsed / 2 ** 20,
+      codeMB: (code.code_and_metadata_size + code.bytecode_and_metadata_size) / 2 ** 20,
       rssMB: m.rss / 2 ** 20,
       tickP50Ms: percentile(ticks, 0.5),
       tickP99Ms: percentile(ticks, 0.99),
@@ -178,6 +187,8 @@ export class SoakSampler {
     };
     const slopeOf = (pick: (s: SoakSample) => number | null): Figure => fitOf(pick)?.slope ?? null;
     const heap = fitOf((s) => s.heapMB);
+    const code = fitOf((s) => s.codeMB);
+    const data = fitOf((s) => s.heapMB - s.codeMB);
     const rss = fitOf((s) => s.rssMB);
     const names = this.spaceNames;
     r.samples.forEach((sample, row) => {
@@ -207,6 +218,15 @@ export class SoakSampler {
       'soak.heapMBPerHour': heap?.slope ?? null,
       'soak.heapMBPerHour.error': heap?.standardError ?? null,
       'soak.heapMBPerHour.effectiveSamples': heap?.effectiveSamples ?? null,
+      'soak.codeMB.first': first?.codeMB ?? null,
+      'soak.codeMB.last': last?.codeMB ?? null,
+      'soak.codeMBPerHour': code?.slope ?? null,
+      'soak.codeMBPerHour.error': code?.standardError ?? null,
+      'soak.dataMB.first': first === undefined ? null : first.heapMB - first.codeMB,
+      'soak.dataMB.last': last === undefined ? null : last.heapMB - last.codeMB,
+      'soak.dataMBPerHour': data?.slope ?? null,
+      'soak.dataMBPerHour.error': data?.standardError ?? null,
+      'soak.dataMBPerHour.effectiveSamples': data?.effectiveSamples ?? null,
       'soak.rssMB.first': first?.rssMB ?? null,
       'soak.rssMB.last': last?.rssMB ?? null,
       'soak.rssMBPerHour': rss?.slope ?? null,
