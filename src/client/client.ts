@@ -176,7 +176,7 @@ const REORDER_FLOOR_MS = 20;
  * A command sent again goes in at least this many consecutive packets. Its copies were lost, so
  * the link may have just turned bad: the measured loss (which sets a first send's copies) lags
  * behind, a resend lost again costs another round trip of the worse link, and the server waits
- * for a missing command 1000 ms at most (MAX_REORDER_WINDOW_MS). On a link turning from 40 ms
+ * for a missing command 1500 ms at most (MAX_REORDER_WINDOW_MS). On a link turning from 40 ms
  * to 400 ms round trip and 20 % loss (the `flapping` profile) single resends left 35 commands a
  * minute in 32 clients to that; four copies, 1. Resends are rare, so the bytes are too.
  */

@@ -62,28 +62,42 @@ export interface CommandBudgetConfig {
    * filled command spends the time budget like any other.
    */
   fillLostMs: number;
+  /**
+   * The longest a missing command is waited for once a newer one has arrived, whatever the
+   * reorder window or the client's hearing (ms; default MAX_REORDER_WINDOW_MS, at least
+   * MIN_REORDER_WINDOW_MS): past it the command is skipped (and filled in).
+   */
+  maxReorderWindowMs?: number;
 }
 
-/** Shortest and longest reorder window the server uses (ms). */
+/** Shortest reorder window the server uses, and the longest by default (ms: `maxReorderWindowMs`). */
 export const MIN_REORDER_WINDOW_MS = 20;
-export const MAX_REORDER_WINDOW_MS = 1000;
+export const MAX_REORDER_WINDOW_MS = 1500;
 /** Time the client takes to notice every copy of a command was lost, beyond a round trip (ms). */
 const RESEND_MARGIN_MS = 70;
 
 /**
  * The reorder window for a client with round trip `rttMs` deviating by `rttDeviationMs` on
  * average: long enough for packets overtaken by four deviations, and for the client to notice
- * every copy of a command was lost and send it again, twice over (each time a round trip: a
- * resend is itself lost in a loss burst as often as the copies were; plus four deviations and
- * two packet intervals), at least MIN_REORDER_WINDOW_MS, at most MAX_REORDER_WINDOW_MS. Waiting
+ * every copy of a command was lost and send it again, twice over (each time within its probe
+ * timeout, a round trip and four deviations, as QUIC's: a resend is itself lost in a loss burst
+ * as often as the copies were; plus two packet intervals), at least MIN_REORDER_WINDOW_MS, at
+ * most MAX_REORDER_WINDOW_MS. On a link turning from a 40 ms to a 400 ms round trip with 80 ms of
+ * jitter and 20 % loss (the `flapping` profile) the resends of commands lost as it turned came
+ * 1.23 and 1.27 s after the gap was found: a cap of 1000 ms, or four deviations counted once,
+ * skipped them (a correction each). Waiting
  * costs the client nothing it will not get back: the commands behind the gap wait with the time
  * budget still filling (up to the slack), and run as soon as it closes; skipping a command the
  * client still resends costs its prediction a correction.
  */
-export function reorderWindowFor(rttMs: number, rttDeviationMs: number): number {
+export function reorderWindowFor(
+  rttMs: number,
+  rttDeviationMs: number,
+  maxMs: number = MAX_REORDER_WINDOW_MS,
+): number {
   const rtt = Number.isFinite(rttMs) ? Math.max(0, rttMs) : 0;
   const d = Number.isFinite(rttDeviationMs) ? Math.max(0, rttDeviationMs) : 0;
-  return Math.min(MAX_REORDER_WINDOW_MS, MIN_REORDER_WINDOW_MS + 2 * rtt + 4 * d + RESEND_MARGIN_MS);
+  return Math.min(maxMs, MIN_REORDER_WINDOW_MS + 2 * (rtt + 4 * d) + RESEND_MARGIN_MS);
 }
 
 /** Most jitter allowance (ms): a backlog beyond a bundle and this drains whatever the route. */
@@ -214,11 +228,13 @@ export class CommandQueue {
   lastFilled = false;
   /** The reorder window in use (ms): see CommandBudgetConfig.reorderWindowMs. */
   reorderWindowMs: number;
+  /** The longest a missing command is waited for (ms): CommandBudgetConfig.maxReorderWindowMs. */
+  readonly maxReorderWindowMs: number;
   /**
    * Whether the client is hearing the server (it acknowledged a recent packet; the server sets it
    * each tick). A client that hears nothing (a loss burst or a stall on the down-link) cannot learn
    * that a command's copies were lost, so the reorder window runs only while it hears; a missing
-   * command is still skipped after MAX_REORDER_WINDOW_MS in all.
+   * command is still skipped after `maxReorderWindowMs` in all.
    */
   clientHearing = true;
   /** Newest command number received (a command run's short first number is read near it). */
@@ -267,6 +283,13 @@ export class CommandQueue {
     if (!(config.fillLostMs >= 0 && config.fillLostMs <= 10_000)) {
       throw new RangeError(`fillLostMs must be in [0, 10000], got ${config.fillLostMs}`);
     }
+    const longest = config.maxReorderWindowMs ?? MAX_REORDER_WINDOW_MS;
+    if (!(longest >= MIN_REORDER_WINDOW_MS && longest <= 10_000)) {
+      throw new RangeError(
+        `maxReorderWindowMs must be in [${MIN_REORDER_WINDOW_MS}, 10000], got ${config.maxReorderWindowMs}`,
+      );
+    }
+    this.maxReorderWindowMs = longest;
     this.config = config;
     this.reorderWindowMs = config.reorderWindowMs;
     this.budgetMs = config.commandSlackMs;
@@ -411,7 +434,7 @@ export class CommandQueue {
         if (
           !this.farAhead &&
           this.gapHeardMs < this.reorderWindowMs &&
-          this.clockMs - this.gapSinceMs < MAX_REORDER_WINDOW_MS
+          this.clockMs - this.gapSinceMs < this.maxReorderWindowMs
         ) {
           this.starved = true;
           return undefined;

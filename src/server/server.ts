@@ -81,9 +81,17 @@ export interface ServerConfig {
    * filled in with the command before it, as Source does: the player keeps moving as its client
    * predicted instead of standing still for the lost time, holding the game's
    * `input.heldButtons`, never firing. At most this much simulated time in a row (ms; 0: skip
-   * lost commands). Default 1000 ms (the longest a missing command is waited for).
+   * lost commands). Default 1000 ms.
    */
   fillLostMs: number;
+  /**
+   * The longest a missing command is waited for once a newer one has arrived (ms, default 1500:
+   * MAX_REORDER_WINDOW_MS; 20 to 10000). The wait is otherwise each client's reorder window,
+   * from its measured ack delay (time to notice a command lost and send it again, twice over).
+   * Longer: fewer commands lost to a bad link (each a correction for its player), but a player
+   * whose command is missing stands still on the server, for everyone else, while it is waited for.
+   */
+  maxReorderWindowMs: number;
   /** A client silent this long is disconnected. */
   timeoutMs: number;
   /** A challenge cookie is honoured for this long. */
@@ -160,6 +168,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   maxPacketsPerSecond: 250,
   commandCatchUpRate: 0.1,
   fillLostMs: 1000,
+  maxReorderWindowMs: MAX_REORDER_WINDOW_MS,
   timeoutMs: 10_000,
   cookieLifetimeMs: 10_000,
   maxHandshakesPerSecond: 5000,
@@ -511,7 +520,7 @@ export class GameServer<P, W> {
         : new LagCompensator(this.entities, game.hitscan, this.tickIntervalMs, c.lagCompensation);
     if (this.lagCompensation !== null && this.maxHeldAgeTicks() < 1) {
       throw new RangeError(
-        `GameServer: entityHistoryTicks (${c.entityHistoryTicks}) must be more than a command's longest wait (${this.maxWaitedTicks()} ticks: MAX_REORDER_WINDOW_MS and commandSlackMs) plus lagCompensation.maxUnlagMs and lateArrivalMs (${this.unlagTicks()} ticks); 0 chooses ${this.lagCompensationHistoryTicks()}`,
+        `GameServer: entityHistoryTicks (${c.entityHistoryTicks}) must be more than a command's longest wait (${this.maxWaitedTicks()} ticks: maxReorderWindowMs and commandSlackMs) plus lagCompensation.maxUnlagMs and lateArrivalMs (${this.unlagTicks()} ticks); 0 chooses ${this.lagCompensationHistoryTicks()}`,
       );
     }
     this.shadowState = game.player.create();
@@ -744,12 +753,12 @@ export class GameServer<P, W> {
 
   /**
    * The longest a command can wait on the server after it arrived, in ticks: for a missing one
-   * before it (MAX_REORDER_WINDOW_MS), then behind the backlog the budget lets through (at most
+   * before it (maxReorderWindowMs), then behind the backlog the budget lets through (at most
    * `commandSlackMs` of commands wait; more are dropped).
    */
   private maxWaitedTicks(): number {
     const c = this.config;
-    return Math.ceil(((MAX_REORDER_WINDOW_MS + c.commandSlackMs) * c.tickRate) / 1000);
+    return Math.ceil(((c.maxReorderWindowMs + c.commandSlackMs) * c.tickRate) / 1000);
   }
 
   /**
@@ -818,6 +827,7 @@ export class GameServer<P, W> {
       reorderWindowMs: MIN_REORDER_WINDOW_MS,
       heldButtons: this.game.input.heldButtons ?? 0,
       fillLostMs: c.fillLostMs,
+      maxReorderWindowMs: c.maxReorderWindowMs,
     });
   }
 
@@ -900,7 +910,11 @@ export class GameServer<P, W> {
       // acknowledgements take, late ones included (after a spike, packets sent later overtake
       // those sent during it), not by the round trip, which samples only packets that followed
       // their predecessor.
-      client.commands.reorderWindowMs = reorderWindowFor(link.ackDelayMs, link.ackDelayVarianceMs);
+      client.commands.reorderWindowMs = reorderWindowFor(
+        link.ackDelayMs,
+        link.ackDelayVarianceMs,
+        this.config.maxReorderWindowMs,
+      );
       // The client hears the server while it acknowledges frames sent lately: within an ack delay,
       // four deviations, two snapshot intervals and two ticks.
       client.commands.clientHearing =
@@ -1170,6 +1184,11 @@ function validateServerConfig(c: ServerConfig): void {
   }
   if (!(c.fillLostMs >= 0 && c.fillLostMs <= 10_000)) {
     throw new RangeError(`server config: fillLostMs must be in [0, 10000], got ${c.fillLostMs}`);
+  }
+  if (!(c.maxReorderWindowMs >= MIN_REORDER_WINDOW_MS && c.maxReorderWindowMs <= 10_000)) {
+    throw new RangeError(
+      `server config: maxReorderWindowMs must be in [${MIN_REORDER_WINDOW_MS}, 10000], got ${c.maxReorderWindowMs}`,
+    );
   }
   if (typeof c.spreadFrames !== 'boolean') {
     throw new TypeError(`server config: spreadFrames must be true or false, got ${String(c.spreadFrames)}`);

@@ -127,10 +127,43 @@ describe('CommandQueue', () => {
     expect(q.stats.lost).toBe(1);
   });
 
+  it('waits at most maxReorderWindowMs for a missing command, and refuses a bound outside [20, 10000]', () => {
+    const config = {
+      commandSlackMs: 2000,
+      validButtons: 0x0f,
+      maxImpulse: 3,
+      catchUpRate: 0.1,
+      reorderWindowMs: 5000,
+      heldButtons: 0,
+      fillLostMs: 0,
+      maxReorderWindowMs: 300,
+    };
+    const q = new CommandQueue(config);
+    q.receive(cmd(1));
+    q.receive(cmd(3));
+    expect(drain(q)).toEqual([1]);
+    let waited = 0;
+    while (drain(q).length === 0 && waited < 5000) {
+      q.addRealTime(16);
+      waited += 16;
+    }
+    // The window asked for 5000 ms (and the client hears): the bound skips 2 after 300.
+    expect(waited).toBeGreaterThanOrEqual(300);
+    expect(waited).toBeLessThan(300 + 16);
+    expect(q.stats.lost).toBe(1);
+    expect(reorderWindowFor(1e9, 0, 300)).toBe(300);
+    expect(() => new CommandQueue({ ...config, maxReorderWindowMs: 10 })).toThrow(
+      /maxReorderWindowMs must be in \[20, 10000\], got 10/,
+    );
+    expect(() => new CommandQueue({ ...config, maxReorderWindowMs: Number.NaN })).toThrow(
+      /maxReorderWindowMs/,
+    );
+  });
+
   it('sets the window from the round trip and its deviation, within its bounds', () => {
     const none = reorderWindowFor(0, 0);
     expect(none).toBeGreaterThan(MIN_REORDER_WINDOW_MS);
-    expect(reorderWindowFor(50, 10)).toBe(none + 2 * 50 + 40);
+    expect(reorderWindowFor(50, 10)).toBe(none + 2 * (50 + 4 * 10));
     expect(reorderWindowFor(Number.NaN, Number.NaN)).toBe(none);
     expect(reorderWindowFor(1e9, 0)).toBe(MAX_REORDER_WINDOW_MS);
     expect(reorderWindowFor(0, 1e9)).toBe(MAX_REORDER_WINDOW_MS);
