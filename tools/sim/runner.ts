@@ -448,7 +448,8 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
       t = end;
       if (soak?.due(t / 1000)) {
         soak.sample(t / 1000);
-        if (plan.progress) log(soakLine(soak.report.samples[soak.report.samples.length - 1]));
+        const newest = soak.latest();
+        if (plan.progress && newest !== null) log(soakLine(newest));
       }
       const step = Math.floor((t / totalMs) * 20);
       if (plan.progress && step > shownStep) {

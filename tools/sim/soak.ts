@@ -7,6 +7,9 @@ import { getHeapCodeStatistics, getHeapSpaceStatistics } from 'node:v8';
 import { percentile, type Samples } from '../stats.ts';
 import type { Figure } from './metrics.ts';
 
+/** Numbers a sample keeps while the run goes (SoakSampler.values): t, heap, code, rss, tick p50, p99. */
+const SAMPLE_FIELDS = 6;
+
 /** One sample: when (simulated or real seconds since the start), memory (MB) and tick time (ms). */
 export interface SoakSample {
   t: number;
@@ -36,6 +39,7 @@ export interface SoakReport {
   /** Samples before this time (the first quarter of the run, at least one interval) are left out of the fit. */
   warmUpSeconds: number;
   collected: boolean;
+  /** Every sample, in time order: filled in when the figures are taken (`figures`), at the end. */
   samples: SoakSample[];
 }
 
@@ -118,6 +122,13 @@ export class SoakSampler {
   private readonly spaceNames = getHeapSpaceStatistics().map((space) => space.space_name);
   private readonly rows: number;
   private readonly spaces: Float64Array;
+  /**
+   * Each sample's figures (SAMPLE_FIELDS numbers a row; NaN for none), kept in one array made for
+   * the run and made into `report.samples` at the end (figures), so the soak's own record does not
+   * grow as it goes.
+   */
+  private readonly values: Float64Array;
+  private count = 0;
 
   constructor(
     intervalSeconds: number,
@@ -136,6 +147,7 @@ export class SoakSampler {
     this.nextT = intervalSeconds;
     this.rows = Math.floor(seconds / intervalSeconds) + 1;
     this.spaces = new Float64Array(this.rows * this.spaceNames.length).fill(Number.NaN);
+    this.values = new Float64Array(this.rows * SAMPLE_FIELDS).fill(Number.NaN);
   }
 
   /** Whether a sample is due at `t` seconds. */
@@ -147,30 +159,52 @@ export class SoakSampler {
   sample(t: number): void {
     this.gc?.();
     const m = process.memoryUsage();
-    const row = this.report.samples.length;
-    if (row < this.rows) {
-      for (const space of getHeapSpaceStatistics()) {
-        const k = this.spaceNames.indexOf(space.space_name);
-        if (k >= 0) this.spaces[row * this.spaceNames.length + k] = space.space_used_size / 2 ** 20;
-      }
-    }
     const ticks = this.tickTimes.sorted(this.firstTick);
     this.firstTick = this.tickTimes.count;
-    const code = getHeapCodeStatistics();
-    this.report.samples.push({
-      t,
-      heapMB: m.heapUsed / 2 ** 20,
-      codeMB: (code.code_and_metadata_size + code.bytecode_and_metadata_size) / 2 ** 20,
-      rssMB: m.rss / 2 ** 20,
-      tickP50Ms: percentile(ticks, 0.5),
-      tickP99Ms: percentile(ticks, 0.99),
-    });
     while (this.nextT <= t) this.nextT += this.report.intervalSeconds;
+    // The rows are made for every sample the run's length allows.
+    const row = this.count;
+    if (row >= this.rows) return;
+    this.count++;
+    for (const space of getHeapSpaceStatistics()) {
+      const k = this.spaceNames.indexOf(space.space_name);
+      if (k >= 0) this.spaces[row * this.spaceNames.length + k] = space.space_used_size / 2 ** 20;
+    }
+    const code = getHeapCodeStatistics();
+    const v = this.values;
+    const at = row * SAMPLE_FIELDS;
+    v[at] = t;
+    v[at + 1] = m.heapUsed / 2 ** 20;
+    v[at + 2] = (code.code_and_metadata_size + code.bytecode_and_metadata_size) / 2 ** 20;
+    v[at + 3] = m.rss / 2 ** 20;
+    v[at + 4] = percentile(ticks, 0.5) ?? Number.NaN;
+    v[at + 5] = percentile(ticks, 0.99) ?? Number.NaN;
+  }
+
+  /** The newest sample (a new object each call), or null before the first. */
+  latest(): SoakSample | null {
+    return this.count === 0 ? null : this.sampleAt(this.count - 1);
+  }
+
+  private sampleAt(row: number): SoakSample {
+    const v = this.values;
+    const at = row * SAMPLE_FIELDS;
+    const orNull = (x: number) => (Number.isNaN(x) ? null : x);
+    return {
+      t: v[at],
+      heapMB: v[at + 1],
+      codeMB: v[at + 2],
+      rssMB: v[at + 3],
+      tickP50Ms: orNull(v[at + 4]),
+      tickP99Ms: orNull(v[at + 5]),
+    };
   }
 
   /** The soak figures by plain name: slopes per hour after warm-up, first and last samples. */
   figures(): Record<string, Figure> {
     const r = this.report;
+    r.samples.length = 0;
+    for (let row = 0; row < this.count; row++) r.samples.push(this.sampleAt(row));
     const after = r.samples.filter((s) => s.t >= r.warmUpSeconds);
     const hours = after.map((s) => s.t / 3600);
     const fitOf = (pick: (s: SoakSample) => number | null) => {
