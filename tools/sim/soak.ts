@@ -203,8 +203,18 @@ export class SoakSampler {
   /** The soak figures by plain name: slopes per hour after warm-up, first and last samples. */
   figures(): Record<string, Figure> {
     const r = this.report;
+    const names = this.spaceNames;
     r.samples.length = 0;
-    for (let row = 0; row < this.count; row++) r.samples.push(this.sampleAt(row));
+    for (let row = 0; row < this.count; row++) {
+      const sample = this.sampleAt(row);
+      const spacesMB: Record<string, number> = {};
+      for (let k = 0; k < names.length; k++) {
+        const mb = this.spaces[row * names.length + k];
+        if (!Number.isNaN(mb)) spacesMB[names[k]] = mb;
+      }
+      sample.spacesMB = spacesMB;
+      r.samples.push(sample);
+    }
     const after = r.samples.filter((s) => s.t >= r.warmUpSeconds);
     const hours = after.map((s) => s.t / 3600);
     const fitOf = (pick: (s: SoakSample) => number | null) => {
@@ -224,16 +234,6 @@ export class SoakSampler {
     const code = fitOf((s) => s.codeMB);
     const data = fitOf((s) => s.heapMB - s.codeMB);
     const rss = fitOf((s) => s.rssMB);
-    const names = this.spaceNames;
-    r.samples.forEach((sample, row) => {
-      if (row >= this.rows) return;
-      const spacesMB: Record<string, number> = {};
-      names.forEach((name, k) => {
-        const mb = this.spaces[row * names.length + k];
-        if (!Number.isNaN(mb)) spacesMB[name] = mb;
-      });
-      sample.spacesMB = spacesMB;
-    });
     const first = after[0];
     const last = after[after.length - 1];
     const spaces: Record<string, Figure> = {};
