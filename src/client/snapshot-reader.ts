@@ -41,8 +41,10 @@ const SPAN_MAX = 255;
  * (`gap`, 0: no older values; saturating at 255).
  */
 export class DecodedFrame {
-  tick = -1;
-  viewCount = 0;
+  // Fractions until the constructor sets them: laid out as doubles from the start
+  // (createUserCommand says why).
+  tick = 0.5;
+  viewCount = 0.5;
   readonly view: Uint16Array;
   readonly inView: Uint8Array;
   readonly type: Uint8Array;
@@ -62,6 +64,8 @@ export class DecodedFrame {
     this.prev = new Int32Array(maxEntities * stride);
     this.valueTick = new Float64Array(maxEntities);
     this.gap = new Uint8Array(maxEntities);
+    this.tick = -1;
+    this.viewCount = 0;
   }
 }
 

@@ -43,13 +43,15 @@ export const PLAYER_STATE_MAX_FIELDS = 128;
 const RAW_FIELD_BITS = 30;
 
 class Slot {
-  tick = -1;
-  acked = 0;
-  bits = -1;
+  // The numbers start as fractions and are set in the constructor: each field is laid out as a
+  // double from the start (createUserCommand says why).
+  tick = 0.5;
+  acked = 0.5;
+  bits = 0.5;
   /** The frame tick this state was delta-encoded against (-1: none). */
-  baseTick = -1;
+  baseTick = 0.5;
   /** The serialization's fields: bit offsets and widths of each primitive write (-1: too many). */
-  fieldCount = -1;
+  fieldCount = 0.5;
   readonly fieldStart: Uint16Array;
   readonly fieldBits: Uint8Array;
   /** Each field's value as its bits read back (unsigned): the field delta reads them from here. */
@@ -63,6 +65,11 @@ class Slot {
     this.fieldStart = new Uint16Array(block, at + 4 * n, n);
     this.fieldBits = new Uint8Array(block, at + 6 * n, n);
     this.bytes = new Uint8Array(block, at + 7 * n, PLAYER_STATE_MAX_BYTES);
+    this.tick = -1;
+    this.acked = 0;
+    this.bits = -1;
+    this.baseTick = -1;
+    this.fieldCount = -1;
   }
 }
 
