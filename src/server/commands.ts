@@ -137,6 +137,11 @@ export interface CommandStats {
   /** Simulated milliseconds executed / dropped for the budget. */
   executedMs: number;
   overBudgetMs: number;
+  /**
+   * Real time the budget's cap let go while the queue starved, paid back into the budget later
+   * (ms): the reserve (CommandQueue.reserveMs).
+   */
+  repaidMs: number;
   /** Commands with out-of-range fields that were clamped (msec, moves, view). */
   clamped: number;
   /** Commands with buttons or an impulse the game does not define, cleared. */
@@ -173,6 +178,7 @@ export class CommandQueue {
     overBudget: 0,
     executedMs: 0,
     overBudgetMs: 0,
+    repaidMs: 0,
     clamped: 0,
     invalidInput: 0,
     tooFarAhead: 0,
@@ -222,6 +228,18 @@ export class CommandQueue {
    * budget where it was, and what the client runs in all stays within real time plus the slack.
    */
   private fillCreditMs = 0;
+  /**
+   * Real time the budget's cap let go while the queue starved (ms, at most the slack): a stall
+   * longer than the budget had room for. Paid back into the budget at `catchUpRate` of real time
+   * while the budget is below its cap, and counted with it before a backlog is drained (what it
+   * will pay for waits instead of being dropped). Without
+   * it a stall cost an honest client the part of its slack the stall outlasted, for good: its
+   * commands come at the pace of real time, so the budget never refilled, and after a stall as
+   * long as the slack every later bundle that came early by more than its allowance was drained
+   * (a prediction correction each). What a client runs in all stays within real time plus the
+   * slack and this reserve (at most another slack, and that only at catchUpRate).
+   */
+  reserveMs = 0;
   /** Whether the last `next()` found its next command missing (the queue starved). */
   private starved = false;
   /** Whether the command `next()` last returned was filled in for a lost one. */
@@ -369,6 +387,8 @@ export class CommandQueue {
       break;
     }
     this.fillCreditMs -= fromCredit;
+    // The same overflowed time is the reserve's: spent once.
+    this.reserveMs = Math.max(0, this.reserveMs - fromCredit);
     this.budgetMs -= fromBudget;
     this.filledRunMs += msec;
     this.lastWaitMs = 0;
@@ -395,14 +415,21 @@ export class CommandQueue {
     const credited = Math.max(0, Math.min(ms, cap - this.budgetMs));
     if (this.starved && credited < ms) {
       this.fillCreditMs = Math.min(this.config.fillLostMs, this.fillCreditMs + ms - credited);
+      this.reserveMs = Math.min(commandSlackMs, this.reserveMs + ms - credited);
     }
     this.budgetMs = Math.min(cap, this.budgetMs + ms);
+    if (this.reserveMs > 0 && this.budgetMs < cap) {
+      const repaid = Math.min(this.reserveMs, ms * catchUpRate, cap - this.budgetMs);
+      this.budgetMs += repaid;
+      this.reserveMs -= repaid;
+      this.stats.repaidMs += repaid;
+    }
     this.clockMs += ms;
     if (this.gapSinceMs >= 0 && this.clientHearing) this.gapHeardMs += ms;
     // Commands that came together in one packet wait for each other's budget: that much (up to
     // MAX_BUNDLE_ALLOWANCE_MS) is not a backlog.
     const allowance = Math.min(this.bundleMs, MAX_BUNDLE_ALLOWANCE_MS) + this.jitterAllowanceMs;
-    if (this.queuedMs > this.budgetMs + allowance) this.drainMs += ms * catchUpRate;
+    if (this.queuedMs > this.budgetMs + this.reserveMs + allowance) this.drainMs += ms * catchUpRate;
     else this.drainMs = 0;
   }
 

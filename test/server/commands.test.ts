@@ -241,12 +241,54 @@ describe('CommandQueue', () => {
     }
     expect(q.stats.lost).toBe(0);
     expect(q.stats.overBudget).toBeGreaterThan(0);
-    // No stretch of time ran more than itself plus the slack, the burst included.
-    expect(gain).toBeLessThanOrEqual(slack);
+    // No stretch of time ran more than itself plus the slack, the burst included, and the
+    // reserve the stall's unused time left (paid back at catchUpRate, at most another slack).
+    expect(q.stats.repaidMs).toBeGreaterThan(0);
+    expect(q.stats.repaidMs).toBeLessThanOrEqual(slack);
+    expect(gain).toBeLessThanOrEqual(slack + q.stats.repaidMs);
     // Right after the stall at most max(slack, CMD_MSEC_MAX) waits; three seconds later only the
     // newest arrival's bundle may wait beyond the budget (one command here), besides the one due.
     expect(Math.max(...backlog.slice(162)) * 16).toBeLessThanOrEqual(Math.max(slack, CMD_MSEC_MAX) + 16);
     expect(Math.max(...backlog.slice(350))).toBeLessThanOrEqual(2);
+  });
+
+  it('runs the backlog of a stall longer than the slack from the reserve, at catchUpRate, not dropped', () => {
+    // A 600 ms stall with a 400 ms slack: the backlog arrives together, 400 ms of it runs at
+    // once and 200 ms is left waiting beyond the budget. The client's commands then come at the
+    // pace of real time, so nothing would ever pay for those 200 ms: without the reserve they
+    // were drained (dropped, a prediction correction each); with it they wait and run as the
+    // stall's unused time is paid back, at catchUpRate of real time.
+    const slack = 400;
+    const run = (withReserve: boolean) => {
+      const q = queue(slack);
+      let seq = 0;
+      let realMs = 0;
+      let lowest = 0;
+      let gain = 0;
+      for (let frame = 0; frame < 500; frame++) {
+        q.addRealTime(16);
+        realMs += 16;
+        if (!withReserve) q.reserveMs = 0;
+        if (frame < 100 || frame > 137) q.receive(cmd(++seq, 16));
+        else if (frame === 137) for (let i = 0; i < 38; i++) q.receive(cmd(++seq, 16));
+        drain(q);
+        const lead = q.stats.executedMs - realMs;
+        gain = Math.max(gain, lead - lowest);
+        lowest = Math.min(lowest, lead);
+      }
+      return { q, gain, waiting: seq - q.lastDone };
+    };
+    const without = run(false);
+    const withIt = run(true);
+    expect(without.q.stats.overBudget).toBeGreaterThan(8);
+    expect(withIt.q.stats.overBudget).toBe(0);
+    expect(withIt.q.stats.executed).toBe(500);
+    expect(withIt.waiting).toBeLessThanOrEqual(1);
+    // Paid back at catchUpRate (200 ms of backlog: about 2 s), never more than the stall left.
+    expect(withIt.q.stats.repaidMs).toBeGreaterThanOrEqual(190);
+    expect(withIt.q.stats.repaidMs).toBeLessThanOrEqual(600);
+    // No stretch of time ran more than itself, the slack and what was repaid.
+    expect(withIt.gain).toBeLessThanOrEqual(slack + withIt.q.stats.repaidMs);
   });
 
   it('never lends time: a client that idles and then bursts gains at most the slack', () => {
