@@ -520,6 +520,8 @@ export class GameClient<P, W> {
   private ranges = 0;
   private rangeOpen = false;
   private lastWritten = 0;
+  /** Most commands the packet being written may carry (writeCommandRun; MAX_COMMANDS_PER_PACKET unbounded). */
+  private runLimit = MAX_COMMANDS_PER_PACKET;
   private readonly rangeLo = new Float64Array(MAX_RANGES);
   private readonly rangeHi = new Float64Array(MAX_RANGES);
   private readonly flags: ClientFlags = { resetBaseline: false };
@@ -1036,6 +1038,33 @@ export class GameClient<P, W> {
     const copies = bounded ? this.copiesNow() : 1;
     this.run.count = 0;
     this.lastWritten = done;
+    // While no acknowledgement has come for a probe timeout (a loss burst on the up-link leaves
+    // the server nothing to acknowledge), at most what the up-link budget pays for at
+    // MIN_COMMAND_PACKET_RATE packets a second: every command not known received was being sent
+    // again and the packets grew with them, until at 2 KB/s their size spaced them out to 10 a
+    // second and fewer; a burst counted in lost packets then lasted that much longer in time, and
+    // the server heard nothing for up to 2.7 s (beyond the 128 commands it queues: the rest
+    // skipped as lost). Full, a packet keeps the oldest and the newest (addToRun), and the others
+    // go in the packets after it. Not while acknowledgements come: on a link losing a quarter of
+    // its packets at random, packets held to that size left copies out and lost commands.
+    const ackLink = session.connection.channel?.stats;
+    const drought =
+      ackLink !== undefined &&
+      ackLink.rttMs > 0 &&
+      this.nowMs - session.newestAckedSentMs > ackLink.rttMs + 4 * ackLink.rttVarianceMs;
+    this.runLimit =
+      bounded && drought
+        ? Math.max(
+            2,
+            Math.min(
+              MAX_COMMANDS_PER_PACKET,
+              Math.floor(
+                (this.config.upRateBytesPerSecond / MIN_COMMAND_PACKET_RATE - COMMAND_PACKET_FIXED_BYTES) /
+                  session.bytesPerCommand,
+              ),
+            ),
+          )
+        : MAX_COMMANDS_PER_PACKET;
     this.ranges = 0;
     this.rangeOpen = false;
     // Where the copies begin: after the newest command of the packet before the oldest copied.
@@ -1165,11 +1194,18 @@ export class GameClient<P, W> {
       return;
     }
     let count = this.run.count;
-    if (count === MAX_COMMANDS_PER_PACKET) {
+    const session = this.session;
+    // A shot in its span goes past the budget's limit (not past a packet's): a shot held back
+    // reaches the server later than the view it names allows.
+    const limit =
+      session.shotTailUntil[seq % RECEIVED_RING] >= session.commandPackets
+        ? MAX_COMMANDS_PER_PACKET
+        : this.runLimit;
+    if (count >= limit) {
       // Full: the oldest stay (the server runs commands in order and waits for the oldest
       // missing one), but the newest command always goes, in the last place (the server dates a
       // packet by the newest command it carries); the ones between wait for the next packet.
-      if (seq !== this.session.predictor.newestSequence) {
+      if (seq !== session.predictor.newestSequence) {
         this.rangeOpen = false;
         return;
       }
