@@ -422,6 +422,8 @@ export class CommandQueue {
       const repaid = Math.min(this.reserveMs, ms * catchUpRate, cap - this.budgetMs);
       this.budgetMs += repaid;
       this.reserveMs -= repaid;
+      // The fill credit is the same let-go time: what was repaid is not there to spend again.
+      this.fillCreditMs = Math.min(this.fillCreditMs, this.reserveMs);
       this.stats.repaidMs += repaid;
     }
     this.clockMs += ms;

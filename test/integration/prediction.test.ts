@@ -160,8 +160,9 @@ describe('prediction over the conditioner', () => {
   // command with the one before it (as Source does) keeps the player moving as its client
   // predicted: the same match without filling corrects the clients by far more. The server here
   // waits at most 1000 ms for a missing command (`maxReorderWindowMs`): with the default 1500 ms
-  // every command of this seed's 40 s arrives in time and none is lost. (Seed 1: 16 commands lost
-  // in the 40 s; seed 5, used before the probe timeout sent hidden losses again, now loses 8, one gap.)
+  // every command of this seed's 40 s arrives in time and none is lost. (Seed 1: 8 commands lost
+  // in the 40 s, 16 before command packets kept their size through an acknowledgement drought;
+  // seed 5, used before the probe timeout sent hidden losses again, loses 8, one gap.)
   it('fills lost commands with the one before: the corrections after a loss are a fraction of standing still', () => {
     const seed = 1;
     const run = (fillLostMs: number) => {
@@ -190,9 +191,9 @@ describe('prediction over the conditioner', () => {
     const skip = run(0);
     const fill = run(1000);
     const msg = `seed ${seed}: skipped ${JSON.stringify(skip)}, filled ${JSON.stringify(fill)}`;
-    expect(skip.lost, msg).toBeGreaterThan(10);
+    expect(skip.lost, msg).toBeGreaterThan(4);
     expect(skip.filled, msg).toBe(0);
-    expect(fill.lost, msg).toBeGreaterThan(10);
+    expect(fill.lost, msg).toBeGreaterThan(4);
     expect(fill.filled, msg).toBeGreaterThan(fill.lost / 2);
     expect(fill.corrections, msg).toBeGreaterThan(0);
     // Per correction and in all, the filled match's prediction errors are a fraction.
