@@ -229,8 +229,9 @@ export class CommandQueue {
    */
   private fillCreditMs = 0;
   /**
-   * Real time the budget's cap let go while the queue starved (ms, at most the slack): a stall
-   * longer than the budget had room for. Paid back into the budget at `catchUpRate` of real time
+   * Real time the budget's cap let go while the queue starved (ms, at most the slack): any wait
+   * with the budget full (an honest client's reserve is usually full), and what a stall longer
+   * than the budget had room for left over. Paid back into the budget at `catchUpRate` of real time
    * while the budget is below its cap, and counted with it before a backlog is drained (what it
    * will pay for waits instead of being dropped). Without
    * it a stall cost an honest client the part of its slack the stall outlasted, for good: its

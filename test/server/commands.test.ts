@@ -241,11 +241,10 @@ describe('CommandQueue', () => {
     }
     expect(q.stats.lost).toBe(0);
     expect(q.stats.overBudget).toBeGreaterThan(0);
-    // No stretch of time ran more than itself plus the slack, the burst included, and the
-    // reserve the stall's unused time left (paid back at catchUpRate, at most another slack).
+    // No stretch of time ran more than itself plus the slack and the reserve (real time let go
+    // while the queue had nothing to run, at most another slack, paid back at catchUpRate).
     expect(q.stats.repaidMs).toBeGreaterThan(0);
-    expect(q.stats.repaidMs).toBeLessThanOrEqual(slack);
-    expect(gain).toBeLessThanOrEqual(slack + q.stats.repaidMs);
+    expect(gain).toBeLessThanOrEqual(2 * slack);
     // Right after the stall at most max(slack, CMD_MSEC_MAX) waits; three seconds later only the
     // newest arrival's bundle may wait beyond the budget (one command here), besides the one due.
     expect(Math.max(...backlog.slice(162)) * 16).toBeLessThanOrEqual(Math.max(slack, CMD_MSEC_MAX) + 16);
@@ -284,11 +283,10 @@ describe('CommandQueue', () => {
     expect(withIt.q.stats.overBudget).toBe(0);
     expect(withIt.q.stats.executed).toBe(500);
     expect(withIt.waiting).toBeLessThanOrEqual(1);
-    // Paid back at catchUpRate (200 ms of backlog: about 2 s), never more than the stall left.
+    // The 200 ms of backlog were paid from the reserve, at catchUpRate (about 2 s of real time).
     expect(withIt.q.stats.repaidMs).toBeGreaterThanOrEqual(190);
-    expect(withIt.q.stats.repaidMs).toBeLessThanOrEqual(600);
-    // No stretch of time ran more than itself, the slack and what was repaid.
-    expect(withIt.gain).toBeLessThanOrEqual(slack + withIt.q.stats.repaidMs);
+    // No stretch of time ran more than itself, the slack and the reserve (at most another slack).
+    expect(withIt.gain).toBeLessThanOrEqual(2 * slack);
   });
 
   it('never lends time: a client that idles and then bursts gains at most the slack', () => {
