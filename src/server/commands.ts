@@ -157,7 +157,10 @@ const QUEUE_SIZE = 256;
  * packets and 60 frames a second), and the later ones wait for the budget the earlier spent.
  */
 const MAX_BUNDLE_ALLOWANCE_MS = 50;
-/** The most commands one far-ahead command can have skipped as lost. */
+/**
+ * The most commands one command too far ahead to queue (QUEUE_SIZE or more past the execution
+ * point) can have skipped as lost at once.
+ */
 export const MAX_LOST_PER_CLAIM = QUEUE_SIZE / 2;
 
 /**
@@ -270,8 +273,11 @@ export class CommandQueue {
   private newestSeen = 0;
   /** Real time received so far (addRealTime), ms: the queue's clock. */
   private clockMs = 0;
-  /** A command arrived too far ahead: the missing ones before it are skipped without waiting. */
-  private farAhead = false;
+  /**
+   * A command arrived too far ahead to queue: the missing ones before this number (at most
+   * MAX_LOST_PER_CLAIM past where the queue was) are skipped without waiting (0: none).
+   */
+  private farUntil = 0;
   /** When the command at the head was first found missing with a newer one here (-1: not). */
   private gapSinceMs = -1;
   /** Of the time since, how long the client could hear the server (`clientHearing`). */
@@ -316,24 +322,28 @@ export class CommandQueue {
 
   /**
    * Takes one received command (already decoded). Commands at or before `lastDone` are
-   * duplicates (or late: skipped as lost before they came); a command more than half the queue
-   * ahead is refused, but still shows the ones before it are overdue (at most
-   * MAX_LOST_PER_CLAIM of them: a forged far-ahead number costs its own client that much).
+   * duplicates (or late: skipped as lost before they came). A command the queue can hold (up to
+   * QUEUE_SIZE - 1 past `lastDone`) queues, and the missing ones before it are waited for like
+   * any gap: a client out of a long up-link loss burst sends its newest command with its oldest
+   * unacknowledged ones, and the ones between are still to come. A command further ahead is
+   * refused, but still shows the ones before it are overdue: they are skipped without waiting (at
+   * most MAX_LOST_PER_CLAIM of them: a forged far-ahead number costs its own client that much).
    */
   receive(cmd: UserCommand): void {
     const seq = cmd.sequence;
     // A copy of a command already held is the same command (the client repeats what it sent).
     if (!this.received.has(seq)) this.received.put(cmd);
     if (seq > this.newestReceived) this.newestReceived = seq;
+    const queues = seq - this.lastDone < QUEUE_SIZE;
     if (seq > this.newestSeen) {
-      this.newestSeen = Math.min(seq, this.lastDone + MAX_LOST_PER_CLAIM + 1);
+      this.newestSeen = queues ? seq : Math.max(this.newestSeen, this.lastDone + MAX_LOST_PER_CLAIM + 1);
     } else if (seq < this.newestSeen && seq > this.lastDone && !this.pending.has(seq)) {
       this.stats.reordered++;
     }
-    if (seq - this.lastDone > QUEUE_SIZE / 2) {
+    if (!queues) {
       // The client is that far on: whatever is missing before it is not waited for.
       this.stats.tooFarAhead++;
-      this.farAhead = true;
+      this.farUntil = Math.max(this.farUntil, this.lastDone + MAX_LOST_PER_CLAIM + 1);
       return;
     }
     if (seq <= this.lastDone || this.pending.has(seq)) {
@@ -369,7 +379,7 @@ export class CommandQueue {
     const fromBudget = msec - fromCredit;
     if (
       !this.hasLast ||
-      this.farAhead ||
+      seq < this.farUntil ||
       this.filledRunMs + msec > this.config.fillLostMs ||
       this.queuedMs + fromBudget > this.budgetMs
     )
@@ -453,7 +463,7 @@ export class CommandQueue {
         // Missing: wait while nothing newer is here, or for the reorder window after it was.
         if (seq >= this.newestSeen) {
           this.gapSinceMs = -1;
-          this.farAhead = false;
+          this.farUntil = 0;
           this.starved = true;
           return undefined;
         }
@@ -462,7 +472,7 @@ export class CommandQueue {
           this.gapHeardMs = 0;
         }
         if (
-          !this.farAhead &&
+          seq >= this.farUntil &&
           this.gapHeardMs < this.reorderWindowMs &&
           this.clockMs - this.gapSinceMs < this.maxReorderWindowMs
         ) {

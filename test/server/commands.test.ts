@@ -373,6 +373,38 @@ describe('CommandQueue', () => {
     expect(q.stats.executed).toBe(13);
   });
 
+  it('queues a command up to the whole queue ahead and waits for the gap before it like any gap', () => {
+    // A client out of a long up-link burst: its newest command comes first, 200 past the point
+    // the server is at, with the ones between still to come. Nothing is skipped while they come
+    // within the reorder window.
+    const q = queue(100_000, 500);
+    q.addRealTime(100_000);
+    for (let s = 1; s <= 10; s++) q.receive(cmd(s));
+    expect(drain(q)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    q.receive(cmd(210));
+    expect(q.stats.tooFarAhead).toBe(0);
+    expect(drain(q)).toEqual([]);
+    q.addRealTime(200);
+    for (let s = 11; s < 210; s++) q.receive(cmd(s));
+    const all = drain(q);
+    expect(all.length).toBe(200);
+    expect(all[0]).toBe(11);
+    expect(all[199]).toBe(210);
+    expect(q.stats.lost).toBe(0);
+    // A number the queue cannot hold is refused; one it can (however far) costs its own client
+    // the gap before it, after the reorder window, and nothing after it.
+    q.receive(cmd(210 + 256));
+    expect(q.stats.tooFarAhead).toBe(1);
+    expect(drain(q)).toEqual([]);
+    expect(q.stats.lost).toBe(MAX_LOST_PER_CLAIM);
+    q.receive(cmd(338 + 255));
+    expect(q.stats.tooFarAhead).toBe(1);
+    expect(drain(q)).toEqual([]);
+    q.addRealTime(1_000);
+    expect(drain(q)).toEqual([338 + 255]);
+    expect(q.stats.lost).toBe(MAX_LOST_PER_CLAIM + 254);
+  });
+
   it('refuses a reorder window out of range, naming it', () => {
     expect(() => queue(100, -1)).toThrow(/reorderWindowMs/);
     expect(() => queue(100, Number.NaN)).toThrow(/reorderWindowMs/);
