@@ -10,6 +10,7 @@ import { runnerBot } from '../../games/arena/testing/bots.ts';
 import { aimBot } from '../../games/arena/testing/shots.ts';
 import {
   DEFAULT_CLIENT_CONFIG,
+  HEAD_COMMANDS,
   SHOT_COPIES,
   SHOT_SPAN_PACKETS,
   SHOT_TAIL_STRIDE,
@@ -195,6 +196,40 @@ describe('the up-link', () => {
     expectNoCommandLost([1, 2], profile, { frameJitterMs: 2 }, 500, (r, msg) =>
       expect(r.probeResends, msg).toBeGreaterThan(0),
     );
+  });
+
+  it('sends the commands the server waits for in every packet while its acknowledged command stands still', () => {
+    // The down-link is cut for a second: the client hears no acknowledgement, so the command the
+    // server last acknowledged running stands still. After a probe timeout the oldest
+    // HEAD_COMMANDS not known received go in every packet (the server runs commands in order: it
+    // waits for the first of them), besides the resends; before the cut, on a clean link, never.
+    const profile = parseProfile({
+      name: 'down-cut',
+      latencyMs: 40,
+      jitterMs: 2,
+      events: [{ atMs: 5000, durationMs: 1000, down: { loss: 1 } }],
+    });
+    for (const seed of [1, 2]) {
+      const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, seed);
+      const c = match.addClient({ profile, drive: runnerBot(seed), frameJitterMs: 2 });
+      match.run(5000);
+      const clean = c.client.stats.headResends;
+      // Past the probe timeout (the round trip and four deviations, about 100 ms here).
+      match.run(300);
+      const head0 = c.client.stats.headResends;
+      const packets0 = c.client.stats.commandPackets;
+      match.run(600);
+      const perPacket = (c.client.stats.headResends - head0) / (c.client.stats.commandPackets - packets0);
+      match.run(4100);
+      const stats = match.server.clients[c.client.slot]!.commandStats;
+      const msg = `seed ${seed}: ${JSON.stringify({ clean, perPacket, lost: stats.lost, overBudget: stats.overBudget })}`;
+      expect(clean, msg).toBe(0);
+      expect(perPacket, msg).toBeGreaterThan(HEAD_COMMANDS / 2);
+      expect(perPacket, msg).toBeLessThanOrEqual(HEAD_COMMANDS);
+      expect(stats.lost, msg).toBe(0);
+      expect(c.client.predictor.stats.corrections, msg).toBe(0);
+      match.close();
+    }
   });
 
   it('keeps sending about MIN_COMMAND_PACKET_RATE packets a second while the up-link is cut', () => {
