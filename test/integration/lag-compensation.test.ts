@@ -271,10 +271,11 @@ describe('lag compensation: the view acceptance rule', () => {
   });
 
   it('counts the shots the server never judged: their commands lost on the up-link', () => {
-    // Client 0's up-link drops everything for 3 s: longer than the server waits for a missing
-    // command, so the shots it made then never run, and the ledger cannot compare them. They are
-    // counted apart (`unjudgedShots`), not silently forgotten; the other clients lose none. (Seed
-    // 94: 120 commands lost, 7 of them shots, each with a ray the shooter's screen showed as a hit.)
+    // Client 0's up-link drops everything for 7 s: more commands than the server queues (255, 4.25
+    // s at 60 a second: a 3 s cut now loses none, its commands all run once it is over), so the
+    // shots it made then never run, and the ledger cannot compare them. They are counted apart
+    // (`unjudgedShots`), not silently forgotten; the other clients lose none. (Seed 94: 189
+    // commands lost, 13 of them shots, with 14 rays the shooter's screen showed as hits.)
     const seed = 94;
     const msg = `seed ${seed}`;
     const ledger = new ArenaShotLedger();
@@ -284,7 +285,7 @@ describe('lag compensation: the view acceptance rule', () => {
       name: 'up-cut',
       latencyMs: 30,
       jitterMs: 2,
-      events: [{ atMs: 8000, durationMs: 3000, up: { loss: 1 } }],
+      events: [{ atMs: 8000, durationMs: 7000, up: { loss: 1 } }],
     });
     const clients = [
       ...addAimClients(match, ledger, cut, seed, 1),
