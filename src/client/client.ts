@@ -1076,23 +1076,19 @@ export class GameClient<P, W> {
     // skipped as lost). Full, a packet keeps the oldest and the newest (addToRun), and the others
     // go in the packets after it. Not while acknowledgements come: on a link losing a quarter of
     // its packets at random, packets held to that size left copies out and lost commands.
-    const ackLink = session.connection.channel?.stats;
-    const drought =
-      ackLink !== undefined &&
-      ackLink.rttMs > 0 &&
-      this.nowMs - session.newestAckedSentMs > ackLink.rttMs + 4 * ackLink.rttVarianceMs;
+    // The probe timeout: the round trip and four of its deviations (as QUIC's); none (Infinity)
+    // before a round trip is measured.
+    const link = session.connection.channel?.stats;
+    const probeTimeoutMs =
+      link !== undefined && link.rttMs > 0 ? link.rttMs + 4 * link.rttVarianceMs : Number.POSITIVE_INFINITY;
+    const drought = this.nowMs - session.newestAckedSentMs > probeTimeoutMs;
     // The server's acknowledged command standing still a probe timeout with newer ones sent: the
     // oldest not known received go in every packet (HEAD_COMMANDS).
     if (done !== session.headDone) {
       session.headDone = done;
       session.headSinceMs = this.nowMs;
     }
-    const headStalled =
-      bounded &&
-      newest > done &&
-      ackLink !== undefined &&
-      ackLink.rttMs > 0 &&
-      this.nowMs - session.headSinceMs >= ackLink.rttMs + 4 * ackLink.rttVarianceMs;
+    const headStalled = bounded && newest > done && this.nowMs - session.headSinceMs >= probeTimeoutMs;
     // The head's copies open a range of their own before the rest: two more ranges, each about a
     // command's bytes (its first command's gap and the jump of its fields), which the measured
     // bytes per command (of runs mostly in one range) leave out.
@@ -1128,15 +1124,10 @@ export class GameClient<P, W> {
     // window after it were acknowledged (not merely overtaken on a jittery route).
     const lostBefore = session.newestAckedPacket - RESEND_AFTER_PACKETS;
     const lostSentBefore =
-      session.newestAckedSentMs -
-      session.reorderWindowMs(this.nowMs, 2 * (session.connection.channel?.stats.rttVarianceMs ?? 0));
-    // The probe timeout: a copy sent before this, with no acknowledgement of it since, may be lost
-    // where the acknowledgements cannot say (PROBE_COMMANDS). None before a round trip is measured.
-    const link = session.connection.channel?.stats;
-    const probeSentBefore =
-      link !== undefined && link.rttMs > 0
-        ? this.nowMs - link.rttMs - 4 * link.rttVarianceMs
-        : Number.NEGATIVE_INFINITY;
+      session.newestAckedSentMs - session.reorderWindowMs(this.nowMs, 2 * (link?.rttVarianceMs ?? 0));
+    // A copy sent a probe timeout ago, with no acknowledgement of it since, may be lost where the
+    // acknowledgements cannot say (PROBE_COMMANDS).
+    const probeSentBefore = this.nowMs - probeTimeoutMs;
     const lowest = Math.max(done + 1, copiesFrom - MAX_COMMAND_SKIP);
     for (let seq = lowest; seq < copiesFrom; seq++) {
       const i = seq % RECEIVED_RING;
