@@ -63,16 +63,35 @@ export interface CommandBudgetConfig {
    */
   fillLostMs: number;
   /**
-   * The longest a missing command is waited for once a newer one has arrived, whatever the
-   * reorder window or the client's hearing (ms; default MAX_REORDER_WINDOW_MS, at least
-   * MIN_REORDER_WINDOW_MS): past it the command is skipped (and filled in).
+   * The longest a missing command is waited for once a newer one has arrived while the client is
+   * heard (ms; default MAX_REORDER_WINDOW_MS, at least MIN_REORDER_WINDOW_MS): past it the command
+   * is skipped (and filled in), unless the client is silent (below).
    */
   maxReorderWindowMs?: number;
+  /**
+   * Past maxReorderWindowMs, a missing command is still waited for while the client is silent
+   * (`clientHearing` false: no acknowledgement of a recent frame arrives), up to this much more
+   * (ms; default MAX_SILENT_WAIT_MS, 0 to 10000). A silent client's missing command is in the
+   * first packet that gets through after the silence (it sends the oldest ones the server has not
+   * acknowledged running in every packet), and skipping it meanwhile runs nothing more than the
+   * commands already queued behind it, then waits for the rest all the same: the player gains
+   * nothing and its client takes a correction. The moment the client is heard again, the cap
+   * applies.
+   */
+  maxSilentWaitMs?: number;
 }
 
 /** Shortest reorder window the server uses, and the longest by default (ms: `maxReorderWindowMs`). */
 export const MIN_REORDER_WINDOW_MS = 20;
 export const MAX_REORDER_WINDOW_MS = 1500;
+/**
+ * How much longer than maxReorderWindowMs a missing command is waited for while its client is
+ * silent (ms: CommandBudgetConfig.maxSilentWaitMs). Traced on runners on `bursty` (seed 27): the
+ * up-link lost every packet for 1.6 s, 28 packets in a row at 19 a second, each carrying the
+ * three missing commands; the server skipped them at 1.5 s, 0.15 s before the next packet
+ * brought them (three commands lost, a correction).
+ */
+export const MAX_SILENT_WAIT_MS = 1000;
 /** Time the client takes to notice every copy of a command was lost, beyond a round trip (ms). */
 const RESEND_MARGIN_MS = 70;
 
@@ -252,11 +271,15 @@ export class CommandQueue {
   reorderWindowMs: number;
   /** The longest a missing command is waited for (ms): CommandBudgetConfig.maxReorderWindowMs. */
   readonly maxReorderWindowMs: number;
+  /** ...and how much longer while the client is silent (ms): CommandBudgetConfig.maxSilentWaitMs. */
+  readonly maxSilentWaitMs: number;
   /**
    * Whether the client is hearing the server (it acknowledged a recent packet; the server sets it
    * each tick). A client that hears nothing (a loss burst or a stall on the down-link) cannot learn
    * that a command's copies were lost, so the reorder window runs only while it hears; a missing
-   * command is still skipped after `maxReorderWindowMs` in all.
+   * command is still skipped after `maxReorderWindowMs` in all, or `maxSilentWaitMs` more while
+   * nothing is heard from the client (its acknowledgements are what is heard: a silent up-link
+   * reads the same).
    */
   clientHearing = true;
   /** Newest command number received (a command run's short first number is read near it). */
@@ -315,6 +338,11 @@ export class CommandQueue {
       );
     }
     this.maxReorderWindowMs = longest;
+    const silent = config.maxSilentWaitMs ?? MAX_SILENT_WAIT_MS;
+    if (!(silent >= 0 && silent <= 10_000)) {
+      throw new RangeError(`maxSilentWaitMs must be in [0, 10000], got ${config.maxSilentWaitMs}`);
+    }
+    this.maxSilentWaitMs = silent;
     this.config = config;
     this.reorderWindowMs = config.reorderWindowMs;
     this.budgetMs = config.commandSlackMs;
@@ -471,10 +499,12 @@ export class CommandQueue {
           this.gapSinceMs = this.clockMs;
           this.gapHeardMs = 0;
         }
+        const waited = this.clockMs - this.gapSinceMs;
         if (
           seq >= this.farUntil &&
           this.gapHeardMs < this.reorderWindowMs &&
-          this.clockMs - this.gapSinceMs < this.maxReorderWindowMs
+          (waited < this.maxReorderWindowMs ||
+            (!this.clientHearing && waited < this.maxReorderWindowMs + this.maxSilentWaitMs))
         ) {
           this.starved = true;
           return undefined;

@@ -35,6 +35,7 @@ import {
   type CommandStats,
   jitterAllowanceFor,
   MAX_REORDER_WINDOW_MS,
+  MAX_SILENT_WAIT_MS,
   MIN_REORDER_WINDOW_MS,
   reorderWindowFor,
 } from './commands.ts';
@@ -92,6 +93,13 @@ export interface ServerConfig {
    * whose command is missing stands still on the server, for everyone else, while it is waited for.
    */
   maxReorderWindowMs: number;
+  /**
+   * Past maxReorderWindowMs, a missing command is still waited for while the client is silent (no
+   * acknowledgement of a recent frame arrives: an up-link loss burst), up to this much more (ms,
+   * default 1000: MAX_SILENT_WAIT_MS; 0 to 10000). Its client sends it in every packet, so the first
+   * packet after the silence brings it; skipped, it would cost the player a correction for nothing.
+   */
+  maxSilentWaitMs: number;
   /** A client silent this long is disconnected. */
   timeoutMs: number;
   /** A challenge cookie is honoured for this long. */
@@ -169,6 +177,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   commandCatchUpRate: 0.1,
   fillLostMs: 1000,
   maxReorderWindowMs: MAX_REORDER_WINDOW_MS,
+  maxSilentWaitMs: MAX_SILENT_WAIT_MS,
   timeoutMs: 10_000,
   cookieLifetimeMs: 10_000,
   maxHandshakesPerSecond: 5000,
@@ -520,7 +529,7 @@ export class GameServer<P, W> {
         : new LagCompensator(this.entities, game.hitscan, this.tickIntervalMs, c.lagCompensation);
     if (this.lagCompensation !== null && this.maxHeldAgeTicks() < 1) {
       throw new RangeError(
-        `GameServer: entityHistoryTicks (${c.entityHistoryTicks}) must be more than a command's longest wait (${this.maxWaitedTicks()} ticks: maxReorderWindowMs and commandSlackMs) plus lagCompensation.maxUnlagMs and lateArrivalMs (${this.unlagTicks()} ticks); 0 chooses ${this.lagCompensationHistoryTicks()}`,
+        `GameServer: entityHistoryTicks (${c.entityHistoryTicks}) must be more than a command's longest wait (${this.maxWaitedTicks()} ticks: maxReorderWindowMs, maxSilentWaitMs and commandSlackMs) plus lagCompensation.maxUnlagMs and lateArrivalMs (${this.unlagTicks()} ticks); 0 chooses ${this.lagCompensationHistoryTicks()}`,
       );
     }
     this.shadowState = game.player.create();
@@ -753,12 +762,13 @@ export class GameServer<P, W> {
 
   /**
    * The longest a command can wait on the server after it arrived, in ticks: for a missing one
-   * before it (maxReorderWindowMs), then behind the backlog the budget lets through (at most
-   * `commandSlackMs` of commands wait; more are dropped).
+   * before it (maxReorderWindowMs, and maxSilentWaitMs more while the client is silent), then
+   * behind the backlog the budget lets through (at most `commandSlackMs` of commands wait; more
+   * are dropped).
    */
   private maxWaitedTicks(): number {
     const c = this.config;
-    return Math.ceil(((c.maxReorderWindowMs + c.commandSlackMs) * c.tickRate) / 1000);
+    return Math.ceil(((c.maxReorderWindowMs + c.maxSilentWaitMs + c.commandSlackMs) * c.tickRate) / 1000);
   }
 
   /**
@@ -828,6 +838,7 @@ export class GameServer<P, W> {
       heldButtons: this.game.input.heldButtons ?? 0,
       fillLostMs: c.fillLostMs,
       maxReorderWindowMs: c.maxReorderWindowMs,
+      maxSilentWaitMs: c.maxSilentWaitMs,
     });
   }
 
@@ -1189,6 +1200,9 @@ function validateServerConfig(c: ServerConfig): void {
     throw new RangeError(
       `server config: maxReorderWindowMs must be in [${MIN_REORDER_WINDOW_MS}, 10000], got ${c.maxReorderWindowMs}`,
     );
+  }
+  if (!(c.maxSilentWaitMs >= 0 && c.maxSilentWaitMs <= 10_000)) {
+    throw new RangeError(`server config: maxSilentWaitMs must be in [0, 10000], got ${c.maxSilentWaitMs}`);
   }
   if (typeof c.spreadFrames !== 'boolean') {
     throw new TypeError(`server config: spreadFrames must be true or false, got ${String(c.spreadFrames)}`);

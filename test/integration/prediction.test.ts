@@ -159,7 +159,8 @@ describe('prediction over the conditioner', () => {
   // of a command and its resends; the server waits, then goes on without it. Filling each lost
   // command with the one before it (as Source does) keeps the player moving as its client
   // predicted: the same match without filling corrects the clients by far more. The server here
-  // waits at most 600 ms for a missing command (`maxReorderWindowMs`): with the default 1500 ms
+  // waits at most 600 ms for a missing command (`maxReorderWindowMs`, and no longer while the
+  // client is silent: `maxSilentWaitMs` 0): with the default 1500 ms
   // every command of this seed's 40 s arrives in time and none is lost, and since the commands
   // the server waits for go in every packet (HEAD_COMMANDS), none at 1000 ms either. (Seed 1: 27
   // commands lost in the 40 s, 8 corrections either way, 101 units of them in all skipped and 7
@@ -167,7 +168,7 @@ describe('prediction over the conditioner', () => {
   it('fills lost commands with the one before: the corrections after a loss are a fraction of standing still', () => {
     const seed = 1;
     const run = (fillLostMs: number) => {
-      const match = new Match(arenaGame, seed, { fillLostMs, maxReorderWindowMs: 600 });
+      const match = new Match(arenaGame, seed, { fillLostMs, maxReorderWindowMs: 600, maxSilentWaitMs: 0 });
       const entries = [];
       for (let i = 0; i < 8; i++) {
         entries.push(

@@ -5,6 +5,7 @@ import {
   clearInvalidInput,
   MAX_LOST_PER_CLAIM,
   MAX_REORDER_WINDOW_MS,
+  MAX_SILENT_WAIT_MS,
   MIN_REORDER_WINDOW_MS,
   reorderWindowFor,
   sanitize,
@@ -113,7 +114,8 @@ describe('CommandQueue', () => {
     q.receive(cmd(2));
     expect(drain(q)).toEqual([2, 3]);
     expect(q.stats.lost).toBe(0);
-    // 4 is missing, 5 is here, the client never hears: 4 is skipped after MAX_REORDER_WINDOW_MS.
+    // 4 is missing, 5 is here, the client is never heard: 4 is skipped after MAX_REORDER_WINDOW_MS
+    // and MAX_SILENT_WAIT_MS more.
     q.receive(cmd(5));
     q.clientHearing = false;
     expect(drain(q)).toEqual([]);
@@ -122,9 +124,63 @@ describe('CommandQueue', () => {
       q.addRealTime(16);
       waited += 16;
     }
-    expect(waited).toBeGreaterThanOrEqual(MAX_REORDER_WINDOW_MS);
-    expect(waited).toBeLessThan(MAX_REORDER_WINDOW_MS + 16);
+    expect(waited).toBeGreaterThanOrEqual(MAX_REORDER_WINDOW_MS + MAX_SILENT_WAIT_MS);
+    expect(waited).toBeLessThan(MAX_REORDER_WINDOW_MS + MAX_SILENT_WAIT_MS + 16);
     expect(q.stats.lost).toBe(1);
+  });
+
+  it('waits past the longest wait only while the client is silent, and skips the moment it is heard', () => {
+    // An up-link loss burst: 2 is missing, 3 came, then nothing is heard for 2 s. The client sends
+    // 2 in every packet, and the first after the silence brings it: skipping it at 1500 ms would
+    // have run 3 alone and cost the client a correction.
+    const q = queue(2000, 100);
+    q.receive(cmd(1));
+    q.addRealTime(16);
+    expect(drain(q)).toEqual([1]);
+    q.receive(cmd(3));
+    q.clientHearing = false;
+    for (let t = 0; t < 2000; t += 16) {
+      q.addRealTime(16);
+      expect(drain(q)).toEqual([]);
+    }
+    q.receive(cmd(2));
+    q.receive(cmd(4));
+    q.addRealTime(16);
+    expect(drain(q)).toEqual([2, 3, 4]);
+    expect(q.stats.lost).toBe(0);
+    // 5 is missing, 6 came; silent past the longest wait, then heard again without 5: skipped at once.
+    q.receive(cmd(6));
+    for (let t = 0; t < MAX_REORDER_WINDOW_MS + 100; t += 16) {
+      q.addRealTime(16);
+      expect(drain(q)).toEqual([]);
+    }
+    q.clientHearing = true;
+    expect(drain(q)).toEqual([6]);
+    expect(q.stats.lost).toBe(1);
+    // With no silent wait (maxSilentWaitMs 0) a silent client's command is skipped at the longest wait.
+    const strict = new CommandQueue({
+      commandSlackMs: 2000,
+      validButtons: 0x0f,
+      maxImpulse: 3,
+      catchUpRate: 0.1,
+      reorderWindowMs: 100,
+      heldButtons: 0,
+      fillLostMs: 0,
+      maxSilentWaitMs: 0,
+    });
+    strict.receive(cmd(1));
+    strict.receive(cmd(3));
+    strict.clientHearing = false;
+    strict.addRealTime(16);
+    expect(drain(strict)).toEqual([1]);
+    let waited = 0;
+    while (drain(strict).length === 0 && waited < 5000) {
+      strict.addRealTime(16);
+      waited += 16;
+    }
+    expect(waited).toBeGreaterThanOrEqual(MAX_REORDER_WINDOW_MS - 16);
+    expect(waited).toBeLessThan(MAX_REORDER_WINDOW_MS + 16);
+    expect(strict.stats.lost).toBe(1);
   });
 
   it('waits at most maxReorderWindowMs for a missing command, and refuses a bound outside [20, 10000]', () => {
@@ -158,6 +214,10 @@ describe('CommandQueue', () => {
     expect(() => new CommandQueue({ ...config, maxReorderWindowMs: Number.NaN })).toThrow(
       /maxReorderWindowMs/,
     );
+    expect(() => new CommandQueue({ ...config, maxSilentWaitMs: -1 })).toThrow(
+      /maxSilentWaitMs must be in \[0, 10000\], got -1/,
+    );
+    expect(() => new CommandQueue({ ...config, maxSilentWaitMs: Number.NaN })).toThrow(/maxSilentWaitMs/);
   });
 
   it('sets the window from the round trip and its deviation, within its bounds', () => {
