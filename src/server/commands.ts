@@ -269,7 +269,10 @@ export class CommandQueue {
   lastFilled = false;
   /** The reorder window in use (ms): see CommandBudgetConfig.reorderWindowMs. */
   reorderWindowMs: number;
-  /** The longest a missing command is waited for (ms): CommandBudgetConfig.maxReorderWindowMs. */
+  /**
+   * The longest a missing command is waited for while the client is heard (ms):
+   * CommandBudgetConfig.maxReorderWindowMs.
+   */
   readonly maxReorderWindowMs: number;
   /** ...and how much longer while the client is silent (ms): CommandBudgetConfig.maxSilentWaitMs. */
   readonly maxSilentWaitMs: number;

@@ -86,8 +86,9 @@ export interface ServerConfig {
    */
   fillLostMs: number;
   /**
-   * The longest a missing command is waited for once a newer one has arrived (ms, default 1500:
-   * MAX_REORDER_WINDOW_MS; 20 to 10000). The wait is otherwise each client's reorder window,
+   * The longest a missing command is waited for once a newer one has arrived while the client is
+   * heard (ms, default 1500: MAX_REORDER_WINDOW_MS; 20 to 10000; maxSilentWaitMs more while it is
+   * not). The wait is otherwise each client's reorder window,
    * from its measured ack delay (time to notice a command lost and send it again, twice over).
    * Longer: fewer commands lost to a bad link (each a correction for its player), but a player
    * whose command is missing stands still on the server, for everyone else, while it is waited for.
