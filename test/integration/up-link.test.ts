@@ -264,6 +264,51 @@ describe('the up-link', () => {
     }
   });
 
+  it('waits for a missing command through an up-link silence past the longest wait: none lost', () => {
+    // 60 ms of command packets are lost (one copy each on a clean link), then, before the client
+    // can learn it and send them again, the up-link is cut for 2 s: the server holds newer
+    // commands and waits for the missing ones while it hears nothing. Skipped at
+    // maxReorderWindowMs (1500 ms, maxSilentWaitMs 0) they are lost, a correction; waited for
+    // (maxSilentWaitMs, 1000 ms more while the client is silent) the first packets after the cut
+    // bring them.
+    const profile = parseProfile({
+      name: 'gap-then-silence',
+      latencyMs: 40,
+      jitterMs: 2,
+      events: [
+        { atMs: 5000, durationMs: 60, up: { loss: 1 } },
+        { atMs: 5100, durationMs: 2000, up: { loss: 1 } },
+      ],
+    });
+    for (const seed of [1, 2]) {
+      const run = (maxSilentWaitMs?: number) => {
+        const match = new Match<ArenaPlayerState, ArenaWorld>(
+          arenaGame,
+          seed,
+          maxSilentWaitMs === undefined ? {} : { maxSilentWaitMs },
+        );
+        const c = match.addClient({ profile, drive: runnerBot(seed), frameJitterMs: 2 });
+        match.run(10_000);
+        const stats = match.server.clients[c.client.slot]!.commandStats;
+        const figures = {
+          lost: stats.lost,
+          executed: stats.executed,
+          corrections: c.client.predictor.stats.corrections,
+        };
+        match.close();
+        return figures;
+      };
+      const waited = run();
+      const skipped = run(0);
+      const msg = `seed ${seed}: waited ${JSON.stringify(waited)}, skipped ${JSON.stringify(skipped)}`;
+      expect(skipped.lost, msg).toBeGreaterThan(0);
+      expect(skipped.corrections, msg).toBeGreaterThan(0);
+      expect(waited.lost, msg).toBe(0);
+      expect(waited.corrections, msg).toBe(0);
+      expect(waited.executed, msg).toBeGreaterThan(500);
+    }
+  });
+
   it('sends a command again in time when every copy is lost just after the link turned slow and jittery', () => {
     // A second after the round trip stepped from 40 to 700 ms with 80 ms of jitter each way, the
     // up-link loses 60 ms of packets (each command went in one: no loss measured). The step
