@@ -40,6 +40,30 @@ function drain(q: CommandQueue): number[] {
   return out;
 }
 
+/**
+ * A queue (slack 2000 ms, window 100 ms) that ran command 1 and holds 3 with 2 missing, while the
+ * client is not heard.
+ */
+function silentGap(): CommandQueue {
+  const q = queue(2000, 100);
+  q.receive(cmd(1));
+  q.addRealTime(16);
+  expect(drain(q)).toEqual([1]);
+  q.receive(cmd(3));
+  q.clientHearing = false;
+  return q;
+}
+
+/** Real time (ms, in 16 ms steps, at most 5000) until the queue runs something: how long it waited. */
+function waitedUntilRun(q: CommandQueue): number {
+  let waited = 0;
+  while (drain(q).length === 0 && waited < 5000) {
+    q.addRealTime(16);
+    waited += 16;
+  }
+  return waited;
+}
+
 describe('CommandQueue', () => {
   it('runs each command exactly once, in order, whatever order and how often they arrive', () => {
     const q = queue(1000);
@@ -96,14 +120,9 @@ describe('CommandQueue', () => {
   });
 
   it('runs the reorder window only while the client hears the server, and skips after the longest wait in all', () => {
-    const q = queue(2000, 100);
-    q.receive(cmd(1));
-    q.addRealTime(16);
-    expect(drain(q)).toEqual([1]);
     // 2 is missing and 3 is here. The client hears nothing (a loss burst on the down-link): it
     // cannot know 2 was lost, so the window does not run.
-    q.receive(cmd(3));
-    q.clientHearing = false;
+    const q = silentGap();
     expect(drain(q)).toEqual([]);
     for (let i = 0; i < 20; i++) q.addRealTime(16);
     expect(drain(q)).toEqual([]);
@@ -119,11 +138,7 @@ describe('CommandQueue', () => {
     q.receive(cmd(5));
     q.clientHearing = false;
     expect(drain(q)).toEqual([]);
-    let waited = 0;
-    while (drain(q).length === 0 && waited < 5000) {
-      q.addRealTime(16);
-      waited += 16;
-    }
+    const waited = waitedUntilRun(q);
     expect(waited).toBeGreaterThanOrEqual(MAX_REORDER_WINDOW_MS + MAX_SILENT_WAIT_MS);
     expect(waited).toBeLessThan(MAX_REORDER_WINDOW_MS + MAX_SILENT_WAIT_MS + 16);
     expect(q.stats.lost).toBe(1);
@@ -133,12 +148,7 @@ describe('CommandQueue', () => {
     // An up-link loss burst: 2 is missing, 3 came, then nothing is heard for 2 s. The client sends
     // 2 in every packet, and the first after the silence brings it: skipping it at 1500 ms would
     // have run 3 alone and cost the client a correction.
-    const q = queue(2000, 100);
-    q.receive(cmd(1));
-    q.addRealTime(16);
-    expect(drain(q)).toEqual([1]);
-    q.receive(cmd(3));
-    q.clientHearing = false;
+    const q = silentGap();
     for (let t = 0; t < 2000; t += 16) {
       q.addRealTime(16);
       expect(drain(q)).toEqual([]);
@@ -173,11 +183,7 @@ describe('CommandQueue', () => {
     strict.clientHearing = false;
     strict.addRealTime(16);
     expect(drain(strict)).toEqual([1]);
-    let waited = 0;
-    while (drain(strict).length === 0 && waited < 5000) {
-      strict.addRealTime(16);
-      waited += 16;
-    }
+    const waited = waitedUntilRun(strict);
     expect(waited).toBeGreaterThanOrEqual(MAX_REORDER_WINDOW_MS - 16);
     expect(waited).toBeLessThan(MAX_REORDER_WINDOW_MS + 16);
     expect(strict.stats.lost).toBe(1);
@@ -198,11 +204,7 @@ describe('CommandQueue', () => {
     q.receive(cmd(1));
     q.receive(cmd(3));
     expect(drain(q)).toEqual([1]);
-    let waited = 0;
-    while (drain(q).length === 0 && waited < 5000) {
-      q.addRealTime(16);
-      waited += 16;
-    }
+    const waited = waitedUntilRun(q);
     // The window asked for 5000 ms (and the client hears): the bound skips 2 after 300.
     expect(waited).toBeGreaterThanOrEqual(300);
     expect(waited).toBeLessThan(300 + 16);
