@@ -176,8 +176,8 @@ const REORDER_FLOOR_MS = 20;
  * A command sent again goes in at least this many consecutive packets. Its copies were lost, so
  * the link may have just turned bad: the measured loss (which sets a first send's copies) lags
  * behind, a resend lost again costs another round trip of the worse link, and the server waits
- * for a missing command 1500 ms at most while it hears the client (MAX_REORDER_WINDOW_MS). On a link turning from 40 ms
- * to 400 ms round trip and 20 % loss (the `flapping` profile) single resends left 35 commands a
+ * for a missing command 1500 ms at most while it hears the client (MAX_REORDER_WINDOW_MS). On a
+ * link turning from 40 ms to 400 ms round trip and 20 % loss (the `flapping` profile) single resends left 35 commands a
  * minute in 32 clients to that; four copies, 1. Resends are rare, so the bytes are too.
  */
 const MIN_RESEND_COPIES = 4;
@@ -199,8 +199,9 @@ const PROBE_COMMANDS = 32;
  * While the command the server last acknowledged running has not moved for a probe timeout with
  * newer commands sent, the oldest this many not known received go in every packet: the server
  * runs commands in order, so it is waiting for the first of them, and gives up 1500 ms after it
- * found it missing (1000 ms more while it hears nothing from the client). Between the resends above (a few packets in a row, then a probe timeout or an
- * acknowledgement of their loss before the next), a loss burst counted in packets (the `bursty`
+ * found it missing (1000 ms more while it hears nothing from the client). Between the resends
+ * above (a few packets in a row, then a probe timeout or an acknowledgement of their loss before
+ * the next), a loss burst counted in packets (the `bursty`
  * profile's) took every copy a second and a half long; the packets between the resends now carry
  * them too. Runners on `bursty`, seeds 1 to 24: 65 commands lost and 15 corrections before, 4 and
  * 2 after (with HEAD_RANGES_BYTES_IN_COMMANDS), the up-link within 12 B/s. When nothing stalls it
