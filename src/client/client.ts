@@ -12,6 +12,7 @@ import {
   type ClientFlags,
   type CommandRun,
   checkEventTable,
+  createClientFlags,
   createServerFrame,
   createWireEvent,
   FIRST_SEQUENCE_SHORT_REACH,
@@ -554,7 +555,7 @@ export class GameClient<P, W> {
   private runLimit = MAX_COMMANDS_PER_PACKET;
   private readonly rangeLo = new Float64Array(MAX_RANGES);
   private readonly rangeHi = new Float64Array(MAX_RANGES);
-  private readonly flags: ClientFlags = { resetBaseline: false };
+  private readonly flags: ClientFlags = createClientFlags();
   /** Entities the next command's shots are tested against (the remote players drawn). */
   private readonly targets: Int32Array;
   private readonly frame: ServerFrame<P>;
@@ -1204,6 +1205,7 @@ export class GameClient<P, W> {
       this.sendCmds[0].sequence - session.serverHasCommand <= FIRST_SEQUENCE_SHORT_REACH &&
       newest - this.sendCmds[0].sequence <= FIRST_SEQUENCE_SHORT_REACH;
     this.flags.resetBaseline = session.snapshots.needsFullUpdate || session.players.needsFullUpdate;
+    session.connection.pairs.take(this.flags);
     serializeClientFlags(s, this.flags);
     const tickRate = session.connection.tickRate;
     serializeCommandRun(

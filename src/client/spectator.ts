@@ -11,6 +11,7 @@ import type { DatagramEndpoint } from '../net/transport.ts';
 import type { BitStream } from '../protocol/bitstream.ts';
 import {
   type ClientFlags,
+  createClientFlags,
   createWireEvent,
   type EventTable,
   MAX_EVENTS_PER_FRAME,
@@ -95,7 +96,7 @@ export class SpectatorClient {
   private readonly hooks: SpectatorClientHooks;
   private readonly events: EventTable | null;
   private readonly frame: SpectatorFrame;
-  private readonly flags: ClientFlags = { resetBaseline: false };
+  private readonly flags: ClientFlags = createClientFlags();
   private nextAckMs = 0;
   private nowMs = 0;
   private readonly onPacket = (from: string, data: Uint8Array) => this.connection.receive(from, data);

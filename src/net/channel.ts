@@ -86,7 +86,7 @@ export type PacketTypeValue = (typeof PacketType)[keyof typeof PacketType];
 /** The protocol id both ends use unless configured otherwise ("BSTP"): it salts every checksum. */
 export const DEFAULT_PROTOCOL_ID = 0x42535450;
 /** The protocol version both ends use unless configured otherwise: another version is refused. */
-export const DEFAULT_PROTOCOL_VERSION = 4;
+export const DEFAULT_PROTOCOL_VERSION = 5;
 
 /** Bytes of the fixed header: type, checksum, sequence, ack, ack bits. */
 export const PACKET_HEADER_BYTES = 13;

@@ -29,6 +29,7 @@ import {
   type PacketCipher,
   type PacketKeys,
 } from './packet-crypto.ts';
+import { PairArrivals } from './packet-pair.ts';
 import type { DatagramEndpoint } from './transport.ts';
 
 export interface ClientConnectionConfig {
@@ -101,6 +102,8 @@ export class ClientConnection {
   readonly nonce: number;
   /** Transient refusals (server full) this attempt waited out and retried. */
   retries = 0;
+  /** When its packets arrived, and the packet-pair gaps to report to the server (packet-pair.ts). */
+  readonly pairs = new PairArrivals();
 
   private readonly endpoint: DatagramEndpoint;
   private readonly serverAddress: string;
@@ -183,7 +186,10 @@ export class ClientConnection {
         return;
       }
       // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
-      if (s !== null && s.bitsRemaining >= 8) this.handler.payload(s);
+      if (s === null) return;
+      const payload = s.bitsRemaining >= 8;
+      this.pairs.arrived(channel.lastReceivedSequence, this.nowMs, payload);
+      if (payload) this.handler.payload(s);
       return;
     }
     if (readHandshakePacket(this.hsStream, this.config.protocolId, data, this.hs) !== '') return;

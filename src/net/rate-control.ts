@@ -90,6 +90,12 @@ export interface RateControllerConfig {
   deliveryWindowMs: number;
   /** Loss share taken for a sign of congestion (together with a queue). */
   lossThreshold: number;
+  /**
+   * Probe the path's bottleneck with packet pairs (src/net/packet-pair.ts; the server's frames
+   * only): the rate stays within what they show it carries, and the start-up climb waits for
+   * their verdict. Off, only the round trips and the loss tell the rate.
+   */
+  packetPairs: boolean;
 }
 
 export const DEFAULT_RATE_CONTROLLER_CONFIG: Readonly<Omit<RateControllerConfig, 'maxBytesPerSecond'>> =
@@ -104,6 +110,7 @@ export const DEFAULT_RATE_CONTROLLER_CONFIG: Readonly<Omit<RateControllerConfig,
     baseWindowMs: 10_000,
     deliveryWindowMs: 1000,
     lossThreshold: 0.1,
+    packetPairs: true,
   });
 
 /** Decisions taken, for reports. */
@@ -119,6 +126,8 @@ export interface RateControllerStats {
   latencySteps: number;
   /** Acknowledgement samples taken. */
   samples: number;
+  /** Packet-pair samples taken (onPair). */
+  pairs: number;
 }
 
 const DELIVERY_BUCKETS = 8;
@@ -204,10 +213,37 @@ const APP_LIMITED_SHARE = 0.9;
  */
 const CLEAR_WINDOW_MS = 10_000;
 const TREND_MIN_SPAN_MS = 300;
+/** Packet-pair samples kept (the newest), and the fewest a verdict is taken on. */
+const PAIR_SAMPLES = 24;
+const PAIR_MIN_SAMPLES = 8;
+/**
+ * The rate stays within this share of what the pairs show the bottleneck carries: their gaps are
+ * read to the client's frames, so their mean may be a few per cent either way.
+ */
+const PAIR_SHARE = 0.9;
+/**
+ * The pairs show a bottleneck when their gaps' signs would come out so lopsided by chance on a
+ * route without one less often than this (a sign test: a route's jitter makes a pair's second
+ * packet as likely to come first as second; a slower hop spaces every pair by its bytes). Gaps
+ * read as 0 (both packets read in one client frame) count for neither. At least 14 gaps of 14,
+ * 18 of 19, 21 of 23.
+ */
+const PAIR_SIGN_P = 1e-4;
+/**
+ * Before the first decrease the rate does not grow until the pairs gave a verdict, or for this
+ * long and two round trips after the first pair was sent (ms: reports lost, or none coming).
+ */
+const PAIR_VERDICT_MS = 1000;
 
 export class RateController {
   readonly config: Readonly<RateControllerConfig>;
-  readonly stats: RateControllerStats = { delayDecreases: 0, lossDecreases: 0, latencySteps: 0, samples: 0 };
+  readonly stats: RateControllerStats = {
+    delayDecreases: 0,
+    lossDecreases: 0,
+    latencySteps: 0,
+    samples: 0,
+    pairs: 0,
+  };
   /** Bytes per second it may send now. */
   rateBytesPerSecond: number;
   /** Smoothed round trip, its lowest of the window (the path without queues) and the difference, ms. */
@@ -308,6 +344,24 @@ export class RateController {
   private cutAtMs = Number.NEGATIVE_INFINITY;
   /** A round trip after the cut the queue stood where it was: a route, unless it drains. */
   private restorePending = false;
+  /**
+   * What the packet pairs show the path's narrowest hop carries, bytes per second of packets the
+   * size of those sampled (Infinity: no pairs, or pairs that show no bottleneck); the rate never
+   * exceeds PAIR_SHARE of it.
+   */
+  pairBytesPerSecond = Number.POSITIVE_INFINITY;
+  /** The last PAIR_SAMPLES pairs: their arrival gap (ms, signed) and that gap per byte of the second packet. */
+  private readonly pairGapMs = new Float64Array(PAIR_SAMPLES);
+  private readonly pairBytes = new Float64Array(PAIR_SAMPLES);
+  private pairCount = 0;
+  private pairNext = 0;
+  /** Of the pairs kept, those whose gap was positive and negative. */
+  private pairPositive = 0;
+  private pairNegative = 0;
+  /** The rate when the pairs last began to show a bottleneck. */
+  private rateBeforePairs = 0;
+  /** When the first pair was sent (-1: none). */
+  private pairsFromMs = -1;
 
   constructor(config: Partial<RateControllerConfig> & { maxBytesPerSecond: number }) {
     const c = { ...DEFAULT_RATE_CONTROLLER_CONFIG, ...config };
@@ -500,6 +554,7 @@ export class RateController {
           this.rateBytesPerSecond = Math.min(
             c.maxBytesPerSecond,
             Math.max(this.rateBytesPerSecond, this.rateBeforeCut),
+            this.pairCap(),
           );
           this.linkBytesPerSecond = Number.POSITIVE_INFINITY;
           this.takeLatencyStep(nowMs);
@@ -556,11 +611,91 @@ export class RateController {
     const appLimited =
       this.rateBytesPerSecond >= LINK_HEADROOM * this.linkBytesPerSecond &&
       sent < APP_LIMITED_SHARE * this.rateBytesPerSecond;
-    if (queue < (this.decreased ? threshold / 2 : threshold) && nowMs >= this.holdUntilMs && !appLimited) {
+    // A connection probed with packet pairs starts climbing once they said whether the path has
+    // a bottleneck below where the climb would go (or gave no verdict in time): after the first
+    // PAIR_MIN_SAMPLES, unless they lean to one so far (none negative, some positive).
+    const pairsPending =
+      !this.decreased &&
+      this.pairsFromMs >= 0 &&
+      this.pairBytesPerSecond === Number.POSITIVE_INFINITY &&
+      (this.pairCount < PAIR_MIN_SAMPLES || (this.pairNegative === 0 && this.pairPositive > 0)) &&
+      nowMs - this.pairsFromMs < PAIR_VERDICT_MS + 2 * this.smoothedRttMs;
+    if (
+      queue < (this.decreased ? threshold / 2 : threshold) &&
+      nowMs >= this.holdUntilMs &&
+      !appLimited &&
+      !pairsPending
+    ) {
       const increase = this.decreased ? c.increasePerSecond : c.startupIncreasePerSecond;
       const grown = this.rateBytesPerSecond * (1 + (increase * dt) / 1000);
-      this.rateBytesPerSecond = Math.min(c.maxBytesPerSecond, grown);
+      this.rateBytesPerSecond = Math.min(c.maxBytesPerSecond, grown, this.pairCap());
     }
+  }
+
+  /**
+   * Whether the pairs show a bottleneck, or lean to one so far (none of the gaps negative, some
+   * positive): more pairs are worth sending soon.
+   */
+  get pairsLeaning(): boolean {
+    return (
+      this.pairBytesPerSecond < Number.POSITIVE_INFINITY || (this.pairNegative === 0 && this.pairPositive > 0)
+    );
+  }
+
+  /** The first packet pair was sent at `nowMs` (the start-up climb waits for the pairs' verdict). */
+  pairsStarted(nowMs: number): void {
+    if (this.pairsFromMs < 0) this.pairsFromMs = nowMs;
+  }
+
+  /**
+   * A packet pair's second packet, of `bytes`, arrived `gapMs` after the first (negative: before
+   * it). Once PAIR_MIN_SAMPLES are in, the median gap per byte of the last PAIR_SAMPLES is the
+   * bottleneck's rate, when the pairs show one: at least three in four gaps positive and their
+   * interquartile spread within the median (jitter spreads a route's gaps around 0; a slow hop
+   * spaces every pair by its bytes). The rate is then kept within PAIR_SHARE of it.
+   */
+  onPair(gapMs: number, bytes: number): void {
+    if (!Number.isFinite(gapMs) || !(bytes > 0)) return;
+    this.stats.pairs++;
+    this.pairGapMs[this.pairNext] = gapMs;
+    this.pairBytes[this.pairNext] = bytes;
+    this.pairNext = (this.pairNext + 1) % PAIR_SAMPLES;
+    if (this.pairCount < PAIR_SAMPLES) this.pairCount++;
+    const n = this.pairCount;
+    let sum = 0;
+    let sumBytes = 0;
+    let positive = 0;
+    let negative = 0;
+    for (let i = 0; i < n; i++) {
+      const gap = this.pairGapMs[i];
+      sum += gap;
+      sumBytes += this.pairBytes[i];
+      if (gap > 0) positive++;
+      else if (gap < 0) negative++;
+    }
+    this.pairPositive = positive;
+    this.pairNegative = negative;
+    const shown = n >= PAIR_MIN_SAMPLES && signTest(positive, negative) < PAIR_SIGN_P;
+    if (!shown) {
+      // Pairs that no longer show the bottleneck: the rate it held down is let back up.
+      if (this.pairBytesPerSecond < Number.POSITIVE_INFINITY) {
+        this.pairBytesPerSecond = Number.POSITIVE_INFINITY;
+        this.rateBytesPerSecond = Math.max(
+          this.rateBytesPerSecond,
+          Math.min(this.config.maxBytesPerSecond, this.rateBeforePairs),
+        );
+      }
+      return;
+    }
+    if (this.pairBytesPerSecond === Number.POSITIVE_INFINITY) this.rateBeforePairs = this.rateBytesPerSecond;
+    this.pairBytesPerSecond = (1000 * sumBytes) / sum;
+    const cap = this.pairCap();
+    if (this.rateBytesPerSecond > cap) this.rateBytesPerSecond = cap;
+  }
+
+  /** The most the pairs let the rate be (never below the least rate). */
+  private pairCap(): number {
+    return Math.max(this.config.minBytesPerSecond, PAIR_SHARE * this.pairBytesPerSecond);
   }
 
   /**
@@ -749,4 +884,22 @@ function checkConfig(c: RateControllerConfig): void {
       throw new RangeError(`rate control: ${key} must be in (0, 1], got ${String(c[key])}`);
     }
   }
+  if (typeof c.packetPairs !== 'boolean') {
+    throw new RangeError(`rate control: packetPairs must be true or false, got ${String(c.packetPairs)}`);
+  }
+}
+
+/**
+ * The chance that `positive + negative` fair coin flips give `negative` or fewer tails: how
+ * likely pairs on a route with no bottleneck come out at least this lopsided.
+ */
+function signTest(positive: number, negative: number): number {
+  const n = positive + negative;
+  let term = 0.5 ** n;
+  let p = term;
+  for (let k = 1; k <= negative; k++) {
+    term = (term * (n - k + 1)) / k;
+    p += term;
+  }
+  return p;
 }

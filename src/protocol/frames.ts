@@ -44,14 +44,44 @@ const SHORT_TICK_SPAN = 2 ** SHORT_TICK_BITS;
 
 const ZERO_COMMAND = createUserCommand();
 
+/**
+ * The largest arrival gap a pair report carries, in quarter milliseconds either way (1.024 s): a
+ * gap the link's own serialization of one packet makes is far less on any link a game runs over.
+ */
+export const PAIR_GAP_LIMIT = 4095;
+
 /** Flags at the start of every client packet payload. */
 export interface ClientFlags {
   /** The client could not decode a snapshot: the server should send the next against nothing. */
   resetBaseline: boolean;
+  /**
+   * A packet pair's arrival gap follows (the server's frame sent right after a keepalive, both
+   * received: src/net/packet-pair.ts): `pairSequence` and `pairGap` are meaningful only then.
+   */
+  pair: boolean;
+  /** The low 8 bits of the channel sequence of the pair's second packet (the frame). */
+  pairSequence: number;
+  /**
+   * When the frame arrived less when the keepalive before it did, in quarter milliseconds within
+   * +-PAIR_GAP_LIMIT (negative: the keepalive came after the frame).
+   */
+  pairGap: number;
+}
+
+export function createClientFlags(): ClientFlags {
+  return { resetBaseline: false, pair: false, pairSequence: 0, pairGap: 0 };
 }
 
 export function serializeClientFlags(s: BitStream, f: ClientFlags): boolean {
   f.resetBaseline = s.bool(f.resetBaseline);
+  f.pair = s.bool(f.pair);
+  if (f.pair) {
+    f.pairSequence = s.uint(f.pairSequence, 8);
+    f.pairGap = s.int(f.pairGap, -PAIR_GAP_LIMIT, PAIR_GAP_LIMIT);
+  } else if (s.isReading) {
+    f.pairSequence = 0;
+    f.pairGap = 0;
+  }
   return s.ok;
 }
 

@@ -26,6 +26,16 @@ import type { SnapshotWriter } from './snapshot-writer.ts';
 
 /** A frame is never cut below this many bytes to fit the rate: slower links get fewer frames. */
 export const MIN_FRAME_BYTES = 300;
+/**
+ * Packet pairs (src/net/packet-pair.ts): the first this many frames of a connection go each right
+ * after a keepalive (three quarters of a second at 32 a second: the rate control's first verdict
+ * needs 14 gaps of one sign, and pairs get lost), then one frame each PAIR_INTERVAL_MS (ms) while
+ * the pairs show a bottleneck or lean to one (so the rate follows it when it changes), or each
+ * PAIR_IDLE_INTERVAL_MS while they show none (a link that became slow).
+ */
+export const PAIR_FIRST_FRAMES = 24;
+export const PAIR_INTERVAL_MS = 1000;
+export const PAIR_IDLE_INTERVAL_MS = 10_000;
 
 /**
  * Room for one event's encoding in FrameWriter's cache: 256 bits. The longest an event can take is
@@ -66,6 +76,8 @@ export class FramePacing {
   private chokeCountedFor = -1;
   /** The rate let the last frame go within an update interval (its bytes at the rate). */
   private lastCarried = false;
+  /** When the last packet pair was sent. */
+  private lastPairMs = Number.NEGATIVE_INFINITY;
 
   constructor(
     updateRate: number,
@@ -99,6 +111,30 @@ export class FramePacing {
   /** A packet of `bytes` sent at `sentMs` was acknowledged `rttMs` later. */
   onAck(sentMs: number, rttMs: number, bytes: number): void {
     this.control?.onAck(sentMs + rttMs, rttMs, bytes);
+  }
+
+  /**
+   * Whether the frame going now should be the second of a packet pair (a keepalive sent right
+   * before it: src/net/packet-pair.ts): the first PAIR_FIRST_FRAMES frames, then one each
+   * PAIR_INTERVAL_MS or PAIR_IDLE_INTERVAL_MS, with a rate controller only. Call pairSent when
+   * it is.
+   */
+  wantsPair(nowMs: number): boolean {
+    const c = this.control;
+    if (c === null || !c.config.packetPairs) return false;
+    if (this.framesSent < PAIR_FIRST_FRAMES) return true;
+    return nowMs - this.lastPairMs >= (c.pairsLeaning ? PAIR_INTERVAL_MS : PAIR_IDLE_INTERVAL_MS);
+  }
+
+  /** The frame going now is a pair's second packet. */
+  pairSent(nowMs: number): void {
+    this.lastPairMs = nowMs;
+    this.control?.pairsStarted(nowMs);
+  }
+
+  /** The client reported the pair ending with a frame of `bytes`: its packets arrived `gapMs` apart. */
+  onPair(gapMs: number, bytes: number): void {
+    this.control?.onPair(gapMs, bytes);
   }
 
   /** Lets the controller decide at `nowMs` with the share of packets lost `loss`. */

@@ -19,6 +19,7 @@ import {
   type ClientFlags,
   type CommandRun,
   checkEventTable,
+  createClientFlags,
   MAX_COMMANDS_PER_PACKET,
   serializeClientFlags,
   serializeCommandRun,
@@ -234,11 +235,13 @@ const PACKET_ACKS = 256;
  * them, and looks one up for every acknowledgement) nor an array per field (a fetch from memory
  * per field).
  */
-const FRAME_STRIDE = 4;
+const FRAME_STRIDE = 5;
 /** The server tick of the frame it carried. */
 const FRAME_TICK = 1;
 const FRAME_SENT_MS = 2;
 const FRAME_BYTES = 3;
+/** 1: the second packet of a packet pair (a keepalive went right before it), 2: its gap taken; else 0. */
+const FRAME_PAIRED = 4;
 
 /**
  * What each packet from a client acknowledged (the newest frame's tick, -1: none) and the newest
@@ -374,6 +377,21 @@ export class ServerClient<P> {
     this.listen(connection);
   }
 
+  /**
+   * The client reports a packet pair's gap, `gap` quarter milliseconds, ending with the packet
+   * whose sequence has low 8 bits `low`: taken once, when it is one of the last 256 packets sent
+   * and a pair the server sent (a report of any other keepalive and frame is ignored).
+   * @internal
+   */
+  takePair(low: number, gap: number): void {
+    const newest = (this.conn.channel.sequence + 0xffff) & 0xffff;
+    const frames = this.frameTicks;
+    const i = frames.slot((newest - ((newest - low) & 0xff)) & 0xffff);
+    if (i < 0 || frames.records[i + FRAME_PAIRED] !== 1) return;
+    frames.records[i + FRAME_PAIRED] = 2;
+    this.pacing.onPair(gap / 4, frames.records[i + FRAME_BYTES]);
+  }
+
   /** True while the connection is gone and the player waits for its client (grace period). */
   get away(): boolean {
     return this.awayUntilMs >= 0;
@@ -485,7 +503,7 @@ export class GameServer<P, W> {
 
   private readonly cmds: UserCommand[] = [];
   private readonly run: CommandRun = { count: 0, baseGap: 0, shortFirst: false };
-  private readonly flags: ClientFlags = { resetBaseline: false };
+  private readonly flags: ClientFlags = createClientFlags();
   private readonly entityScratch: Float64Array;
   private readonly frames: FrameWriter<P, W>;
   private readonly shotEvents = new EventCapture();
@@ -1002,6 +1020,13 @@ export class GameServer<P, W> {
       }
       written++;
       const channel = client.channel;
+      // A packet pair: a keepalive right before the frame (src/net/packet-pair.ts).
+      const paired = client.pacing.wantsPair(now);
+      const keepaliveFrom = channel.stats.bytesSent;
+      if (paired) {
+        channel.send(now);
+        client.pacing.pairSent(now);
+      }
       const before = channel.stats.bytesSent;
       const sequence = channel.send(now, client.writeFrame);
       const frames = client.frameTicks;
@@ -1011,7 +1036,8 @@ export class GameServer<P, W> {
       records[i + FRAME_TICK] = this.tick;
       records[i + FRAME_SENT_MS] = now;
       records[i + FRAME_BYTES] = bytes;
-      client.pacing.sent(now, bytes);
+      records[i + FRAME_PAIRED] = paired ? 1 : 0;
+      client.pacing.sent(now, channel.stats.bytesSent - keepaliveFrom);
     }
     phase.send += performance.now() - simulated;
   }
@@ -1124,6 +1150,7 @@ export class GameServer<P, W> {
       return;
     }
     if (this.flags.resetBaseline) client.snapshots.resetBaseline();
+    if (this.flags.pair) client.takePair(this.flags.pairSequence, this.flags.pairGap);
     this.checkClaimedNewest(client, run.count);
     for (let i = 0; i < run.count; i++) client.commands.receive(this.cmds[i]);
   }

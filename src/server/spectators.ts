@@ -18,6 +18,7 @@ import type { ServerConnection } from '../net/server-connections.ts';
 import { BitStream } from '../protocol/bitstream.ts';
 import {
   copyWireEvent,
+  createClientFlags,
   createWireEvent,
   MAX_EVENTS_PER_FRAME,
   serializeClientFlags,
@@ -76,7 +77,7 @@ export interface SpectatorStreamStats {
   staleFrames: number;
 }
 
-const FLAGS = { resetBaseline: false };
+const FLAGS = createClientFlags();
 
 /** One world tick as the source encoded it, with its events. */
 class SourceTick {

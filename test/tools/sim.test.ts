@@ -510,8 +510,10 @@ describe('sim: the verdict', () => {
         ['--conditions=backstep-source', '--import', 'tsx', 'tools/sim.ts', ...args, '--quiet', '--strict'],
         { encoding: 'utf8', timeout: 60_000 },
       );
-    const bad = sim('--bots', '2', '--seconds', '4', '--profile', 'terrible');
+    // A rate far below what 4 players' snapshots need: frames held back (choke), flagged.
+    const bad = sim('--bots', '4', '--seconds', '4', '--profile', 'lan', '--rate', '3000');
     expect(bad.stdout).toMatch(/verdict: \d+ figures? flagged/);
+    expect(bad.stdout).toMatch(/choke\.share = /);
     expect(bad.status).toBe(1);
     const clean = sim('--scenario', 'runners', '--bots', '4', '--seconds', '20', '--profile', 'lan');
     expect(clean.stdout).toMatch(/verdict: no figure past its threshold/);
