@@ -15,8 +15,8 @@
 // is negative when the keepalive came after the frame (jitter reordered them): the server needs
 // those too, or a jittery route's gaps, all positive when read alone, would pass for a slow link.
 // Times are the client's reading times (the connection stamps packets when it reads them), so on
-// a client reading once a frame the gaps are whole frame intervals; the server reads them by their
-// median over many pairs.
+// a client reading once a frame the gaps are whole frame intervals (0 when it read both in one
+// frame); their mean over many pairs is the true gap, which is what the server takes.
 // Allocation-free; every number here comes from the client's own clock and accepted packets.
 
 import type { ClientFlags } from '../protocol/frames.ts';
@@ -30,7 +30,6 @@ const ARRIVALS = 64;
  * command packets than that.
  */
 const REPORTS = 32;
-const KIND_NONE = 0;
 const KIND_KEEPALIVE = 1;
 const KIND_PAYLOAD = 2;
 
@@ -82,13 +81,6 @@ export class PairArrivals {
     flags.pairGap = this.reportGap[i];
     this.reportCount--;
     this.taken++;
-  }
-
-  /** Forgets every arrival and report (a new connection). */
-  reset(): void {
-    this.sequence.fill(-1);
-    this.kind.fill(KIND_NONE);
-    this.reportCount = 0;
   }
 
   private report(frameSequence: number, gapMs: number): void {

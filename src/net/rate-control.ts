@@ -350,7 +350,7 @@ export class RateController {
    * exceeds PAIR_SHARE of it.
    */
   pairBytesPerSecond = Number.POSITIVE_INFINITY;
-  /** The last PAIR_SAMPLES pairs: their arrival gap (ms, signed) and that gap per byte of the second packet. */
+  /** The last PAIR_SAMPLES pairs: their arrival gap (ms, signed) and the second packet's bytes. */
   private readonly pairGapMs = new Float64Array(PAIR_SAMPLES);
   private readonly pairBytes = new Float64Array(PAIR_SAMPLES);
   private pairCount = 0;
@@ -358,8 +358,6 @@ export class RateController {
   /** Of the pairs kept, those whose gap was positive and negative. */
   private pairPositive = 0;
   private pairNegative = 0;
-  /** The rate when the pairs last began to show a bottleneck. */
-  private rateBeforePairs = 0;
   /** When the first pair was sent (-1: none). */
   private pairsFromMs = -1;
 
@@ -649,10 +647,12 @@ export class RateController {
 
   /**
    * A packet pair's second packet, of `bytes`, arrived `gapMs` after the first (negative: before
-   * it). Once PAIR_MIN_SAMPLES are in, the median gap per byte of the last PAIR_SAMPLES is the
-   * bottleneck's rate, when the pairs show one: at least three in four gaps positive and their
-   * interquartile spread within the median (jitter spreads a route's gaps around 0; a slow hop
-   * spaces every pair by its bytes). The rate is then kept within PAIR_SHARE of it.
+   * it). Once PAIR_MIN_SAMPLES are in, the last PAIR_SAMPLES show a bottleneck when their gaps'
+   * signs pass the sign test (PAIR_SIGN_P: jitter orders a route's pairs either way; a slower hop
+   * spaces every pair by its bytes); its rate is then the bytes over the gaps of the pairs that
+   * did not come reversed (their mean gap: true however coarsely the client reads its clock), and
+   * the rate is kept within PAIR_SHARE of it. When they stop showing one the cap is lifted and the
+   * rate climbs as the round trips allow.
    */
   onPair(gapMs: number, bytes: number): void {
     if (!Number.isFinite(gapMs) || !(bytes > 0)) return;
@@ -668,27 +668,19 @@ export class RateController {
     let negative = 0;
     for (let i = 0; i < n; i++) {
       const gap = this.pairGapMs[i];
+      if (gap < 0) {
+        negative++;
+        continue;
+      }
+      if (gap > 0) positive++;
       sum += gap;
       sumBytes += this.pairBytes[i];
-      if (gap > 0) positive++;
-      else if (gap < 0) negative++;
     }
     this.pairPositive = positive;
     this.pairNegative = negative;
-    const shown = n >= PAIR_MIN_SAMPLES && signTest(positive, negative) < PAIR_SIGN_P;
-    if (!shown) {
-      // Pairs that no longer show the bottleneck: the rate it held down is let back up.
-      if (this.pairBytesPerSecond < Number.POSITIVE_INFINITY) {
-        this.pairBytesPerSecond = Number.POSITIVE_INFINITY;
-        this.rateBytesPerSecond = Math.max(
-          this.rateBytesPerSecond,
-          Math.min(this.config.maxBytesPerSecond, this.rateBeforePairs),
-        );
-      }
-      return;
-    }
-    if (this.pairBytesPerSecond === Number.POSITIVE_INFINITY) this.rateBeforePairs = this.rateBytesPerSecond;
-    this.pairBytesPerSecond = (1000 * sumBytes) / sum;
+    const shown = n >= PAIR_MIN_SAMPLES && sum > 0 && signTest(positive, negative) < PAIR_SIGN_P;
+    this.pairBytesPerSecond = shown ? (1000 * sumBytes) / sum : Number.POSITIVE_INFINITY;
+    if (!shown) return;
     const cap = this.pairCap();
     if (this.rateBytesPerSecond > cap) this.rateBytesPerSecond = cap;
   }

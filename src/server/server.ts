@@ -242,6 +242,12 @@ const FRAME_SENT_MS = 2;
 const FRAME_BYTES = 3;
 /** 1: the second packet of a packet pair (a keepalive went right before it), 2: its gap taken; else 0. */
 const FRAME_PAIRED = 4;
+/**
+ * A pair report comes within a round trip and the client's queue of reports; one about a frame
+ * older than this many ticks is ignored: 256 packets later its 8 low bits name another packet,
+ * and a client gets at most a frame a tick, with the pairs' keepalives and no idle one beside.
+ */
+const PAIR_REPORT_MAX_TICKS = 192;
 
 /**
  * What each packet from a client acknowledged (the newest frame's tick, -1: none) and the newest
@@ -379,17 +385,30 @@ export class ServerClient<P> {
 
   /**
    * The client reports a packet pair's gap, `gap` quarter milliseconds, ending with the packet
-   * whose sequence has low 8 bits `low`: taken once, when it is one of the last 256 packets sent
-   * and a pair the server sent (a report of any other keepalive and frame is ignored).
+   * whose sequence has low 8 bits `low`: taken once, when that is the newest such packet sent, a
+   * pair the server sent within `maxAgeMs` of `nowMs` (a report of any other keepalive and frame,
+   * or one so late that the low bits may name a newer packet, is ignored).
    * @internal
    */
-  takePair(low: number, gap: number): void {
+  /**
+   * What the server sent as packet `sequence`: -1 not a frame it remembers, 0 a frame, 1 a packet
+   * pair's frame not yet reported, 2 one reported.
+   * @internal
+   */
+  pairState(sequence: number): number {
+    const i = this.frameTicks.slot(sequence);
+    return i < 0 ? -1 : this.frameTicks.records[i + FRAME_PAIRED];
+  }
+
+  takePair(nowMs: number, maxAgeMs: number, low: number, gap: number): void {
     const newest = (this.conn.channel.sequence + 0xffff) & 0xffff;
     const frames = this.frameTicks;
     const i = frames.slot((newest - ((newest - low) & 0xff)) & 0xffff);
-    if (i < 0 || frames.records[i + FRAME_PAIRED] !== 1) return;
-    frames.records[i + FRAME_PAIRED] = 2;
-    this.pacing.onPair(gap / 4, frames.records[i + FRAME_BYTES]);
+    if (i < 0) return;
+    const records = frames.records;
+    if (records[i + FRAME_PAIRED] !== 1 || nowMs - records[i + FRAME_SENT_MS] > maxAgeMs) return;
+    records[i + FRAME_PAIRED] = 2;
+    this.pacing.onPair(gap / 4, records[i + FRAME_BYTES]);
   }
 
   /** True while the connection is gone and the player waits for its client (grace period). */
@@ -1150,7 +1169,13 @@ export class GameServer<P, W> {
       return;
     }
     if (this.flags.resetBaseline) client.snapshots.resetBaseline();
-    if (this.flags.pair) client.takePair(this.flags.pairSequence, this.flags.pairGap);
+    if (this.flags.pair)
+      client.takePair(
+        this.nowMs,
+        PAIR_REPORT_MAX_TICKS * this.tickIntervalMs,
+        this.flags.pairSequence,
+        this.flags.pairGap,
+      );
     this.checkClaimedNewest(client, run.count);
     for (let i = 0; i < run.count; i++) client.commands.receive(this.cmds[i]);
   }

@@ -94,4 +94,47 @@ describe('packet pairs', () => {
       }
     }
   });
+
+  it('takes a report only for a pair the server sent, once, and not once its low bits may name another packet', () => {
+    const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, 5);
+    const entry = match.addClient({ profile: SLOW, drive: aimBot(5), frameJitterMs: 2 });
+    // Past the first frames (all pairs), to where one frame a second is one.
+    match.run(3000);
+    const sc = match.server.clients[entry.client.slot];
+    if (sc === null || sc === undefined) throw new Error('seed 5: not connected');
+    const control = sc.pacing.control;
+    if (control === null) throw new Error('rate control off');
+    const channel = sc.channel;
+    const newest = () => (channel.sequence + 0xffff) & 0xffff;
+    const find = (state: number) => {
+      for (let back = 0; back < 40; back++) {
+        const seq = (newest() - back + 0x10000) & 0xffff;
+        if (sc.pairState(seq) === state) return seq;
+      }
+      return -1;
+    };
+    const taken = () => control.stats.pairs;
+    // A frame sent alone, and a keepalive: reports of them move nothing.
+    const alone = find(0);
+    expect(alone).toBeGreaterThanOrEqual(0);
+    let before = taken();
+    sc.takePair(match.nowMs, 3000, alone & 0xff, 140);
+    sc.takePair(match.nowMs, 3000, (alone - 1) & 0xff, 140);
+    expect(taken()).toBe(before);
+    // A pair on its way back: too late a report is ignored, a timely one taken once.
+    let pair = find(1);
+    for (let t = 0; pair < 0 && t < 3000; t += 20) {
+      match.run(20);
+      pair = find(1);
+    }
+    expect(pair).toBeGreaterThanOrEqual(0);
+    before = taken();
+    sc.takePair(match.nowMs + 5000, 3000, pair & 0xff, 140);
+    expect(taken()).toBe(before);
+    sc.takePair(match.nowMs, 3000, pair & 0xff, 140);
+    sc.takePair(match.nowMs, 3000, pair & 0xff, 140);
+    expect(taken()).toBe(before + 1);
+    expect(sc.pairState(pair)).toBe(2);
+    match.close();
+  });
 });
