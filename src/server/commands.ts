@@ -94,6 +94,15 @@ export const MAX_REORDER_WINDOW_MS = 1500;
 export const MAX_SILENT_WAIT_MS = 1000;
 /** Time the client takes to notice every copy of a command was lost, beyond a round trip (ms). */
 const RESEND_MARGIN_MS = 70;
+/**
+ * How fast the reorder window may come down when the delay it follows does (ms a second). After
+ * a latency spike the acknowledgements' delay falls back at once, but the packets sent during it
+ * are still on their way, overtaken by those sent after: on `spikes` (seed 1, runners, traced)
+ * the gaps they left filled up to 656 ms after they were found, and the window had fallen to 516
+ * ms within half a second of the spike's end (two commands skipped 15 ms before their copies
+ * came, a correction). Falling 250 ms a second, a window of 1.5 s takes 4 s to come back.
+ */
+export const REORDER_WINDOW_FALL_PER_SECOND = 250;
 
 /**
  * The reorder window for a client with round trip `rttMs` deviating by `rttDeviationMs` on
@@ -349,6 +358,15 @@ export class CommandQueue {
     this.config = config;
     this.reorderWindowMs = config.reorderWindowMs;
     this.budgetMs = config.commandSlackMs;
+  }
+
+  /**
+   * The reorder window follows `targetMs` (reorderWindowFor, every tick, `elapsedMs` after the
+   * last): at once when it is longer, and down by at most REORDER_WINDOW_FALL_PER_SECOND.
+   */
+  followReorderWindow(targetMs: number, elapsedMs: number): void {
+    const fallen = this.reorderWindowMs - (REORDER_WINDOW_FALL_PER_SECOND * elapsedMs) / 1000;
+    this.reorderWindowMs = Math.max(targetMs, fallen);
   }
 
   /**

@@ -959,10 +959,10 @@ export class GameServer<P, W> {
       // acknowledgements take, late ones included (after a spike, packets sent later overtake
       // those sent during it), not by the round trip, which samples only packets that followed
       // their predecessor.
-      client.commands.reorderWindowMs = reorderWindowFor(
-        link.ackDelayMs,
-        link.ackDelayVarianceMs,
-        this.config.maxReorderWindowMs,
+      // It comes down slowly: packets sent during a spike are still on their way after it.
+      client.commands.followReorderWindow(
+        reorderWindowFor(link.ackDelayMs, link.ackDelayVarianceMs, this.config.maxReorderWindowMs),
+        this.tickIntervalMs,
       );
       // The client hears the server while it acknowledges frames sent lately: within an ack delay,
       // four deviations, two snapshot intervals and two ticks.

@@ -298,6 +298,23 @@ describe('the up-link', () => {
     }
   });
 
+  it('waits for the commands a latency spike left behind the ones sent after it: none lost', () => {
+    // The `spikes` profile's spike, twice: 40 ms one way, then 1.2 s for 1.5 s. Packets sent
+    // during it are still on their way when those sent after it arrive; the acknowledgements'
+    // delay (which sets the reorder window) is back to 40 ms by then.
+    const spike = { durationMs: 1500, latencyMs: 1200, jitterMs: 50 };
+    const profile = parseProfile({
+      name: 'spiky',
+      latencyMs: 40,
+      jitterMs: 5,
+      events: [
+        { atMs: 3000, ...spike },
+        { atMs: 6500, ...spike },
+      ],
+    });
+    expectNoCommandLost([1, 2, 3, 4, 5, 6, 7, 8], profile, { frameJitterMs: 2 }, 400);
+  });
+
   it('sends a command again in time when every copy is lost just after the link turned slow and jittery', () => {
     // A second after the round trip stepped from 40 to 700 ms with 80 ms of jitter each way, the
     // up-link loses 60 ms of packets (each command went in one: no loss measured). The step

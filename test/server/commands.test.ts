@@ -7,6 +7,7 @@ import {
   MAX_REORDER_WINDOW_MS,
   MAX_SILENT_WAIT_MS,
   MIN_REORDER_WINDOW_MS,
+  REORDER_WINDOW_FALL_PER_SECOND,
   reorderWindowFor,
   sanitize,
 } from '../../src/server/commands.ts';
@@ -229,6 +230,34 @@ describe('CommandQueue', () => {
     expect(reorderWindowFor(Number.NaN, Number.NaN)).toBe(none);
     expect(reorderWindowFor(1e9, 0)).toBe(MAX_REORDER_WINDOW_MS);
     expect(reorderWindowFor(0, 1e9)).toBe(MAX_REORDER_WINDOW_MS);
+  });
+
+  it('follows a longer window at once and a shorter one slowly: packets sent during a spike are still on their way after it', () => {
+    const q = queue(2000, 100);
+    // A spike: the acknowledgements' delay, and the window with it, jump up.
+    q.followReorderWindow(1500, 16);
+    expect(q.reorderWindowMs).toBe(1500);
+    // It is over: the target falls back at once, the window by REORDER_WINDOW_FALL_PER_SECOND.
+    for (let t = 0; t < 500; t += 16) q.followReorderWindow(516, 16);
+    const fallen = 1500 - (REORDER_WINDOW_FALL_PER_SECOND * 16 * Math.ceil(500 / 16)) / 1000;
+    expect(q.reorderWindowMs).toBeCloseTo(fallen, 9);
+    // So a command overtaken by those sent after the spike, found missing now, is waited for past
+    // the 516 ms the delay alone gives: it comes 563 ms after its gap was found and runs.
+    q.receive(cmd(1));
+    q.addRealTime(16);
+    expect(drain(q)).toEqual([1]);
+    q.receive(cmd(3));
+    for (let t = 0; t < 563; t += 16) {
+      q.followReorderWindow(516, 16);
+      q.addRealTime(16);
+      expect(drain(q)).toEqual([]);
+    }
+    q.receive(cmd(2));
+    expect(drain(q)).toEqual([2, 3]);
+    expect(q.stats.lost).toBe(0);
+    // Seconds later it is back where the delay puts it.
+    for (let t = 0; t < 5000; t += 16) q.followReorderWindow(516, 16);
+    expect(q.reorderWindowMs).toBe(516);
   });
 
   it('does not skip commands that are queued but held by the budget', () => {
