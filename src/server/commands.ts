@@ -42,9 +42,10 @@ export interface CommandBudgetConfig {
    * How long a missing command is waited for once a newer one has arrived, before it is taken
    * as lost and skipped (ms). Packets overtake each other on a jittery route; the client repeats
    * each command only in a bounded number of packets, so the server cannot tell from a packet's
-   * first command that the ones before it will never come. The server sets it per client from
-   * the measured delay to a first acknowledgement and its deviation (`ChannelStats.ackDelayMs`,
-   * late acknowledgements included; `reorderWindowFor`); this is the starting value.
+   * first command that the ones before it will never come. The server has it follow, per client,
+   * a target from the measured delay to a first acknowledgement and its deviation
+   * (`ChannelStats.ackDelayMs`, late acknowledgements included; `reorderWindowFor`,
+   * `CommandQueue.followReorderWindow`); this is the starting value.
    */
   reorderWindowMs: number;
   /**
@@ -95,12 +96,12 @@ export const MAX_SILENT_WAIT_MS = 1000;
 /** Time the client takes to notice every copy of a command was lost, beyond a round trip (ms). */
 const RESEND_MARGIN_MS = 70;
 /**
- * How fast the reorder window may come down when the delay it follows does (ms a second). After
+ * How fast the reorder window may come down when its target does (ms a second). After
  * a latency spike the acknowledgements' delay falls back at once, but the packets sent during it
  * are still on their way, overtaken by those sent after: on `spikes` (seed 1, runners, traced)
  * the gaps they left filled up to 656 ms after they were found, and the window had fallen to 516
  * ms within half a second of the spike's end (two commands skipped 15 ms before their copies
- * came, a correction). Falling 250 ms a second, a window of 1.5 s takes 4 s to come back.
+ * came, a correction). Falling 250 ms a second, a window of 1.5 s is back to 0.5 s in 4 s.
  */
 export const REORDER_WINDOW_FALL_PER_SECOND = 250;
 
@@ -362,11 +363,17 @@ export class CommandQueue {
 
   /**
    * The reorder window follows `targetMs` (reorderWindowFor, every tick, `elapsedMs` after the
-   * last): at once when it is longer, and down by at most REORDER_WINDOW_FALL_PER_SECOND.
+   * last): it rises to a longer target at once and falls by at most
+   * REORDER_WINDOW_FALL_PER_SECOND, within [MIN_REORDER_WINDOW_MS, maxReorderWindowMs]. A target
+   * or elapsed time that is not a finite number >= 0 is ignored.
    */
   followReorderWindow(targetMs: number, elapsedMs: number): void {
+    if (!(targetMs >= 0 && elapsedMs >= 0 && Number.isFinite(targetMs) && Number.isFinite(elapsedMs))) return;
     const fallen = this.reorderWindowMs - (REORDER_WINDOW_FALL_PER_SECOND * elapsedMs) / 1000;
-    this.reorderWindowMs = Math.max(targetMs, fallen);
+    this.reorderWindowMs = Math.min(
+      this.maxReorderWindowMs,
+      Math.max(MIN_REORDER_WINDOW_MS, targetMs, fallen),
+    );
   }
 
   /**

@@ -634,10 +634,13 @@ export class GameServer<P, W> {
         const behind = Math.floor((nowMs - this.nextTickMs) / this.tickIntervalMs) + 1;
         this.stats.ticksSkipped += behind;
         this.nextTickMs += behind * this.tickIntervalMs;
-        // The clients' real time passed all the same: their command budgets get it.
+        // The clients' real time passed all the same: their command budgets get it, and their
+        // reorder windows fall by it.
         for (let i = 0; i < this.clients.length; i++) {
           const c = this.clients[i];
-          if (c !== null) c.commands.addRealTime(behind * this.tickIntervalMs);
+          if (c === null) continue;
+          c.commands.addRealTime(behind * this.tickIntervalMs);
+          c.commands.followReorderWindow(MIN_REORDER_WINDOW_MS, behind * this.tickIntervalMs);
         }
         break;
       }

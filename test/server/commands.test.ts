@@ -258,6 +258,16 @@ describe('CommandQueue', () => {
     // Seconds later it is back where the delay puts it.
     for (let t = 0; t < 5000; t += 16) q.followReorderWindow(516, 16);
     expect(q.reorderWindowMs).toBe(516);
+    // Not past its bounds, and not moved by what is not a time.
+    q.followReorderWindow(1e9, 16);
+    expect(q.reorderWindowMs).toBe(q.maxReorderWindowMs);
+    for (const bad of [Number.NaN, -1, Number.POSITIVE_INFINITY]) {
+      q.followReorderWindow(bad, 16);
+      q.followReorderWindow(516, bad);
+    }
+    expect(q.reorderWindowMs).toBe(q.maxReorderWindowMs);
+    q.followReorderWindow(0, 1e6);
+    expect(q.reorderWindowMs).toBe(MIN_REORDER_WINDOW_MS);
   });
 
   it('does not skip commands that are queued but held by the budget', () => {
