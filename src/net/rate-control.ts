@@ -616,7 +616,7 @@ export class RateController {
       !this.decreased &&
       this.pairsFromMs >= 0 &&
       this.pairBytesPerSecond === Number.POSITIVE_INFINITY &&
-      (this.pairCount < PAIR_MIN_SAMPLES || (this.pairNegative === 0 && this.pairPositive > 0)) &&
+      (this.pairCount < PAIR_MIN_SAMPLES || this.pairsLeaning) &&
       nowMs - this.pairsFromMs < PAIR_VERDICT_MS + 2 * this.smoothedRttMs;
     if (
       queue < (this.decreased ? threshold / 2 : threshold) &&
