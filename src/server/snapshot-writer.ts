@@ -150,38 +150,46 @@ export function priorityBucketFast(p: number): number {
 }
 
 /**
- * What a client holds, entity by entity: `held[e]`, the tick of the values it holds for e, or
- * NOT_HELD; for each e held, what its next update is predicted from: `sent[e]`, the tick of the
- * frame whose entry brought the client's newer value (its `age` at a frame is that frame's tick
- * less this, saturating at SPAN_MAX), and `spans[e]`, which packs one byte each from the second
- * lowest: `gap` (ticks from its older value's entry to the newer's; 0: none), `back` (the older
- * value is the values at sent - back) and `type`, the type of the entity it holds; its lowest byte
- * is 0, where the cache key (snapshot-cache.ts) puts the age. `spans` and `sent` mean nothing where
- * `held` is NOT_HELD. Every value is absolute or relative to the entity's own entries.
+ * A write's scratch, one for every writer of a store (`workFor`), since writes never overlap:
+ * shared, it stays in cache across the clients' frames, where each writer's own arrays (19,840
+ * bytes a writer for 1,024 entities) would be read cold for every frame. A write leaves `mark` 0, `op`
+ * NO_OP and `selected` clear where it set them; the rest means nothing between writes. `pos[e]`:
+ * where entity e sits in the frame being written (set for its candidates only).
  */
-interface HeldState {
-  readonly held: Uint32Array;
-  readonly spans: Uint32Array;
-  readonly sent: Uint32Array;
-}
-
-/**
- * The held state of the frame being written, by entity index: one for every writer of a store
- * (`workFor`), since writes never overlap. A write starts it from its baseline's entries, changes
- * what it sends, keeps the result as the new frame's entries and clears what it set, so `held`
- * is NOT_HELD everywhere between writes. Shared, it stays in cache across the clients' frames,
- * where each writer's own arrays would be read cold for every frame.
- */
-class FrameWork implements HeldState {
-  readonly held: Uint32Array;
-  readonly spans: Uint32Array;
-  readonly sent: Uint32Array;
-  /** A write began and did not finish (it failed, or threw): `held` is cleared whole before the next. */
+class FrameWork {
+  readonly pos: Uint16Array;
+  readonly mark: Uint8Array;
+  readonly op: Int8Array;
+  readonly bucketOf: Uint8Array;
+  readonly bucketCount = new Int32Array(BUCKETS);
+  readonly order: Uint16Array;
+  readonly found: Uint16Array;
+  readonly selected: Uint32Array;
+  readonly entryOf: Int32Array;
+  readonly entryBits: Int32Array;
+  readonly need: Uint16Array;
+  /** A write began and did not finish (it failed, or threw): the arrays are cleared whole before the next. */
   dirty = false;
   constructor(maxEntities: number) {
-    this.held = new Uint32Array(maxEntities).fill(NOT_HELD);
-    this.spans = new Uint32Array(maxEntities);
-    this.sent = new Uint32Array(maxEntities);
+    const n = maxEntities;
+    this.pos = new Uint16Array(n);
+    this.mark = new Uint8Array(n);
+    this.op = new Int8Array(n).fill(NO_OP);
+    this.bucketOf = new Uint8Array(n);
+    this.order = new Uint16Array(n);
+    this.found = new Uint16Array(n);
+    this.selected = new Uint32Array((n + 31) >>> 5);
+    this.entryOf = new Int32Array(n);
+    this.entryBits = new Int32Array(n);
+    this.need = new Uint16Array(n);
+  }
+
+  /** Clears what an unfinished write may have left set. */
+  clear(): void {
+    this.mark.fill(0);
+    this.op.fill(NO_OP);
+    this.selected.fill(0);
+    this.bucketCount.fill(0);
   }
 }
 
@@ -197,32 +205,46 @@ function workFor(store: EntityStore): FrameWork {
   return work;
 }
 
-/** Entries a frame has room for at first; it grows to the largest view it is written with. */
+/**
+ * Entries a writer's first frame has room for. A writer's frames all grow to the room of the
+ * largest view it has written (capacity), so a match whose views are large allocates each
+ * frame's memory once, and a frame of the same room as its baseline starts as one copy of it.
+ */
 const FRAME_START_CAPACITY = 64;
 
 /**
  * What a client holds once it has a frame: the entities in its view (`view[0..viewCount)`, in no
- * set order) and, at the same positions, their `held`, `spans` and `sent` (HeldState); every
- * other entity is not held. A frame keeps only its view: a client's frames stay in memory for
- * the lag-compensation history (about 130 at 32 frames a second), so their size is their view's,
- * not the store's.
+ * set order) and, at the same positions, `held`, the tick of the values it holds for that entity,
+ * and what its next update is predicted from: `sent`, the tick of the frame whose entry brought
+ * the client's newer value (its `age` at a frame is that frame's tick less this, saturating at
+ * SPAN_MAX), and `spans`, which packs one byte each from the second lowest: `gap` (ticks from its
+ * older value's entry to the newer's; 0: none), `back` (the older value is the values at sent -
+ * back) and `type`, the type of the entity it holds; its lowest byte is 0, where the cache key
+ * (snapshot-cache.ts) puts the age. Every other entity is not held. Every value is absolute or
+ * relative to the entity's own entries. A frame keeps only its view: a client's frames stay in
+ * memory for the lag-compensation history (about 130 at 32 frames a second), so their size is
+ * their view's, not the store's.
  */
 class Frame {
   tick = -1;
   /** The tick this frame was last written for (even if the write failed), -1: never. */
   writtenTick = -1;
   viewCount = 0;
+  /** Entries the arrays have room for. */
+  capacity = 0;
   view!: Uint16Array;
   held!: Uint32Array;
   spans!: Uint32Array;
   sent!: Uint32Array;
+  /** The four arrays' one block, whole: a frame of the same capacity is copied in one call. */
+  bytes!: Uint8Array;
   constructor(capacity: number) {
     this.allocate(capacity);
   }
 
-  /** Makes room for `count` entries (their values are not kept: only before they are written). */
-  reserve(count: number, maxEntities: number): void {
-    if (count > this.view.length) this.allocate(Math.min(maxEntities, Math.max(count, 2 * this.view.length)));
+  /** Makes room for `capacity` entries (their values are not kept: only before they are written). */
+  reserve(capacity: number): void {
+    if (capacity > this.capacity) this.allocate(capacity);
   }
 
   private allocate(capacity: number): void {
@@ -233,6 +255,8 @@ class Frame {
     this.spans = new Uint32Array(block, n * 4, n);
     this.sent = new Uint32Array(block, n * 8, n);
     this.view = new Uint16Array(block, n * 12, n);
+    this.bytes = new Uint8Array(block);
+    this.capacity = n;
   }
 }
 
@@ -241,9 +265,9 @@ function heldTooLong(held: number, tick: number, maxHeldAge: number): boolean {
   return maxHeldAge > 0 && held !== NOT_HELD && tick - held >= maxHeldAge;
 }
 
-/** An entity's cache key spans (snapshot-cache.ts) at frame `tick`: its age in the lowest byte. */
-function spansAt(frame: HeldState, e: number, tick: number): number {
-  return (frame.spans[e] | Math.min(tick - frame.sent[e], SPAN_MAX)) >>> 0;
+/** The cache key spans (snapshot-cache.ts) of the entity at position `p` of `frame` at tick `tick`: its age in the lowest byte. */
+function spansAt(frame: Frame, p: number, tick: number): number {
+  return (frame.spans[p] | Math.min(tick - frame.sent[p], SPAN_MAX)) >>> 0;
 }
 
 export class SnapshotWriter {
@@ -313,8 +337,8 @@ export class SnapshotWriter {
   private readonly mark: Uint8Array;
   private readonly op: Int8Array;
   private readonly bucketOf: Uint8Array;
-  private readonly bucketCount = new Int32Array(BUCKETS);
-  private readonly candidates: Uint16Array;
+  private readonly bucketCount: Int32Array;
+  private readonly pos: Uint16Array;
   private readonly order: Uint16Array;
   private readonly found: Uint16Array;
   private readonly selected: Uint32Array;
@@ -331,6 +355,8 @@ export class SnapshotWriter {
   private readonly typePriority: Float64Array;
   private lastWrittenTick = -1;
   private firstValidTick = 0;
+  /** The most candidates a write has had (at least FRAME_START_CAPACITY): the room of its frames. */
+  private largestView = FRAME_START_CAPACITY;
 
   /** `cache`: the encode cache every writer of `store` shares (default: a cache of its own). */
   constructor(
@@ -369,16 +395,18 @@ export class SnapshotWriter {
     this.free = new Int32Array(remembered);
     this.work = workFor(store);
     this.priority = new Float64Array(n);
-    this.mark = new Uint8Array(n);
-    this.op = new Int8Array(n).fill(NO_OP);
-    this.bucketOf = new Uint8Array(n);
-    this.candidates = new Uint16Array(n);
-    this.order = new Uint16Array(n);
-    this.found = new Uint16Array(n);
-    this.selected = new Uint32Array((n + 31) >>> 5);
-    this.entryOf = new Int32Array(n);
-    this.entryBits = new Int32Array(n);
-    this.need = new Uint16Array(n);
+    const work = this.work;
+    this.mark = work.mark;
+    this.op = work.op;
+    this.bucketOf = work.bucketOf;
+    this.bucketCount = work.bucketCount;
+    this.pos = work.pos;
+    this.order = work.order;
+    this.found = work.found;
+    this.selected = work.selected;
+    this.entryOf = work.entryOf;
+    this.entryBits = work.entryBits;
+    this.need = work.need;
     this.typePriority = Float64Array.from(store.schema.types, (t) => t.priority);
     this.cache = cache;
   }
@@ -432,7 +460,7 @@ export class SnapshotWriter {
     if (this.freeCount > 0) i = this.free[--this.freeCount];
     else {
       i = this.frames.length;
-      this.frames.push(new Frame(FRAME_START_CAPACITY));
+      this.frames.push(new Frame(this.largestView));
     }
     const f = this.frames[i];
     f.writtenTick = tick;
@@ -539,23 +567,9 @@ export class SnapshotWriter {
     }
     const frame = this.acquireFrame(tick);
     frame.viewCount = 0;
-    // What the client holds starts as what the baseline says, in the shared work arrays; the
-    // frame then changes only what it sends.
     const work = this.work;
-    const held = work.held;
-    if (work.dirty) held.fill(NOT_HELD);
+    if (work.dirty) work.clear();
     work.dirty = true;
-    if (base !== null) {
-      const spans = work.spans;
-      const sent = work.sent;
-      const { view, held: baseHeld, spans: baseSpans, sent: baseSent, viewCount } = base;
-      for (let k = 0; k < viewCount; k++) {
-        const e = view[k];
-        held[e] = baseHeld[k];
-        spans[e] = baseSpans[k];
-        sent[e] = baseSent[k];
-      }
-    }
     this.header.tally = this.tally;
 
     const start = s.bitsProcessed;
@@ -566,10 +580,12 @@ export class SnapshotWriter {
       return false;
     }
 
-    const candidateCount = this.gatherCandidates(base, cur, viewerX, viewerY, viewerZ, viewerEntity);
-    const needCount = this.classify(work, cur, tick, candidateCount, viewerX, viewerY, viewerZ);
+    // What the client holds starts as what the baseline says (a copy of it) and the entities
+    // coming into view after it; the frame then changes only what it sends.
+    const candidateCount = this.gatherCandidates(frame, base, cur, viewerX, viewerY, viewerZ, viewerEntity);
+    const needCount = this.classify(frame, cur, tick, candidateCount, viewerX, viewerY, viewerZ);
     const chosen = this.choose(
-      work,
+      frame,
       cur,
       tick,
       needCount,
@@ -584,37 +600,34 @@ export class SnapshotWriter {
     st.lastDeferred = needCount - chosen;
     st.deferred += st.lastDeferred;
     const runs = chosen > 0 && this.runsPay(s);
-    if (runs) this.writeRuns(s, work, cur, tick);
-    else this.writeChosen(s, work, cur, tick);
+    if (runs) this.writeRuns(s, frame, cur, tick);
+    else this.writeChosen(s, frame, cur, tick);
     serializeIndexStep(s, 0);
     if (!s.ok) {
-      // The frame stays unusable (tick -1); the work arrays are cleared whole before the next write.
-      this.clearMarks(candidateCount);
+      // The frame stays unusable (tick -1); the scratch is cleared whole before the next write.
+      this.clearMarks(frame, candidateCount);
       s.rewind(start);
       return false;
     }
-    // The frame keeps the entities held (its view) with their state; the work arrays are cleared
-    // where this write set them (every entity held is a candidate).
-    frame.reserve(candidateCount, store.maxEntities);
-    const candidates = this.candidates;
+    // The frame keeps the entities held (its view), in candidate order; the scratch is cleared
+    // where this write set it (every entity it set is a candidate).
     const mark = this.mark;
     const ops = this.op;
-    const { spans, sent } = work;
-    const { view, held: frameHeld, spans: frameSpans, sent: frameSent } = frame;
+    const { view, held, spans, sent } = frame;
     let n = 0;
     for (let k = 0; k < candidateCount; k++) {
-      const e = candidates[k];
-      const h = held[e];
-      if (h !== NOT_HELD) {
-        view[n] = e;
-        frameHeld[n] = h;
-        frameSpans[n] = spans[e];
-        frameSent[n] = sent[e];
-        n++;
-        held[e] = NOT_HELD;
-      }
+      const e = view[k];
       mark[e] = 0;
       ops[e] = NO_OP;
+      const h = held[k];
+      if (h === NOT_HELD) continue;
+      if (n !== k) {
+        view[n] = e;
+        held[n] = h;
+        spans[n] = spans[k];
+        sent[n] = sent[k];
+      }
+      n++;
     }
     frame.viewCount = n;
     work.dirty = false;
@@ -632,8 +645,13 @@ export class SnapshotWriter {
     return true;
   }
 
-  /** Candidates: the baseline's view (to update or remove) plus the live entities in range but `skip`. */
+  /**
+   * Fills `frame` with the candidates: the baseline's view (to update or remove), as the baseline
+   * holds it, then the live entities in range but `skip` that it does not hold (NOT_HELD), and
+   * notes each one's position in `pos`. Returns how many.
+   */
   private gatherCandidates(
+    frame: Frame,
     base: Frame | null,
     cur: HistorySlot,
     x: number,
@@ -642,21 +660,52 @@ export class SnapshotWriter {
     skip: number,
   ): number {
     const mark = this.mark;
-    const candidates = this.candidates;
-    let count = 0;
+    const pos = this.pos;
+    const found = this.found;
+    const baseCount = base === null ? 0 : base.viewCount;
     if (base !== null) {
-      for (let k = 0; k < base.viewCount; k++) {
-        const e = base.view[k];
+      const bv = base.view;
+      for (let k = 0; k < baseCount; k++) {
+        const e = bv[k];
         mark[e] = IN_BASE;
-        candidates[count++] = e;
+        pos[e] = k;
       }
     }
-    const found = this.store.interest.query(x, y, z, this.config.viewRadius, this.found);
-    for (let k = 0; k < found; k++) {
-      const e = this.found[k];
+    // The entities coming into view, kept at the front of `found` in the order found.
+    const foundCount = this.store.interest.query(x, y, z, this.config.viewRadius, found);
+    let fresh = 0;
+    for (let k = 0; k < foundCount; k++) {
+      const e = found[k];
       if (cur.alive[e] === 0 || e === skip) continue;
-      if (mark[e] === 0) candidates[count++] = e;
+      if (mark[e] === 0) found[fresh++] = e;
       mark[e] |= VISIBLE;
+    }
+    const count = baseCount + fresh;
+    // Every frame of the writer has the room of its largest view: once the views stop growing,
+    // none is allocated again and a frame is copied from its baseline in one call.
+    if (count > this.largestView) this.largestView = count;
+    frame.reserve(this.largestView);
+    const view = frame.view;
+    const held = frame.held;
+    if (base !== null) {
+      if (base.capacity === frame.capacity) frame.bytes.set(base.bytes);
+      else {
+        const { view: bv, held: bh, spans: bs, sent: bt } = base;
+        const { spans, sent } = frame;
+        for (let k = 0; k < baseCount; k++) {
+          view[k] = bv[k];
+          held[k] = bh[k];
+          spans[k] = bs[k];
+          sent[k] = bt[k];
+        }
+      }
+    }
+    for (let j = 0; j < fresh; j++) {
+      const e = found[j];
+      const k = baseCount + j;
+      view[k] = e;
+      held[k] = NOT_HELD;
+      pos[e] = k;
     }
     return count;
   }
@@ -668,7 +717,7 @@ export class SnapshotWriter {
    * few array reads and one write, since the frame already holds its baseline's state.
    */
   private classify(
-    frame: HeldState,
+    frame: Frame,
     cur: HistorySlot,
     tick: number,
     candidateCount: number,
@@ -684,7 +733,7 @@ export class SnapshotWriter {
     const curType = cur.type;
     const distanceScale = 1 / this.config.priorityDistance;
     const counts = this.bucketCount;
-    const candidates = this.candidates;
+    const view = frame.view;
     const mark = this.mark;
     const priority = this.priority;
     const ops = this.op;
@@ -694,18 +743,18 @@ export class SnapshotWriter {
     const maxHeldAge = this.config.maxHeldAgeTicks;
     let needCount = 0;
     for (let k = 0; k < candidateCount; k++) {
-      const e = candidates[k];
+      const e = view[k];
       // Only a baseline's view has entities that are not VISIBLE, and those are held.
-      const h = held[e];
+      const h = held[k];
       let op: number;
       let weight = 1;
       if ((mark[e] & VISIBLE) === 0) {
         op = OP_REMOVE;
       } else {
         if (h === NOT_HELD || createdTick[e] > h) op = OP_CREATE;
-        else if (changedTick[e] > h) op = this.canPredict(frame, e, tick, h) ? OP_UPDATE : OP_REFRESH;
+        else if (changedTick[e] > h) op = this.canPredict(frame, k, tick, h) ? OP_UPDATE : OP_REFRESH;
         else {
-          held[e] = tick;
+          held[k] = tick;
           priority[e] = 0;
           continue;
         }
@@ -745,7 +794,7 @@ export class SnapshotWriter {
    * spent, including the end marker) and marks them in the `selected` bit set. Returns how many.
    */
   private choose(
-    frame: HeldState,
+    frame: Frame,
     cur: HistorySlot,
     tick: number,
     needCount: number,
@@ -760,11 +809,17 @@ export class SnapshotWriter {
     let k = 0;
     for (; k < needCount; k++) {
       const e = this.order[k];
-      const h = frame.held[e];
+      const h = frame.held[this.pos[e]];
       // An entity held too long (classify put it first, in a bucket of its own) may use the
       // packet past the budget.
       const limit = heldTooLong(h, tick, maxHeldAge) ? packetBits : budgetBits;
-      const entry = cache.entry(e, this.op[e], tick, h, h === NOT_HELD ? NO_SPANS : spansAt(frame, e, tick));
+      const entry = cache.entry(
+        e,
+        this.op[e],
+        tick,
+        h,
+        h === NOT_HELD ? NO_SPANS : spansAt(frame, this.pos[e], tick),
+      );
       this.entryOf[e] = entry;
       let bits: number;
       if (entry >= 0) bits = cache.bitsOf(entry);
@@ -821,7 +876,7 @@ export class SnapshotWriter {
   }
 
   /** Writes the selected entries in ascending index order, a step each, and records them in `frame`. */
-  private writeChosen(s: BitStream, frame: HeldState, cur: HistorySlot, tick: number): void {
+  private writeChosen(s: BitStream, frame: Frame, cur: HistorySlot, tick: number): void {
     const sel = this.selected;
     let prev = -1;
     let full = false;
@@ -859,7 +914,7 @@ export class SnapshotWriter {
    * Writes the selected entries as runs of consecutive indices (each a step, its length, its
    * entries) and records them in `frame`. runsPay said the whole list fits.
    */
-  private writeRuns(s: BitStream, frame: HeldState, cur: HistorySlot, tick: number): void {
+  private writeRuns(s: BitStream, frame: Frame, cur: HistorySlot, tick: number): void {
     const sel = this.selected;
     const last = sel.length * 32;
     let prev = -1;
@@ -881,7 +936,7 @@ export class SnapshotWriter {
   }
 
   /** Writes entity `e`'s entry (after its index step): a copy of its cached bits, or encoded. */
-  private writeEntry(s: BitStream, e: number, frame: HeldState, cur: HistorySlot, tick: number): void {
+  private writeEntry(s: BitStream, e: number, frame: Frame, cur: HistorySlot, tick: number): void {
     const entry = this.entryOf[e];
     // Code training counts the symbols it writes: those entries are encoded, not copied.
     if (entry >= 0 && this.tally === null) {
@@ -890,11 +945,12 @@ export class SnapshotWriter {
   }
 
   /** Records in `frame` what the client holds for `e` once it has the entry written with `op`. */
-  private record(frame: HeldState, cur: HistorySlot, tick: number, e: number, op: number): void {
+  private record(frame: Frame, cur: HistorySlot, tick: number, e: number, op: number): void {
     const st = this.stats;
+    const p = this.pos[e];
     this.priority[e] = 0;
     if (op === OP_REMOVE) {
-      frame.held[e] = NOT_HELD;
+      frame.held[p] = NOT_HELD;
       st.lastRemoved++;
       return;
     }
@@ -902,34 +958,35 @@ export class SnapshotWriter {
     // `age` ticks old (gap), held at `held` (back).
     let sp = cur.type[e] << 24;
     if (op === OP_UPDATE) {
-      const back = tick - frame.held[e];
-      sp |= (Math.min(back, SPAN_MAX) << 16) | (Math.min(tick - frame.sent[e], SPAN_MAX) << 8);
+      const back = tick - frame.held[p];
+      sp |= (Math.min(back, SPAN_MAX) << 16) | (Math.min(tick - frame.sent[p], SPAN_MAX) << 8);
       st.lastUpdated++;
     } else if (op === OP_CREATE) st.lastCreated++;
     else st.lastUpdated++;
-    frame.spans[e] = sp;
-    frame.sent[e] = tick;
-    frame.held[e] = tick;
+    frame.spans[p] = sp;
+    frame.sent[p] = tick;
+    frame.held[p] = tick;
   }
 
   /**
-   * Whether an update of `e` can be written against what the client holds in `frame` (`held`):
-   * the server still has the values at `held`, and at the older value's tick when the update is
-   * predicted from it; else the entity is refreshed.
+   * Whether an update of the entity at position `p` can be written against what the client holds
+   * in `frame` (`held`): the server still has the values at `held`, and at the older value's tick
+   * when the update is predicted from it; else the entity is refreshed.
    */
-  private canPredict(frame: HeldState, e: number, tick: number, held: number): boolean {
+  private canPredict(frame: Frame, p: number, tick: number, held: number): boolean {
     const store = this.store;
     if (store.history(held) === undefined) return false;
-    const spans = frame.spans[e];
-    const age = Math.min(tick - frame.sent[e], SPAN_MAX);
+    const spans = frame.spans[p];
+    const age = Math.min(tick - frame.sent[p], SPAN_MAX);
     const gap = (spans >>> 8) & 0xff;
     if (gap === 0 || gap > PREDICTION_TICKS || age > PREDICTION_TICKS) return true;
     return store.history(tick - age - ((spans >>> 16) & 0xff)) !== undefined;
   }
 
   /** Serializes entity `e`'s entry (after its index skip) with its chosen operation, against what `frame` says the client holds. */
-  private serializeOne(s: BitStream, e: number, cur: HistorySlot, frame: HeldState, tick: number): void {
-    const h = frame.held[e];
+  private serializeOne(s: BitStream, e: number, cur: HistorySlot, frame: Frame, tick: number): void {
+    const p = this.pos[e];
+    const h = frame.held[p];
     encodeEntry(
       s,
       this.store,
@@ -939,13 +996,13 @@ export class SnapshotWriter {
       tick,
       cur,
       h,
-      h === NOT_HELD ? NO_SPANS : spansAt(frame, e, tick),
+      h === NOT_HELD ? NO_SPANS : spansAt(frame, p, tick),
     );
   }
 
-  private clearMarks(candidateCount: number): void {
+  private clearMarks(frame: Frame, candidateCount: number): void {
     for (let k = 0; k < candidateCount; k++) {
-      const e = this.candidates[k];
+      const e = frame.view[k];
       this.mark[e] = 0;
       this.op[e] = NO_OP;
     }
