@@ -137,8 +137,18 @@ function playersPerCore(rows: readonly TickFigures[], pick: (f: TickFigures) => 
   return `> ${rows[rows.length - 1].bots}`;
 }
 
-/** Runs one match of `bots` shooting bots and times every server update after the warm-up. */
-function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; figures: TickFigures } {
+/**
+ * A match of the benchmark's scene (arena or large level) with `bots` shooting bots, run through
+ * the warm-up and then until the snapshot writers' frame pools are full (the steady state: no
+ * frame allocated), which takes the writers' remembered ticks after each client's rate control
+ * reached 32 snapshots a second. `tools/ab.ts` builds it from two source trees to compare them.
+ */
+export function tickScene(
+  sceneName: 'arena' | 'large',
+  bots: number,
+  o: Pick<ServerTickOptions, 'seed' | 'warmupMs'> = DEFAULT_SERVER_TICK_OPTIONS,
+): Match<ArenaPlayerState, ArenaWorld> {
+  const scene = SCENES[sceneName];
   const match = new Match<ArenaPlayerState, ArenaWorld>(
     scene.game,
     o.seed,
@@ -159,9 +169,6 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
   if (server.clientCount !== bots) {
     throw new Error(`server tick: ${server.clientCount} of ${bots} bots connected after warm-up`);
   }
-  // Then until the snapshot writers' frame pools are full (the steady state: no frame allocated),
-  // which takes the writers' remembered ticks after each client's rate control reached 32
-  // snapshots a second.
   const kept = () => server.clients.reduce((n, c) => n + (c === null ? 0 : c.snapshots.framesKept), 0);
   for (let before = kept(), waited = 0; waited < MAX_POOL_WARMUP_MS; waited += 500) {
     match.run(500);
@@ -169,6 +176,18 @@ function measure(bots: number, o: ServerTickOptions, scene: Scene): { row: Row; 
     if (now === before) break;
     before = now;
   }
+  return match;
+}
+
+/** Runs one match of `bots` shooting bots and times every server update after the warm-up. */
+function measure(
+  bots: number,
+  o: ServerTickOptions,
+  sceneName: 'arena' | 'large',
+): { row: Row; figures: TickFigures } {
+  const scene = SCENES[sceneName];
+  const match = tickScene(sceneName, bots, o);
+  const server = match.server;
   const all = new Samples();
   const cpu = new Samples();
   // Each update's wall clock less the collector's pauses within it (V8's GCProfiler, per update):
@@ -385,15 +404,16 @@ function framePartsTable(): void {
 /** Prints the server tick cost table of each scene and its players-per-core estimate. */
 export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TICK_OPTIONS): void {
   framePartsTable();
-  for (const [scene, sizes] of [
-    [SCENES.arena, options.bots],
-    [SCENES.large, options.largeBots],
+  for (const [sceneName, sizes] of [
+    ['arena', options.bots],
+    ['large', options.largeBots],
   ] as const) {
     if (sizes.length === 0) continue;
+    const scene = SCENES[sceneName];
     const rows: Record<string, Row> = {};
     const figures: TickFigures[] = [];
     for (const bots of sizes) {
-      const r = measure(bots, options, scene);
+      const r = measure(bots, options, sceneName);
       rows[`${bots} bots`] = r.row;
       figures.push(r.figures);
     }
