@@ -6,12 +6,13 @@
 // With --matches N it hosts matches 1..N instead, spread over --workers threads (default: every
 // core); clients join one by its id (MatchClientEndpoint), and health covers every match's loop.
 //
-//   node --conditions=backstep-source --import tsx games/arena/server/main.ts [--port P] [--host H] [--max-clients N] [--matches N [--workers W]] [--agones]
+//   node --conditions=backstep-source --import tsx games/arena/server/main.ts [--port P] [--host H] [--max-clients N] [--matches N [--workers W]] [--agones] [--help]
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { AgonesAdapter } from 'backstep/agones';
+import { reasonName } from 'backstep/net';
 import { closeWebRtc, listen, MatchWorkers, sodiumAvailable } from 'backstep/node';
 import { combineHooks, GameServer } from 'backstep/server';
 import { arenaGame } from '../shared/game.ts';
@@ -35,9 +36,32 @@ interface Options {
   workers: number | undefined;
 }
 
-function options(): Options {
+const USAGE = `npm run server -- [options]: the arena's dedicated server (no page: \`npm start\` serves the game)
+
+  --port P           UDP, WebSocket (/ws), WebRTC signalling (/rtc) and health (/healthz), all on
+                     this one port (default 4000; 0: any free port)
+  --host H           address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)
+  --max-clients N    players per match, 1..1024 (default 32)
+  --matches N        host matches 1..N on worker threads instead of one match (clients name the
+                     match they join); 0 (default): one match on the main thread
+  --workers W        worker threads for --matches (default: one a core)
+  --agones           report to the Agones SDK sidecar (also BACKSTEP_AGONES=1)
+  -h, --help         this text
+
+Stops cleanly on SIGTERM or SIGINT. docs/deployment.md: containers, Agones, several matches.`;
+
+function options(): Options | null {
+  try {
+    return checkOptions();
+  } catch (error) {
+    throw new Error(`${error instanceof Error ? error.message : String(error)} (--help: the options)`);
+  }
+}
+
+function checkOptions(): Options | null {
   const { values } = parseArgs({
     options: {
+      help: { type: 'boolean', short: 'h', default: false },
       port: { type: 'string', default: '4000' },
       host: { type: 'string', default: '127.0.0.1' },
       'max-clients': { type: 'string', default: '32' },
@@ -46,6 +70,7 @@ function options(): Options {
       workers: { type: 'string' },
     },
   });
+  if (values.help === true) return null;
   const matches = Number(values.matches);
   const workers = values.workers === undefined ? undefined : Number(values.workers);
   if (!Number.isInteger(matches) || matches < 0 || matches > 100_000) {
@@ -94,7 +119,9 @@ async function serveMatches(o: Options, agones: AgonesAdapter | null): Promise<v
     workers: o.workers,
     onPlayer: (address, _match, connected) => agones?.player(address, connected),
     onEnded: (e) =>
-      console.log(`match ${e.id} ended (reason ${e.reason}${e.error === undefined ? '' : `: ${e.error}`})`),
+      console.log(
+        `match ${e.id} ended (${reasonName(e.reason)}${e.error === undefined ? '' : `: ${e.error}`})`,
+      ),
   });
   workers = running;
   for (let id = 1; id <= o.matches; id++) await running.create(id, { maxClients: o.maxClients });
@@ -119,6 +146,10 @@ async function serveMatches(o: Options, agones: AgonesAdapter | null): Promise<v
 
 async function main(): Promise<void> {
   const o = options();
+  if (o === null) {
+    console.log(USAGE);
+    return;
+  }
   const { port, host, maxClients, agones: onAgones } = o;
   const agones = onAgones
     ? await AgonesAdapter.connect({
