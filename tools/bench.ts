@@ -17,9 +17,9 @@ import { spectatorSection } from './bench/spectators.ts';
 let pageSeconds = 60;
 
 const SECTIONS: Record<string, { title: string; run: () => void | Promise<void> }> = {
-  bandwidth: { title: '1. Bandwidth (issue 4)', run: () => bandwidthSection() },
-  server: { title: '2. Server tick cost (issue 7)', run: () => serverTickSection() },
-  client: { title: '3. Client frame cost (issue 7)', run: () => clientFrameSection() },
+  bandwidth: { title: '1. Bandwidth', run: () => bandwidthSection() },
+  server: { title: '2. Server tick cost', run: () => serverTickSection() },
+  client: { title: '3. Client frame cost', run: () => clientFrameSection() },
   matches: { title: '4. Matches per core and per process', run: () => matchesSection() },
   spectators: { title: '5. Spectator cost', run: () => spectatorSection() },
   page: { title: '6. The browser game: bundle size and frame time', run: () => pageSection(pageSeconds) },
@@ -27,8 +27,27 @@ const SECTIONS: Record<string, { title: string; run: () => void | Promise<void> 
   demo: { title: '8. Demo playback: open, seek, draw', run: () => demoSection() },
 };
 
+function usage(): string {
+  const rows = Object.entries(SECTIONS).map(([name, s]) => `  ${name.padEnd(12)} ${s.title}`);
+  return [
+    'npm run bench [-- SECTION...] [--page-seconds N]: the benchmarks, every section by default',
+    '',
+    ...rows,
+    '',
+    '  --page-seconds N   seconds the page section measures frames for, 1..3600 (default 60)',
+    '  -h, --help         this text',
+    '',
+    'Figures differ from run to run on a shared machine: compare within one run (npm run ab for the',
+    'server tick of two source trees).',
+  ].join('\n');
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(usage());
+    return;
+  }
   const flag = args.indexOf('--page-seconds');
   if (flag >= 0) {
     pageSeconds = Number(args[flag + 1]);
@@ -41,7 +60,9 @@ async function main(): Promise<void> {
   const asked = args;
   for (const name of asked) {
     if (!Object.hasOwn(SECTIONS, name)) {
-      console.error(`bench: unknown section ${name} (sections: ${Object.keys(SECTIONS).join(', ')})`);
+      console.error(
+        `bench: unknown section ${name} (sections: ${Object.keys(SECTIONS).join(', ')}; --help: the options)`,
+      );
       process.exit(2);
     }
   }
