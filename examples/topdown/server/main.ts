@@ -21,7 +21,9 @@ const server = new GameServer(
   rules.hooks(),
 );
 const timer = setInterval(() => server.update(performance.now()), 2);
-console.log(`topdown server on ${endpoint.address}`);
+console.log(
+  `topdown server listening on 127.0.0.1:${endpoint.port} (udp, ws /ws, webrtc /rtc); clients connect to ws://127.0.0.1:${endpoint.port}/ws or webrtc://127.0.0.1:${endpoint.port}`,
+);
 
 async function stop(): Promise<void> {
   clearInterval(timer);
