@@ -107,7 +107,7 @@ export class Panel {
       'interpolationDelay',
       'interpolation delay',
       [
-        ['0', 'default (adaptive, at most 100 ms or 2 updates)'],
+        ['0', 'default (adaptive: 100 ms or 2 updates, more on a jittery link)'],
         ['adaptive', 'adaptive (jitter)'],
         ['50', '50 ms'],
         ['100', '100 ms'],
