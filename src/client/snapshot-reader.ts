@@ -79,9 +79,6 @@ export class SnapshotReader {
   baselineTick = -1;
   /** The newest frame tick read successfully. */
   newestTick = -1;
-  /** Entities in view in the frame last read, ascending: `view[0 .. viewCount)`. */
-  readonly view: Uint16Array;
-  viewCount = 0;
   /** Entities the frame created (including a new entity in a reused index), ascending. */
   readonly created: Uint16Array;
   createdCount = 0;
@@ -94,7 +91,10 @@ export class SnapshotReader {
   private readonly ring: DecodedFrame[];
   private readonly mask: number;
   private work: DecodedFrame;
+  /** The outputs: a copy of the frame last read, made when first asked for (`published`). */
   private readonly out: DecodedFrame;
+  /** The frame last read while the outputs do not show it yet (null: they do). */
+  private unpublished: DecodedFrame | null = null;
   private readonly views: Int32Array[];
   private readonly pendingCreated: Uint16Array;
   private readonly pendingRemoved: Uint16Array;
@@ -117,7 +117,6 @@ export class SnapshotReader {
     this.out = new DecodedFrame(n, stride);
     this.views = [];
     for (let i = 0; i < n; i++) this.views.push(this.out.values.subarray(i * stride, (i + 1) * stride));
-    this.view = this.out.view;
     this.created = new Uint16Array(n);
     this.removed = new Uint16Array(n);
     this.pendingCreated = new Uint16Array(n);
@@ -134,9 +133,10 @@ export class SnapshotReader {
    */
   reset(): void {
     for (const f of this.ring) f.tick = -1;
-    for (let k = 0; k < this.viewCount; k++) this.out.inView[this.out.view[k]] = 0;
-    this.viewCount = 0;
-    this.out.viewCount = 0;
+    const out = this.out;
+    for (let k = 0; k < out.viewCount; k++) out.inView[out.view[k]] = 0;
+    out.viewCount = 0;
+    this.unpublished = null;
     this.createdCount = 0;
     this.removedCount = 0;
     this.frameTick = -1;
@@ -151,28 +151,38 @@ export class SnapshotReader {
     return f.tick === tick && tick >= 0 ? f : undefined;
   }
 
+  /** Entities in view in the frame last read, ascending: `view[0 .. viewCount)`. */
+  get view(): Uint16Array {
+    return this.published().view;
+  }
+
+  get viewCount(): number {
+    return this.published().viewCount;
+  }
+
   /** True when entity `index` is in view in the frame last read. */
   inView(index: number): boolean {
-    return index >= 0 && index < this.maxEntities && this.out.inView[index] !== 0;
+    return index >= 0 && index < this.maxEntities && this.published().inView[index] !== 0;
   }
 
   /** Type id of in-view entity `index` in the frame last read. */
   typeOf(index: number): number {
-    return this.out.type[index];
+    return this.published().type[index];
   }
 
   /** Teleport parity of in-view entity `index`: a change means "do not interpolate across". */
   parityOf(index: number): number {
-    return this.out.parity[index];
+    return this.published().parity[index];
   }
 
   /** True when the frame last read created or updated entity `index`. */
   changedThisFrame(index: number): boolean {
-    return this.out.changed[index] !== 0;
+    return this.published().changed[index] !== 0;
   }
 
   /** Stored values of in-view entity `index` in the frame last read (a view made once). */
   values(index: number): Int32Array {
+    this.published();
     return this.views[index];
   }
 
@@ -275,7 +285,13 @@ export class SnapshotReader {
     const slot = frameTick & this.mask;
     this.work = this.ring[slot];
     this.ring[slot] = w;
-    this.publish(w, created, removed);
+    // The outputs are copied from the frame when first asked for: a client's view draws from the
+    // ring's frames, and most reads are never looked at through them.
+    this.unpublished = w;
+    for (let k = 0; k < created; k++) this.created[k] = this.pendingCreated[k];
+    for (let k = 0; k < removed; k++) this.removed[k] = this.pendingRemoved[k];
+    this.createdCount = created;
+    this.removedCount = removed;
     this.frameTick = frameTick;
     this.baselineTick = base === null ? -1 : base.tick;
     if (newer) this.newestTick = frameTick;
@@ -311,12 +327,19 @@ export class SnapshotReader {
     }
   }
 
-  /** Copies the frame just decoded into the outputs. */
-  private publish(w: DecodedFrame, created: number, removed: number): void {
+  /**
+   * The outputs, showing the frame last read: copied from it on the first call after a read. The
+   * frame is still in the ring then: a later read that succeeds replaces `unpublished`, and one
+   * that fails writes only the work frame, never a frame of the ring.
+   */
+  private published(): DecodedFrame {
     const out = this.out;
+    const w = this.unpublished;
+    if (w === null) return out;
+    this.unpublished = null;
     const types = this.schema.types;
     const stride = this.stride;
-    for (let k = 0; k < this.viewCount; k++) out.inView[out.view[k]] = 0;
+    for (let k = 0; k < out.viewCount; k++) out.inView[out.view[k]] = 0;
     for (let k = 0; k < w.viewCount; k++) {
       const e = w.view[k];
       const t = w.type[e];
@@ -329,12 +352,8 @@ export class SnapshotReader {
       const n = types[t].fieldCount;
       for (let f = 0; f < n; f++) out.values[o + f] = w.values[o + f];
     }
-    this.viewCount = w.viewCount;
     out.viewCount = w.viewCount;
-    for (let k = 0; k < created; k++) this.created[k] = this.pendingCreated[k];
-    for (let k = 0; k < removed; k++) this.removed[k] = this.pendingRemoved[k];
-    this.createdCount = created;
-    this.removedCount = removed;
+    return out;
   }
 
   private fail(s: BitStream, newer: boolean): false {

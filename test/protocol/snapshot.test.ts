@@ -905,6 +905,46 @@ describe('reader against bad input', () => {
     expect(Array.from(reader.view.subarray(0, reader.viewCount))).toEqual([a]);
   });
 
+  it('the outputs show the frame last read, whether or not they were looked at after each read, across failed reads', () => {
+    const store = new EntityStore(schema, { historyTicks: 128 });
+    const writer = new SnapshotWriter(store);
+    const reader = new SnapshotReader(schema);
+    const out = new BitStream(1 << 16);
+    const read = new BitStream(0);
+    const frames: Uint8Array[] = [];
+    const a = store.create(0);
+    const b = store.create(1);
+    for (let tick = 1; tick <= 4; tick++) {
+      store.values(a)[0] = tick * 10;
+      if (tick === 3) store.remove(b);
+      store.commit(tick);
+      out.beginWrite();
+      writer.write(out, tick, 0, 0, 0, Infinity);
+      frames.push(out.bytes.slice());
+    }
+    const shown = () => ({
+      view: Array.from(reader.view.subarray(0, reader.viewCount)),
+      x: reader.values(a)[0],
+      b: reader.inView(b),
+    });
+    // Two reads, the first never looked at: the outputs show the second.
+    expect(reader.read(read.beginRead(frames[0]), 1)).toBe(true);
+    expect(reader.read(read.beginRead(frames[1]), 2)).toBe(true);
+    expect(shown()).toEqual({ view: [a, b], x: 20, b: true });
+    // A read, then a failed one (cut short) before anyone looks: still the read one.
+    expect(reader.read(read.beginRead(frames[2]), 3)).toBe(true);
+    expect(reader.read(read.beginRead(frames[3].slice(0, 3)), 4)).toBe(false);
+    expect(shown()).toEqual({ view: [a], x: 30, b: false });
+    expect(reader.typeOf(a)).toBe(0);
+    expect(reader.changedThisFrame(a)).toBe(true);
+    // Looked at, then a failed read: unchanged; then reset: empty.
+    expect(reader.read(read.beginRead(frames[3].slice(0, 3)), 4)).toBe(false);
+    expect(shown()).toEqual({ view: [a], x: 30, b: false });
+    reader.reset();
+    expect(reader.viewCount).toBe(0);
+    expect(reader.inView(a)).toBe(false);
+  });
+
   it('names each kind of bad content', () => {
     const link = perfectLink();
     link.store.create(0);
