@@ -115,9 +115,18 @@ describe('the packed package', () => {
     }
     const shipped = ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'profiles/README.md'];
     const stray = paths.filter(
-      (p) => !p.startsWith('dist/') && !/^profiles\/[a-z-]+\.json$/.test(p) && !shipped.includes(p),
+      (p) =>
+        !p.startsWith('dist/') &&
+        !/^profiles\/[a-z-]+\.json$/.test(p) &&
+        !/^docs\/[a-z-]+\.md$/.test(p) &&
+        !shipped.includes(p),
     );
     expect(stray).toEqual([]);
+    // The guides the README links to go with it (the generated API reference does not).
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const guides = [...readme.matchAll(/\]\((docs\/[^)#\s]+\.md)\)/g)].map((m) => m[1]);
+    expect(guides.length).toBeGreaterThan(0);
+    for (const guide of guides) expect(paths).toContain(guide);
     expect(paths.filter((p) => p.endsWith('.ts') && !p.endsWith('.d.ts'))).toEqual([]);
   });
 
