@@ -12,6 +12,7 @@ import { WebRtcClientEndpoint } from './net/transports/webrtc-client.ts';
 import { WebSocketClientEndpoint } from './net/transports/websocket-client.ts';
 
 export { nodeCipher, serverCipher } from './net/node-packet-crypto.ts';
+export type { PacketCipher } from './net/packet-crypto.ts';
 export { sodiumAvailable, sodiumCipher } from './net/sodium-packet-crypto.ts';
 export type { HttpGuardOptions, HttpGuardStats } from './net/transports/http-guard.ts';
 export { routeUpgrades, type UpgradeHandler } from './net/transports/link-server.ts';

@@ -16,6 +16,15 @@ let work = '';
 let project = '';
 let packed: { filename: string; version: string; integrity: string; size: number; files: { path: string }[] };
 
+/** package.json's exports: each subpath's conditions, or a file. */
+function exportsField(): Record<string, string | Record<string, string>> {
+  return (
+    JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      exports: Record<string, string | Record<string, string>>;
+    }
+  ).exports;
+}
+
 function run(command: string, args: string[], cwd: string): string {
   return execFileSync(command, args, {
     cwd,
@@ -89,25 +98,57 @@ afterAll(() => {
 describe('the packed package', () => {
   it('ships the built entry points with their types and nothing of the repository else', () => {
     const paths = packed.files.map((f) => f.path);
-    for (const entry of [
-      'protocol/index',
-      'sim/index',
-      'net/index',
-      'client/index',
-      'server/index',
-      'browser',
-      'node',
-      'testing/index',
-    ]) {
-      expect(paths, entry).toContain(`dist/${entry}.js`);
-      expect(paths, entry).toContain(`dist/${entry}.d.ts`);
+    const entries = Object.values(exportsField()).filter(
+      (target): target is Record<string, string> => typeof target !== 'string',
+    );
+    expect(entries.length).toBeGreaterThan(8);
+    for (const conditions of entries) {
+      // "types" before the rest, and a "default" (the same ESM file as "import") for require().
+      expect(Object.keys(conditions).filter((c) => c !== 'backstep-source')).toEqual([
+        'types',
+        'import',
+        'default',
+      ]);
+      expect(conditions.default).toBe(conditions.import);
+      expect(paths).toContain(conditions.import.replace(/^\.\//, ''));
+      expect(paths).toContain(conditions.types.replace(/^\.\//, ''));
     }
     const shipped = ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'profiles/README.md'];
     const stray = paths.filter(
-      (p) => !p.startsWith('dist/') && !/^profiles\/[a-z-]+\.json$/.test(p) && !shipped.includes(p),
+      (p) =>
+        !p.startsWith('dist/') &&
+        !/^profiles\/[a-z-]+\.json$/.test(p) &&
+        !/^docs\/[a-z-]+\.md$/.test(p) &&
+        !shipped.includes(p),
     );
     expect(stray).toEqual([]);
+    // The guides the README links to go with it (the generated API reference does not).
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const guides = [...readme.matchAll(/\]\((docs\/[^)#\s]+\.md)\)/g)].map((m) => m[1]);
+    expect(guides.length).toBeGreaterThan(0);
+    for (const guide of guides) expect(paths).toContain(guide);
     expect(paths.filter((p) => p.endsWith('.ts') && !p.endsWith('.d.ts'))).toEqual([]);
+  });
+
+  it('documents every entry point in the API reference', () => {
+    const typedoc = JSON.parse(readFileSync(join(ROOT, 'typedoc.json'), 'utf8')) as { entryPoints: string[] };
+    const sources = Object.values(exportsField())
+      .filter((target): target is Record<string, string> => typeof target !== 'string')
+      .map((conditions) => conditions['backstep-source'].replace(/^\.\//, ''));
+    expect([...typedoc.entryPoints].sort()).toEqual(sources.sort());
+  });
+
+  it("gives require() of every entry point the ES module, or Node's own error for requiring one", () => {
+    // Node 20.19 and later load an ES module with require(); earlier ones refuse with ERR_REQUIRE_ESM.
+    const script = `const out = {};
+for (const name of ${JSON.stringify(Object.keys(exportsField()))}) {
+  try { require(name.replace(/^\\./, 'backstep')); out[name] = 'loaded'; } catch (e) { out[name] = e.code; }
+}
+console.log(JSON.stringify(out));`;
+    const outcomes = JSON.parse(run(process.execPath, ['-e', script], project)) as Record<string, string>;
+    for (const [name, outcome] of Object.entries(outcomes)) {
+      expect(['loaded', 'ERR_REQUIRE_ESM'], name).toContain(outcome);
+    }
   });
 
   it('runs a match over the memory transport from plain Node ESM, no TypeScript loader', () => {

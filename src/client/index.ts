@@ -1,5 +1,6 @@
 // The client entry point (browser-safe): the game client and its parts (prediction, server clock, snapshot reader, remote view, interpolation delay, net_graph figures and packet history) and the demo player and the spectator client.
 
+export type { PacketCipher } from '../net/packet-crypto.ts';
 export {
   type ClientConfig,
   type ClientHooks,

@@ -102,7 +102,10 @@ export class ClientConnection {
   readonly nonce: number;
   /** Transient refusals (server full) this attempt waited out and retried. */
   retries = 0;
-  /** When its packets arrived, and the packet-pair gaps to report to the server (packet-pair.ts). */
+  /**
+   * When its packets arrived, and the packet-pair gaps to report to the server (packet-pair.ts).
+   * @internal
+   */
   readonly pairs = new PairArrivals();
 
   private readonly endpoint: DatagramEndpoint;

@@ -71,6 +71,7 @@ export {
   readMatchRoute,
   writeMatchRoute,
 } from './match-route.ts';
+export type { PacketCipher, PacketKeys } from './packet-crypto.ts';
 export {
   type BurstLoss,
   type ConditionOverrides,

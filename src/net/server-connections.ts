@@ -195,7 +195,10 @@ export class ServerConnections {
    * forgotten without a `disconnected` call: the game loop sees its accept on an occupied slot).
    */
   readonly resumeTokens: Uint32Array;
-  /** Connect tokens: null when the server takes anyone. */
+  /**
+   * Connect tokens: null when the server takes anyone.
+   * @internal
+   */
   readonly tokens: ConnectTokenGate | null;
 
   private readonly endpoint: DatagramEndpoint;

@@ -1,12 +1,15 @@
 // The server entry point (Node): the game server and its parts (entity store with history, per-client snapshot writer, command queue with time budget, interest grid).
 
+export type { RateControllerConfig } from '../net/rate-control.ts';
 export {
   type ConnectionHandler,
   type ConnectionStats,
   ServerConnection,
   ServerConnections,
   type ServerConnectionsConfig,
+  type TrafficStats,
 } from '../net/server-connections.ts';
+export type { FrameBits } from './client-frames.ts';
 export { type CommandBudgetConfig, CommandQueue, type CommandStats } from './commands.ts';
 export {
   DEFAULT_ENTITY_STORE_CONFIG,
@@ -76,5 +79,6 @@ export {
   DEFAULT_SPECTATOR_CONFIG,
   type SpectatorConfig,
   type SpectatorHub,
+  type SpectatorStream,
   type SpectatorStreamStats,
 } from './spectators.ts';

@@ -134,7 +134,10 @@ export class MatchEndpoint implements DatagramEndpoint {
    * @internal
    */
   readonly queue: DatagramQueue;
-  /** Packets from addresses not yet in a match, per second. */
+  /**
+   * Packets from addresses not yet in a match, per second.
+   * @internal
+   */
   readonly joins: Allowance;
   private readonly router: MatchRouter;
   private open = true;

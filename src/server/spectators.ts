@@ -90,7 +90,7 @@ class SourceTick {
 
 class Spectator {
   readonly connection: ServerConnection;
-  readonly stream: SpectatorStream;
+  readonly stream: DelayStream;
   /** The frame tick each packet carried, by packet sequence, and whether its acknowledgement counts toward the baseline. */
   readonly frameTicks = new SequenceBuffer<{ tick: number; counted: boolean }>(1024, () => ({
     tick: -1,
@@ -100,14 +100,20 @@ class Spectator {
   ackedTick = -1;
   /** The frame being sent counts its acknowledgement (it is not stale). */
   counted = true;
-  constructor(connection: ServerConnection, stream: SpectatorStream) {
+  constructor(connection: ServerConnection, stream: DelayStream) {
     this.connection = connection;
     this.stream = stream;
   }
 }
 
+/** One offered delay's stream, as SpectatorHub.streams shows it. */
+export interface SpectatorStream {
+  /** Its counters (`delayMs`: its delay). */
+  readonly stats: SpectatorStreamStats;
+}
+
 /** One delay: its own entity store (the world that many ticks ago), writer and spectators. */
-class SpectatorStream {
+class DelayStream implements SpectatorStream {
   readonly stats: SpectatorStreamStats;
   readonly delayTicks: number;
   /** staleAckMs in ticks. */
@@ -210,7 +216,9 @@ class SpectatorStream {
  */
 export class SpectatorHub<P, W> {
   readonly config: SpectatorConfig;
+  /** Every offered delay's stream, shortest delay first. */
   readonly streams: readonly SpectatorStream[];
+  private readonly delays: readonly DelayStream[];
   private readonly game: GameDefinition<P, W>;
   private readonly source: SnapshotWriter;
   private readonly sourceStore: EntityStore;
@@ -240,11 +248,11 @@ export class SpectatorHub<P, W> {
     this.ring = [];
     for (let i = 0; i < size; i++) this.ring.push(new SourceTick());
     this.ringMask = size - 1;
-    this.streams = [...new Set(this.config.delaysMs)]
+    this.delays = [...new Set(this.config.delaysMs)]
       .sort((a, b) => a - b)
       .map(
         (d) =>
-          new SpectatorStream(
+          new DelayStream(
             game as GameDefinition<unknown, unknown>,
             d,
             tickIntervalMs,
@@ -252,6 +260,7 @@ export class SpectatorHub<P, W> {
             this.config.staleAckMs,
           ),
       );
+    this.streams = this.delays;
     const schema = game.entities;
     this.entryBits = 40 + schema.typeBits + Math.max(...schema.types.map((t) => t.valueBits + t.fieldCount));
     this.scratch = new BitStream(1024);
@@ -266,8 +275,8 @@ export class SpectatorHub<P, W> {
   accept(connection: ServerConnection, nowMs: number): boolean {
     if (this.count >= this.config.maxSpectators) return false;
     const asked = connection.spectatorDelayMs;
-    let stream = this.streams[this.streams.length - 1];
-    for (const s of this.streams) {
+    let stream = this.delays[this.delays.length - 1];
+    for (const s of this.delays) {
       if (s.stats.delayMs >= asked) {
         stream = s;
         break;
@@ -317,7 +326,7 @@ export class SpectatorHub<P, W> {
    */
   tick(tick: number, events: EventLog, nowMs: number): void {
     this.encodeSource(tick, events);
-    for (const stream of this.streams) {
+    for (const stream of this.delays) {
       this.advance(stream, tick);
       if (stream.members.length === 0) continue;
       if (nowMs >= stream.nextFrameMs && stream.store.lastCommitTick > stream.lastFrameTick) {
@@ -351,7 +360,7 @@ export class SpectatorHub<P, W> {
   }
 
   /** Applies every source tick up to `liveTick - delay` to the stream's store. */
-  private advance(stream: SpectatorStream, liveTick: number): void {
+  private advance(stream: DelayStream, liveTick: number): void {
     const upTo = liveTick - stream.delayTicks;
     if (stream.cursor < 0) stream.cursor = liveTick;
     const frame = stream.frame;
@@ -375,7 +384,7 @@ export class SpectatorHub<P, W> {
   }
 
   /** Makes the stream's store hold the world the reader decoded, and commits it as `tick`. */
-  private mirror(stream: SpectatorStream, tick: number): void {
+  private mirror(stream: DelayStream, tick: number): void {
     const store = stream.store;
     const r = stream.reader;
     for (let k = 0; k < r.removedCount; k++) {
@@ -397,7 +406,7 @@ export class SpectatorHub<P, W> {
     store.commit(tick);
   }
 
-  private send(stream: SpectatorStream, liveTick: number, nowMs: number): void {
+  private send(stream: DelayStream, liveTick: number, nowMs: number): void {
     const baseline = stream.commonBaseline();
     if (baseline >= 0) stream.writer.acknowledge(baseline);
     const tick = stream.store.lastCommitTick;

@@ -5,7 +5,7 @@
 
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { type WebSocket, WebSocketServer } from 'ws';
+import { WebSocketServer } from 'ws';
 import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../transport.ts';
 import {
   checkQueueCapacity,
@@ -13,6 +13,25 @@ import {
   DEFAULT_MAX_BUFFERED_BYTES,
   type TransportStats,
 } from './queue.ts';
+
+/**
+ * The part of an upgraded WebSocket (the `ws` package's) that the server endpoints use: declared
+ * here so that Backstep's types do not depend on `ws`'s.
+ */
+export interface ServerWebSocket {
+  /** 0 connecting, 1 open, 2 closing, 3 closed. */
+  readonly readyState: number;
+  readonly OPEN: number;
+  readonly CLOSED: number;
+  readonly bufferedAmount: number;
+  send(data: string | Uint8Array, done?: (error?: Error) => void): void;
+  close(code?: number, reason?: string): void;
+  terminate(): void;
+  on(event: 'message', listener: (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => void): this;
+  on(event: 'error', listener: (error: Error) => void): this;
+  on(event: 'close', listener: () => void): this;
+  once(event: 'close', listener: () => void): this;
+}
 
 /** Something that may take an HTTP upgrade request: true when it did (the socket is then its own). */
 export interface UpgradeHandler {
@@ -308,7 +327,7 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends Transpo
   protected abstract dismiss(link: L): void;
 
   /** Makes a link of a WebSocket upgraded from `host` (only called while open). */
-  protected abstract accept(ws: WebSocket, host: string): void;
+  protected abstract accept(ws: ServerWebSocket, host: string): void;
 
   /** Closes the links past their timeouts at `nowMs` (see expiry()). */
   protected abstract sweep(nowMs: number): void;

@@ -181,7 +181,7 @@ export class MemoryNetwork {
 }
 
 /** One endpoint of a MemoryNetwork; create it with network.createEndpoint(). */
-export class MemoryEndpoint implements DatagramEndpoint, Receiver {
+export class MemoryEndpoint implements DatagramEndpoint {
   readonly address: string;
   readonly profile: NetworkProfile | null;
   readonly stats: MemoryEndpointStats;
@@ -323,7 +323,10 @@ export class MemoryEndpoint implements DatagramEndpoint, Receiver {
     this.arrive(from, data, atMs);
   }
 
-  /** Queues a copy of `data` from `from`, reaching this endpoint at `atMs` (the network's sends; see `deliver`). */
+  /**
+   * Queues a copy of `data` from `from`, reaching this endpoint at `atMs` (the network's sends; see `deliver`).
+   * @internal
+   */
   arrive(from: string, data: Uint8Array, atMs: number): void {
     const item = this.fabric.acquire();
     item.bytes.set(data);

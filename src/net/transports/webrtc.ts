@@ -28,7 +28,6 @@
 // too; only then may node-datachannel's cleanup() be called (see closeWebRtc in src/node.ts).
 
 import { type DataChannel, type IceServer, PeerConnection } from 'node-datachannel';
-import type { WebSocket } from 'ws';
 import {
   type ClientLink,
   checkCount,
@@ -37,6 +36,7 @@ import {
   LINK_UNANSWERED,
   LinkServerEndpoint,
   type LinkServerOptions,
+  type ServerWebSocket,
 } from './link-server.ts';
 import { createTransportStats, type TransportStats } from './queue.ts';
 import {
@@ -137,7 +137,7 @@ class Peer implements ClientLink {
   constructor(
     readonly address: string,
     readonly host: string,
-    public signal: WebSocket | null,
+    public signal: ServerWebSocket | null,
   ) {}
 
   writable(): boolean {
@@ -238,7 +238,7 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
     return this.closing;
   }
 
-  protected accept(ws: WebSocket, host: string): void {
+  protected accept(ws: ServerWebSocket, host: string): void {
     const peer = new Peer(this.nextAddress(), host, ws);
     peer.openedMs = this.nowMs;
     // Pending peers (channel not open): bounded per host, then in all by closing the oldest.

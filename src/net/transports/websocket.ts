@@ -17,7 +17,6 @@
 // address as plain IPv4), while the link exists.
 
 import type { Server } from 'node:http';
-import type { WebSocket } from 'ws';
 import { MAX_PACKET_BYTES } from '../transport.ts';
 import {
   type ClientLink,
@@ -26,6 +25,7 @@ import {
   LinkServerEndpoint,
   type LinkServerOptions,
   routeUpgrades,
+  type ServerWebSocket,
 } from './link-server.ts';
 import { createTransportStats, SendPool, type TransportStats } from './queue.ts';
 
@@ -67,7 +67,7 @@ class SocketLink implements ClientLink {
   constructor(
     readonly address: string,
     readonly host: string,
-    readonly ws: WebSocket,
+    readonly ws: ServerWebSocket,
     private readonly pool: SendPool,
   ) {}
 
@@ -92,7 +92,7 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
   private closing: Promise<void> | null = null;
   private detach: (() => void) | null = null;
   /** Sockets the server is closing, until each reports closed. */
-  private readonly closingSockets = new Map<WebSocket, Promise<void>>();
+  private readonly closingSockets = new Map<ServerWebSocket, Promise<void>>();
 
   /** Throws a RangeError naming the bad option. */
   constructor(options: WebSocketServerOptions = {}) {
@@ -147,7 +147,7 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
     return this.closing;
   }
 
-  protected accept(ws: WebSocket, host: string): void {
+  protected accept(ws: ServerWebSocket, host: string): void {
     const link = new SocketLink(this.nextAddress(), host, ws, this.sendPool);
     link.linkOpenedMs = this.nowMs;
     this.links.set(link.address, link);
@@ -211,7 +211,7 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
    * Closes `ws` with `code` when it is open (cut otherwise, or when its closing handshake takes
    * over CLOSE_HANDSHAKE_MS); close() waits for it. Nothing for a socket closed or being closed.
    */
-  private closeSocket(ws: WebSocket, code: number, reason: string): void {
+  private closeSocket(ws: ServerWebSocket, code: number, reason: string): void {
     if (ws.readyState === ws.CLOSED || this.closingSockets.has(ws)) return;
     const closed = new Promise<void>((resolve) => {
       const timer = setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS);

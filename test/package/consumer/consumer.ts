@@ -1,6 +1,19 @@
-// A TypeScript consumer of the public types: a game definition, a server and a client.
+// A TypeScript consumer of the public types: a game definition, a server and a client, the Node
+// transports and the connect tokens.
+import { createServer } from 'node:http';
 import { GameClient, type InputSample } from 'backstep/client';
 import { MemoryNetwork } from 'backstep/net';
+import {
+  type ConnectedEndpoint,
+  connectNode,
+  listen,
+  type MultiTransportServer,
+  nodeCipher,
+  type PacketCipher,
+  routeUpgrades,
+  WebRtcServerEndpoint,
+  WebSocketServerEndpoint,
+} from 'backstep/node';
 import {
   type BitStream,
   defineEntityType,
@@ -11,6 +24,7 @@ import {
 import { GameServer, type ServerHooks } from 'backstep/server';
 import type { GameDefinition, Vec3 } from 'backstep/sim';
 import { type InputDriver, Match } from 'backstep/testing';
+import { type ConnectToken, decodeConnectToken, encodeConnectToken, issueConnectToken } from 'backstep/token';
 
 interface Dot {
   x: number;
@@ -82,3 +96,31 @@ match.addClient({ drive: still });
 match.run(100);
 // @ts-expect-error a driver takes the game's client, not a number
 match.addClient({ drive: (n: number) => n });
+
+// The Node transports: typed without any of their dependencies' type packages installed.
+export async function serve(): Promise<MultiTransportServer> {
+  const multi = await listen({ port: 0 });
+  const gameServer = new GameServer(game, multi, { tickRate: 64 });
+  gameServer.update(0);
+  const endpoint: ConnectedEndpoint = await connectNode(`ws://127.0.0.1:${multi.port}`, {
+    connectTimeoutMs: 1000,
+  });
+  const cipher: (key: Uint8Array) => PacketCipher = nodeCipher;
+  new GameClient(game, endpoint, endpoint.serverAddress, { packetCipher: cipher });
+  const websocket = new WebSocketServerEndpoint({ path: '/game' });
+  const webrtc = new WebRtcServerEndpoint({ path: '/signal' });
+  const stop = routeUpgrades(createServer(), [websocket, webrtc]);
+  stop();
+  const sent: number = websocket.stats.packetsSent + webrtc.stats.packetsSent;
+  void sent;
+  return multi;
+}
+
+// Connect tokens, as a backend issues them and a client reads them.
+const issued: ConnectToken = issueConnectToken({
+  key: new Uint8Array(32),
+  userId: 'player-1',
+  servers: ['eu-1'],
+  nowMs: Date.now(),
+});
+export const reread: ConnectToken | null = decodeConnectToken(encodeConnectToken(issued));
