@@ -153,8 +153,13 @@ export interface ConnectionHandler {
    * (the connection is then refused and forgotten).
    */
   accept(connection: ServerConnection): number;
-  /** A data packet's payload (at least a byte: keepalives are not reported). */
+  /** A data packet's payload (at least a byte: keepalives go to `keepalive`). */
   payload(connection: ServerConnection, stream: BitStream): void;
+  /**
+   * An authentic packet with no payload (a keepalive): what it acknowledged is the channel's
+   * (`lastReceivedSequence`, `lastReceivedAck`). Spends no packet allowance.
+   */
+  keepalive?(connection: ServerConnection): void;
   /** The connection ended (the slot is already free); `reason` is a DISCONNECT_* code. */
   disconnected(connection: ServerConnection, reason: number): void;
 }
@@ -547,7 +552,11 @@ export class ServerConnections {
     }
     // Null: dropped and counted by the channel. Under a byte of payload: a keepalive.
     this.tally(this.traffic.data, s === null ? (channel.lastDropReason ?? 'dropped') : 'accepted');
-    if (s === null || s.bitsRemaining < 8) return;
+    if (s === null) return;
+    if (s.bitsRemaining < 8) {
+      this.handler.keepalive?.(connection);
+      return;
+    }
     if (connection.packetAllowance < 1) {
       connection.packetsThrottled++;
       return;

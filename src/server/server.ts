@@ -251,11 +251,13 @@ const PAIR_REPORT_MAX_TICKS = 192;
 
 /**
  * What each packet from a client acknowledged (the newest frame's tick, -1: none) and the newest
- * command it carried (-1: none), by the client's packet sequence modulo PACKET_ACKS.
+ * command it carried (-1: none; ACKS_KEEPALIVE: a keepalive), by the client's packet sequence
+ * modulo PACKET_ACKS.
  */
 const ACKS_STRIDE = 4;
 const ACKS_TICK = 1;
 const ACKS_NEWEST_COMMAND = 2;
+const ACKS_KEEPALIVE = -2;
 
 /** One connected client as the game loop sees it: its connection, player, commands and frames. */
 export class ServerClient<P> {
@@ -521,6 +523,8 @@ export class GameServer<P, W> {
   }
 
   private readonly cmds: UserCommand[] = [];
+  /** checkClaimedNewest's scratch: by packets back, the newest frame acknowledged that far back or further. */
+  private readonly ackedFrom = new Float64Array(PACKETS_BACK + 1);
   private readonly run: CommandRun = { count: 0, baseGap: 0, shortFirst: false };
   private readonly flags: ClientFlags = createClientFlags();
   private readonly entityScratch: Float64Array;
@@ -594,6 +598,7 @@ export class GameServer<P, W> {
       {
         accept: (connection) => this.accept(connection),
         payload: (connection, s) => this.receivePayload(connection, s),
+        keepalive: (connection) => this.receiveKeepalive(connection),
         disconnected: (connection, reason) => this.removeClient(connection, reason),
       },
       this.stats,
@@ -1183,40 +1188,63 @@ export class GameServer<P, W> {
     for (let i = 0; i < run.count; i++) client.commands.receive(this.cmds[i]);
   }
 
-  /**
-   * A command names the newest frame it had. Every packet the client sent before making it
-   * acknowledged frames it had by then: a claim older than the newest frame acknowledged by a
-   * packet sent before the command was made (less ackSlackMs) is raised to it, so a client cannot
-   * push its view back by claiming to have missed frames it acknowledged. Every packet carries
-   * the newest command made when it was sent, so a packet whose newest command is older than
-   * this one was sent before this one was made: the newest such packet that arrived, within the
-   * last PACKETS_BACK, gives the floor. A command resent long after it was made (its copies
-   * lost) is judged by the packets sent before it was made, not by those that carried it.
-   */
-  private checkClaimedNewest(client: ServerClient<P>, count: number): void {
+  /** A keepalive from a client: what it acknowledged counts for the commands it sends after (checkClaimedNewest). */
+  private receiveKeepalive(connection: ServerConnection): void {
+    const client = this.clients[connection.slot];
+    if (client === null || client.connection !== connection) return;
+    this.recordAcks(client, ACKS_KEEPALIVE);
+  }
+
+  /** Records what the packet just received from `client` acknowledged and the newest command it carried. */
+  private recordAcks(client: ServerClient<P>, newestCommand: number): void {
     const channel = client.channel;
-    const sequence = channel.lastReceivedSequence;
     const ack = channel.lastReceivedAck;
     const acked = ack < 0 ? -1 : client.frameTicks.slot(ack);
-    const acks = client.packetAcks;
-    const records = acks.records;
-    const entry = acks.insert(sequence);
+    const records = client.packetAcks.records;
+    const entry = client.packetAcks.insert(channel.lastReceivedSequence);
     records[entry + ACKS_TICK] = acked < 0 ? -1 : client.frameTicks.records[acked + FRAME_TICK];
-    records[entry + ACKS_NEWEST_COMMAND] = count > 0 ? this.cmds[count - 1].sequence : -1;
+    records[entry + ACKS_NEWEST_COMMAND] = newestCommand;
+  }
+
+  /**
+   * A command names the newest frame it had. Every packet the client sent before making it
+   * acknowledged frames it had by then: a claim older than the newest frame acknowledged by any
+   * packet sent before the command was made (less ackSlackMs) is raised to it, so a client cannot
+   * push its view back by claiming to have missed frames it acknowledged. Every command packet
+   * carries the newest command made when it was sent, so a packet whose newest command is older
+   * than this one was sent before this one was made, and so was every packet numbered before it,
+   * keepalives included: the newest frame that any of them acknowledged, among the last
+   * PACKETS_BACK packets that arrived, gives the floor. (Acknowledging frames only in keepalives
+   * and none in command packets does not push it back.) A command resent long after it was made
+   * (its copies lost) is judged by the packets sent before it was made, not by those that carried it.
+   */
+  private checkClaimedNewest(client: ServerClient<P>, count: number): void {
+    const sequence = client.channel.lastReceivedSequence;
+    this.recordAcks(client, count > 0 ? this.cmds[count - 1].sequence : -1);
     const lag = this.lagCompensation;
     if (lag === null) return;
+    const acks = client.packetAcks;
+    const records = acks.records;
+    // The newest frame acknowledged by the packets numbered `back` or more before this one.
+    const ackedFrom = this.ackedFrom;
+    let newest = -1;
+    for (let back = PACKETS_BACK; back >= 1; back--) {
+      const at = acks.slot((sequence - back) & 0xffff);
+      if (at >= 0 && records[at + ACKS_TICK] > newest) newest = records[at + ACKS_TICK];
+      ackedFrom[back] = newest;
+    }
     const slackTicks = Math.ceil(lag.config.ackSlackMs / this.tickIntervalMs);
     for (let i = count - 1; i >= 0; i--) {
       const cmd = this.cmds[i];
       if (cmd.viewTickB === 0 || cmd.sequence <= client.commands.lastDone) continue;
-      // The packets sent before this command was made: the newest of them that arrived.
+      // The newest command packet sent before this command was made, and every packet before it.
       let floor = -1;
       for (let back = 1; back <= PACKETS_BACK; back++) {
         const before = acks.slot((sequence - back) & 0xffff);
         if (before < 0) continue;
-        const newest = records[before + ACKS_NEWEST_COMMAND];
-        if (newest >= 0 && newest < cmd.sequence) {
-          floor = records[before + ACKS_TICK] - slackTicks;
+        const newestCommand = records[before + ACKS_NEWEST_COMMAND];
+        if (newestCommand >= 0 && newestCommand < cmd.sequence) {
+          if (ackedFrom[back] >= 0) floor = ackedFrom[back] - slackTicks;
           break;
         }
       }

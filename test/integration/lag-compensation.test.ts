@@ -308,55 +308,90 @@ describe('lag compensation: the view acceptance rule', () => {
     match.close();
   });
 
-  it('raises a claimed newest frame older than what the client had acknowledged before making the command', () => {
-    const seed = 92;
-    const msg = `seed ${seed}`;
-    const ledger = new ArenaShotLedger();
-    const match = new Match(arenaGame, seed, {}, ledger.serverHooks());
-    const profile = parseProfile({ name: 'dsl-like', latencyMs: 30, jitterMs: 2, loss: 0.05 });
-    const clients: Client[] = [];
-    const patched = new WeakSet<object>();
-    for (let i = 0; i < 4; i++) {
-      let client: Client | null = null;
-      const aim = aimBot(seed + i, { aimErrorUnits: 8 });
-      client = match.addClient({
-        profile,
-        // Client 0 cheats: it draws a view 16 ticks (250 ms) old and claims its newest frame is
-        // 16 ticks older than it is, so that view looks like the usual delay behind it.
-        drive: (c, nowMs, input) => {
-          aim(c, nowMs, input);
-          if (i !== 0) return;
-          const view = c.view;
-          if (!patched.has(view)) {
-            patched.add(view);
-            const real = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(view), 'newestTick')?.get;
-            if (real === undefined) throw new Error('view.newestTick is not a getter');
-            Object.defineProperty(view, 'newestTick', {
-              get: () => {
-                const t = real.call(view) as number;
-                return t > 16 ? t - 16 : t;
-              },
-            });
-          }
-          if (view.tickA > 16) {
-            view.tickA -= 16;
-            view.tickB -= 16;
-          }
-        },
-        hooks: ledger.clientHooks(() => client as Client),
-      }).client;
-      clients.push(client);
-    }
-    match.run(30_000);
-    const stats = match.server.lagCompensation!.stats;
-    // The cheater's claims are raised to what its packets acknowledged, and its old views then
-    // fail the rule; honest clients' are never raised (their uncompensated views stay few).
-    expect(stats.newestRaised, msg).toBeGreaterThan(500);
-    expect(stats.viewsRefusedByRule, msg).toBeGreaterThan(50);
-    for (const c of clients.slice(1)) expect(c.stats.viewsUncompensated, msg).toBeLessThan(20);
-    match.close();
-  });
+  it.each([
+    ['in its command packets', false],
+    ['only in a keepalive sent after each command packet (its command packets acknowledge nothing)', true],
+  ])(
+    'raises a claimed newest frame older than what the client had acknowledged before making the command: acknowledged %s',
+    (_how, ackless) => {
+      const seed = 92;
+      const msg = `seed ${seed}, ${ackless ? 'acknowledgements in keepalives' : 'acknowledgements in command packets'}`;
+      const ledger = new ArenaShotLedger();
+      const match = new Match(arenaGame, seed, {}, ledger.serverHooks());
+      const profile = parseProfile({ name: 'dsl-like', latencyMs: 30, jitterMs: 2, loss: 0.05 });
+      const clients: Client[] = [];
+      const patched = new WeakSet<object>();
+      for (let i = 0; i < 4; i++) {
+        let client: Client | null = null;
+        const aim = aimBot(seed + i, { aimErrorUnits: 8 });
+        client = match.addClient({
+          profile,
+          // Client 0 cheats: it draws a view 16 ticks (250 ms) old and claims its newest frame is
+          // 16 ticks older than it is, so that view looks like the usual delay behind it.
+          drive: (c, nowMs, input) => {
+            aim(c, nowMs, input);
+            if (i !== 0) return;
+            if (ackless) sendAcksInKeepalives(c, patched);
+            const view = c.view;
+            if (!patched.has(view)) {
+              patched.add(view);
+              const real = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(view), 'newestTick')?.get;
+              if (real === undefined) throw new Error('view.newestTick is not a getter');
+              Object.defineProperty(view, 'newestTick', {
+                get: () => {
+                  const t = real.call(view) as number;
+                  return t > 16 ? t - 16 : t;
+                },
+              });
+            }
+            if (view.tickA > 16) {
+              view.tickA -= 16;
+              view.tickB -= 16;
+            }
+          },
+          hooks: ledger.clientHooks(() => client as Client),
+        }).client;
+        clients.push(client);
+      }
+      match.run(30_000);
+      const stats = match.server.lagCompensation!.stats;
+      // The cheater's claims are raised to what its packets acknowledged, and its old views then
+      // fail the rule; honest clients' are never raised (their uncompensated views stay few).
+      expect(stats.newestRaised, msg).toBeGreaterThan(500);
+      expect(stats.viewsRefusedByRule, msg).toBeGreaterThan(50);
+      for (const c of clients.slice(1)) expect(c.stats.viewsUncompensated, msg).toBeLessThan(20);
+      match.close();
+    },
+  );
 });
+
+/**
+ * A modified client: each command packet goes out acknowledging nothing (as if it had received no
+ * packet yet), and a keepalive right after it carries the acknowledgements (they keep the
+ * server's delta baselines moving, and keepalives spend no packet allowance).
+ */
+function sendAcksInKeepalives(c: Client, patched: WeakSet<object>): void {
+  const session = (c as unknown as { session?: { connection: { channel: unknown } } }).session;
+  const channel = session?.connection.channel as
+    | { hasReceived: boolean; send(nowMs: number, write?: unknown): number }
+    | null
+    | undefined;
+  if (channel === null || channel === undefined || patched.has(channel)) return;
+  patched.add(channel);
+  const send = channel.send.bind(channel);
+  channel.send = (nowMs: number, write?: unknown) => {
+    if (write === undefined || !channel.hasReceived) return send(nowMs, write);
+    channel.hasReceived = false;
+    let sequence: number;
+    try {
+      sequence = send(nowMs, write);
+    } finally {
+      channel.hasReceived = true;
+    }
+    send(nowMs);
+    return sequence;
+  };
+}
 
 describe('lag compensation: what the client cannot foresee', () => {
   it('judges a command the server held for a lost one before it by when it arrived', () => {
