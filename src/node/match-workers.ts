@@ -27,7 +27,14 @@ import {
 import { checkMatchId, MATCH_ROUTE_HEADER_BYTES, readMatchRoute } from '../net/match-route.ts';
 import { DISCONNECT_TOKEN_BYTES } from '../net/packet-crypto.ts';
 import type { DatagramEndpoint } from '../net/transport.ts';
-import { Allowance, checkRate, type MatchEnded, type MatchSpec, NoMatchRefusals } from '../server/matches.ts';
+import {
+  Allowance,
+  checkRate,
+  JoinGate,
+  type MatchEnded,
+  type MatchSpec,
+  NoMatchRefusals,
+} from '../server/matches.ts';
 import {
   createRingBuffers,
   DatagramRing,
@@ -133,8 +140,9 @@ interface MatchEntry {
   readonly worker: WorkerSlot;
   /** Addresses the match accepted, with their client nonces and disconnect tokens. */
   readonly players: Map<string, { nonce: number; token: Uint8Array }>;
-  /** Packets from addresses not yet in the match, per second. */
+  /** Packets from addresses not yet in the match, per second, and from those among them retrying (JoinGate). */
   readonly joins: Allowance;
+  readonly rejoins: Allowance;
 }
 
 /** Where the worker entry is, and how Node must load it (TypeScript sources need tsx). */
@@ -186,6 +194,7 @@ export class MatchWorkers {
   private readonly hs = createHandshakePacket();
   private readonly hsStream = createHandshakeStream();
   private readonly refusals: NoMatchRefusals;
+  private readonly gate = new JoinGate();
   private closing: Promise<void> | null = null;
   private stopping = false;
   private nowMs = 0;
@@ -270,6 +279,7 @@ export class MatchWorkers {
       worker,
       players: new Map(),
       joins: new Allowance(this.options.maxJoinPacketsPerSecond ?? 500),
+      rejoins: new Allowance(this.options.maxJoinPacketsPerSecond ?? 500),
     };
     this.matches.set(id, entry);
     worker.matches.add(id);
@@ -488,7 +498,7 @@ export class MatchWorkers {
         this.refuseNoMatch(from, data.subarray(MATCH_ROUTE_HEADER_BYTES));
         return;
       }
-      if (!entry.joins.take(this.nowMs)) {
+      if (!this.gate.take(from, this.nowMs, entry.joins, entry.rejoins)) {
         this.reject('join rate');
         return;
       }

@@ -40,8 +40,10 @@ export interface MatchRouterOptions {
   /**
    * Packets from addresses not yet in a match (connect requests, challenge responses) each match
    * takes per second, bursts up to a second's worth (default 500: 16 players joining at once
-   * resend 4 a second each). A flood of forged joins fills no match's queue: its players'
-   * packets, routed by address, are never counted against this.
+   * resend 4 a second each), and as many again from addresses retrying their handshake once
+   * that is spent (JoinGate), so a spoofed flood, which rarely repeats an address, cannot keep a
+   * real client out. A flood of forged joins fills no match's queue: its players' packets,
+   * routed by address, are never counted against this.
    */
   maxJoinPacketsPerSecond?: number;
 }
@@ -69,6 +71,51 @@ export class Allowance {
     if (!this.ready(nowMs)) return false;
     this.tokens--;
     return true;
+  }
+}
+
+/** Slots of a router's table of recent joiners (hashes of addresses not yet in a match that sent lately). */
+const JOINER_SLOTS = 65536;
+/** An address sending again within this long counts as a client retrying its handshake. */
+const JOIN_RETRY_WINDOW_MS = 2000;
+/** One retrying address passes at most this often (a flood from one real address repeats too). */
+const JOIN_RETRY_GAP_MS = 100;
+
+/**
+ * What a router lets through to a match from addresses not yet in it (connect requests,
+ * challenge responses), before the match's own connection layer: its first allowance, and when
+ * that is spent (a flood), its retry allowance for an address that sent within
+ * JOIN_RETRY_WINDOW_MS, at most once every JOIN_RETRY_GAP_MS. A spoofed flood rarely repeats an
+ * address, so it spends the first allowance only, and a real client, which resends its handshake
+ * until answered, gets in on a retry: the same two tiers as a single server's challenges
+ * (ServerConnections). The table of recent joiners is the router's, one for all its matches
+ * (1.25 MB, whatever the number of matches); each match has its own two allowances.
+ */
+export class JoinGate {
+  private readonly tags = new Int32Array(JOINER_SLOTS);
+  private readonly seenMs = new Float64Array(JOINER_SLOTS);
+  private readonly passedMs = new Float64Array(JOINER_SLOTS).fill(Number.NEGATIVE_INFINITY);
+
+  /** Whether a packet from `address` goes on to the match whose allowances these are; records the address. */
+  take(address: string, nowMs: number, first: Allowance, retry: Allowance): boolean {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < address.length; i++) h = Math.imul(h ^ address.charCodeAt(i), 0x01000193);
+    const slot = (h >>> 0) & (JOINER_SLOTS - 1);
+    const tag = Math.imul(h, 0x9e3779b1) | 1;
+    const known = this.tags[slot] === tag;
+    const retrying = known && nowMs - this.seenMs[slot] <= JOIN_RETRY_WINDOW_MS;
+    if (!known) this.passedMs[slot] = Number.NEGATIVE_INFINITY;
+    this.tags[slot] = tag;
+    this.seenMs[slot] = nowMs;
+    if (first.take(nowMs)) {
+      this.passedMs[slot] = nowMs;
+      return true;
+    }
+    if (retrying && nowMs - this.passedMs[slot] >= JOIN_RETRY_GAP_MS && retry.take(nowMs)) {
+      this.passedMs[slot] = nowMs;
+      return true;
+    }
+    return false;
   }
 }
 
@@ -135,10 +182,12 @@ export class MatchEndpoint implements DatagramEndpoint {
    */
   readonly queue: DatagramQueue;
   /**
-   * Packets from addresses not yet in a match, per second.
+   * Packets from addresses not yet in a match, per second, and from those among them retrying (JoinGate).
    * @internal
    */
   readonly joins: Allowance;
+  /** @internal */
+  readonly rejoins: Allowance;
   private readonly router: MatchRouter;
   private open = true;
 
@@ -151,6 +200,7 @@ export class MatchEndpoint implements DatagramEndpoint {
   ) {
     this.router = router;
     this.joins = new Allowance(joinsPerSecond);
+    this.rejoins = new Allowance(joinsPerSecond);
     this.id = id;
     this.address = `${address}#${id}`;
     this.queue = new DatagramQueue(queueCapacity, this.stats);
@@ -199,6 +249,7 @@ export class MatchRouter {
   private readonly maxRefusalsPerSecond: number;
   private readonly maxJoinPacketsPerSecond: number;
   private readonly refusals: NoMatchRefusals;
+  private readonly gate = new JoinGate();
   private nowMs = 0;
   private readonly onPacket = (from: string, data: Uint8Array): void => this.route(from, data);
 
@@ -293,7 +344,7 @@ export class MatchRouter {
       this.refuseNoMatch(from, inner);
       return;
     }
-    if (!match.joins.take(this.nowMs)) {
+    if (!this.gate.take(from, this.nowMs, match.joins, match.rejoins)) {
       this.reject('join rate');
       return;
     }
