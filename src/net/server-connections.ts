@@ -53,9 +53,17 @@ export interface ServerConnectionsConfig {
    * source addresses: a flood of connect requests from spoofed addresses costs at most this much.
    * Past it, an address that asked within the last two seconds (a client retrying) is still
    * answered, from a second allowance of the same size. A challenge response is always checked:
-   * a client that returns a valid cookie has proved its address and is never refused for a rate.
+   * a client that returns a valid cookie has proved its address and is refused for no rate but
+   * maxKeyExchangesPerSecond's.
    */
   maxHandshakesPerSecond: number;
+  /**
+   * Key agreements (an X25519 and a key derivation, about a hundred times a cookie's keyed hash)
+   * the whole server makes per second for challenge responses with valid cookies, bursts up to a
+   * second's worth; and each address at most one every KEY_EXCHANGE_GAP_MS. A response past
+   * either is dropped ('key exchange rate') before its key agreement: its client sends it again.
+   */
+  maxKeyExchangesPerSecond: number;
   /** Data packets per second one connection may send (bursts up to a second's worth); the rest are dropped and counted. */
   maxPacketsPerSecond: number;
   /** Secret for challenge cookies (random when omitted). */
@@ -173,6 +181,11 @@ const RETRY_WINDOW_MS = 2000;
  * (which repeats, like a retrying client) cannot spend it.
  */
 const RETRY_ANSWER_GAP_MS = 100;
+/**
+ * One address gets a key agreement at most this often: a valid cookie, replayed with its sealed
+ * field garbled, would otherwise cost one each time until the cookie expires.
+ */
+const KEY_EXCHANGE_GAP_MS = 100;
 
 /** Every connection of one server: the handshake in front, a channel per slot behind. */
 export class ServerConnections {
@@ -226,6 +239,11 @@ export class ServerConnections {
   private handshakeAllowance: number;
   private retryAllowance: number;
   private handshakeRefillMs = 0;
+  /** Key agreements left this second, and when each address (by its requester slot and hash) last had one. */
+  private keyAllowance: number;
+  private keyRefillMs = 0;
+  private readonly keyedHash = new Int32Array(REQUESTER_SLOTS);
+  private readonly keyedMs = new Float64Array(REQUESTER_SLOTS).fill(Number.NEGATIVE_INFINITY);
   private nowMs = 0;
   private readonly onPacket = (from: string, data: Uint8Array) => this.handle(from, data);
   /** Every connection's channel configuration: one object for all (see resolveChannelConfig). */
@@ -254,6 +272,7 @@ export class ServerConnections {
     this.cookies = new CookieJar(config.cookieSecret);
     this.handshakeAllowance = config.maxHandshakesPerSecond;
     this.retryAllowance = config.maxHandshakesPerSecond;
+    this.keyAllowance = config.maxKeyExchangesPerSecond;
     this.channelConfig = resolveChannelConfig({ protocolId: config.protocolId });
   }
 
@@ -402,6 +421,35 @@ export class ServerConnections {
     return false;
   }
 
+  /**
+   * Takes a key agreement for a challenge response with a valid cookie from `address`: one from
+   * the server-wide allowance, and none if the address had one within KEY_EXCHANGE_GAP_MS. False
+   * (and counted) otherwise.
+   */
+  private allowKeyExchange(address: string): boolean {
+    const perSecond = this.config.maxKeyExchangesPerSecond;
+    this.keyAllowance = Math.min(
+      perSecond,
+      this.keyAllowance + ((this.nowMs - this.keyRefillMs) * perSecond) / 1000,
+    );
+    this.keyRefillMs = this.nowMs;
+    let h = 0x811c9dc5;
+    for (let i = 0; i < address.length; i++) h = Math.imul(h ^ address.charCodeAt(i), 0x01000193);
+    const slot = (h >>> 0) & (REQUESTER_SLOTS - 1);
+    const tag = Math.imul(h, 0x9e3779b1) | 1;
+    if (
+      (this.keyedHash[slot] === tag && this.nowMs - this.keyedMs[slot] < KEY_EXCHANGE_GAP_MS) ||
+      this.keyAllowance < 1
+    ) {
+      this.reject('key exchange rate');
+      return false;
+    }
+    this.keyAllowance--;
+    this.keyedHash[slot] = tag;
+    this.keyedMs[slot] = this.nowMs;
+    return true;
+  }
+
   /** A connect request that was given a challenge from the allowance (see `handle`). */
   private onConnectRequest(from: string): void {
     const p = this.hs;
@@ -468,6 +516,7 @@ export class ServerConnections {
       }
       token = checked;
     }
+    if (!this.allowKeyExchange(from)) return;
     const keys = this.keyExchange.packetKeys(
       p.publicKey,
       this.config.protocolId,
@@ -621,6 +670,7 @@ function validateConnectionsConfig(c: ServerConnectionsConfig): void {
     'timeoutMs',
     'cookieLifetimeMs',
     'maxHandshakesPerSecond',
+    'maxKeyExchangesPerSecond',
     'maxPacketsPerSecond',
   ] as const) {
     const v = c[key];

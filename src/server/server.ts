@@ -109,9 +109,14 @@ export interface ServerConfig {
   /**
    * Challenges the whole server sends per second, whatever the source addresses (a spoofed
    * flood costs at most this much; clients retrying are still answered past it). A client that
-   * returns a valid cookie is never refused for a rate (see ServerConnectionsConfig).
+   * returns a valid cookie is refused for no rate but maxKeyExchangesPerSecond's (see ServerConnectionsConfig).
    */
   maxHandshakesPerSecond: number;
+  /**
+   * Key agreements per second for challenge responses with valid cookies, each address at most
+   * one every 100 ms (see ServerConnectionsConfig): what a replayed or garbled response can cost.
+   */
+  maxKeyExchangesPerSecond: number;
   /** Snapshot rate used until a client asks for another, and the most a client may ask for. */
   defaultUpdateRate: number;
   /** Bytes per second used until a client asks for another. */
@@ -183,6 +188,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   timeoutMs: 10_000,
   cookieLifetimeMs: 10_000,
   maxHandshakesPerSecond: 5000,
+  maxKeyExchangesPerSecond: 1000,
   defaultUpdateRate: 32,
   defaultRateBytesPerSecond: 80_000,
   spreadFrames: true,
@@ -591,6 +597,7 @@ export class GameServer<P, W> {
         timeoutMs: c.timeoutMs,
         cookieLifetimeMs: c.cookieLifetimeMs,
         maxHandshakesPerSecond: c.maxHandshakesPerSecond,
+        maxKeyExchangesPerSecond: c.maxKeyExchangesPerSecond,
         maxPacketsPerSecond: c.maxPacketsPerSecond,
         cookieSecret: c.cookieSecret,
         connectTokens: c.connectTokens,

@@ -5,9 +5,11 @@
 import { describe, expect, it } from 'vitest';
 import { arenaGame } from '../../games/arena/shared/game.ts';
 import { createInputSample, GameClient } from '../../src/client/client.ts';
+import { writePacketChecksum } from '../../src/net/channel.ts';
 import {
   createHandshakePacket,
   createHandshakeStream,
+  PACKET_CHALLENGE_RESPONSE,
   PACKET_CONNECT_REQUEST,
   writeHandshakePacket,
 } from '../../src/net/handshake.ts';
@@ -164,5 +166,65 @@ describe('a spoofed connect flood at 50,000 a second', () => {
     expect(passed, `${msg}: ${counts}`).toBeLessThanOrEqual(2 * 500 * (r.seconds + 1));
     expect(r.router?.['join rate'] ?? 0, msg).toBeGreaterThan(r.flooded * 0.9);
     expect(r.clientCount, msg).toBe(0);
+  });
+});
+
+describe('a challenge response replayed with its sealed field garbled', () => {
+  it('costs one key agreement per address every 100 ms however many copies come, and its client still gets in', () => {
+    const seed = 73;
+    const msg = `seed ${seed}`;
+    const network = new MemoryNetwork({ seed });
+    const serverEndpoint = network.createEndpoint('server');
+    const server = new GameServer(arenaGame, serverEndpoint, { cookieSecret: new Uint8Array(32).fill(5) });
+    const endpoint = network.createEndpoint('player');
+    // The player's first challenge response is held back (and copied) until the replays are done.
+    let held: Uint8Array | null = null;
+    const send = endpoint.send.bind(endpoint);
+    let holding = true;
+    endpoint.send = (to: string, data: Uint8Array) => {
+      if (holding && data[0] === PACKET_CHALLENGE_RESPONSE) {
+        held ??= data.slice();
+        return;
+      }
+      send(to, data);
+    };
+    const client = new GameClient(arenaGame, endpoint, 'server', { seed });
+    let nowMs = 0;
+    client.connect(nowMs);
+    while (held === null && nowMs < 2000) {
+      nowMs += 10;
+      network.setTime(nowMs);
+      server.update(nowMs);
+      client.update(nowMs, createInputSample());
+    }
+    if (held === null) throw new Error(`${msg}: no challenge response`);
+    const garbled = (held as Uint8Array).slice();
+    garbled[garbled.length - 1] ^= 1; // the sealed field's tag
+    writePacketChecksum(DEFAULT_SERVER_CONFIG.protocolId, garbled);
+    // 2,000 copies from the player's own address in each of five updates 50 ms apart.
+    for (let round = 0; round < 5; round++) {
+      for (let i = 0; i < 2000; i++) serverEndpoint.deliver('player', garbled, nowMs);
+      nowMs += 50;
+      network.setTime(nowMs);
+      server.update(nowMs);
+    }
+    const rejected = server.stats.rejected;
+    // At most one key agreement per 100 ms from this address: 3 in 250 ms (at 0, 100 and 200).
+    expect(rejected['bad seal'] ?? 0, `${msg}: ${JSON.stringify(rejected)}`).toBeLessThanOrEqual(3);
+    expect(rejected['key exchange rate'] ?? 0, msg).toBeGreaterThanOrEqual(10_000 - 3);
+    // The player's own responses go through again: it connects.
+    holding = false;
+    const start = nowMs;
+    while (client.state !== 'connected' && nowMs - start < 2000) {
+      nowMs += 10;
+      network.setTime(nowMs);
+      server.update(nowMs);
+      client.update(nowMs, createInputSample());
+    }
+    expect(client.state, `${msg}: ${JSON.stringify(rejected)}`).toBe('connected');
+    expect(
+      () => new GameServer(arenaGame, network.createEndpoint('bad'), { maxKeyExchangesPerSecond: 0 }),
+    ).toThrow(/maxKeyExchangesPerSecond/);
+    server.close();
   });
 });
