@@ -2,11 +2,11 @@
 // test of section 7, taken from docs/getting-started.md into one module, type-checked with the
 // repository's compiler settings and run: three wandering bots over a lossy link, no prediction
 // error. A guide that drifts from the API fails here.
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it, type test } from 'vitest';
+import { runTool } from './run-tool.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const GUIDE = join(ROOT, 'docs', 'getting-started.md');
@@ -63,20 +63,7 @@ describe('docs/getting-started.md', () => {
         compilerOptions: { noEmit: true },
       }),
     );
-    let output = '';
-    try {
-      execFileSync(
-        process.execPath,
-        [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', tsconfig],
-        {
-          cwd: ROOT,
-          encoding: 'utf8',
-          timeout: 120_000,
-        },
-      );
-    } catch (e) {
-      output = String((e as { stdout?: string }).stdout ?? e);
-    }
+    const output = runTool(ROOT, 'typescript/bin/tsc', ['-p', tsconfig]);
     expect(output).toBe('');
   });
 

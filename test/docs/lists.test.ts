@@ -1,13 +1,13 @@
 // The lists the docs keep by hand, against what the code has: the named network profiles in the
 // harness's README and the README's table, and the package's entry points in the README (the
 // package test checks them against the API reference's configuration).
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { NAMED_PROFILES } from '../../src/net/profile.ts';
+import { runTool } from './run-tool.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
@@ -54,21 +54,7 @@ describe('npm run docs', () => {
   it('builds the API reference of every entry point with no warning (typedoc.json treats warnings as errors)', () => {
     const out = mkdtempSync(join(tmpdir(), 'backstep-api-'));
     try {
-      let failure = '';
-      try {
-        execFileSync(
-          process.execPath,
-          [join(ROOT, 'node_modules', 'typedoc', 'bin', 'typedoc'), '--out', out],
-          {
-            cwd: ROOT,
-            encoding: 'utf8',
-            timeout: 120_000,
-          },
-        );
-      } catch (e) {
-        const error = e as { stdout?: string; stderr?: string };
-        failure = `${error.stdout ?? ''}${error.stderr ?? ''}` || String(e);
-      }
+      const failure = runTool(ROOT, 'typedoc/bin/typedoc', ['--out', out]);
       expect(failure).toBe('');
       expect(existsSync(join(out, 'index.html'))).toBe(true);
       expect(existsSync(join(out, 'modules', 'token.html'))).toBe(true);
