@@ -307,6 +307,7 @@ describe('entry point contents', () => {
       'backstep-source': './src/testing/index.ts',
       types: './dist/testing/index.d.ts',
       import: './dist/testing/index.js',
+      default: './dist/testing/index.js',
     });
   });
 
