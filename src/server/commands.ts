@@ -385,6 +385,11 @@ export class CommandQueue {
    * refused, but still shows the ones before it are overdue: they are skipped without waiting (at
    * most MAX_LOST_PER_CLAIM of them: a forged far-ahead number costs its own client that much).
    */
+  /** Whether the command numbered `seq` was run, skipped, or is held: a copy of it changes nothing. */
+  holds(seq: number): boolean {
+    return seq <= this.lastDone || this.pending.has(seq);
+  }
+
   receive(cmd: UserCommand): void {
     const seq = cmd.sequence;
     // A copy of a command already held is the same command (the client repeats what it sent).

@@ -231,9 +231,9 @@ export interface ServerStats extends ConnectionStats {
  */
 const SPREAD_MARGIN_FRAMES = 4;
 
-/** Packets remembered per client, sent (frames) and received (acknowledgements). */
+/** Packets remembered per client, sent (frames) and received (acknowledgements, the last to arrive). */
 const SENT_FRAMES = 1024;
-const PACKET_ACKS = 256;
+const PACKET_ACKS = 64;
 
 /**
  * What each packet sent to a client carried, by packet sequence modulo SENT_FRAMES: a record of
@@ -256,11 +256,12 @@ const FRAME_PAIRED = 4;
 const PAIR_REPORT_MAX_TICKS = 192;
 
 /**
- * What each packet from a client acknowledged (the newest frame's tick, -1: none) and the newest
- * command it carried (-1: none; ACKS_KEEPALIVE: a keepalive), by the client's packet sequence
- * modulo PACKET_ACKS.
+ * The last PACKET_ACKS packets to arrive from a client, in the order they came (a ring): each
+ * one's sequence (-1: an empty record), the newest frame it acknowledged (its tick, -1: none) and
+ * the newest command it carried (-1: none; ACKS_KEEPALIVE: a keepalive).
  */
-const ACKS_STRIDE = 4;
+const ACKS_STRIDE = 3;
+const ACKS_SEQUENCE = 0;
 const ACKS_TICK = 1;
 const ACKS_NEWEST_COMMAND = 2;
 const ACKS_KEEPALIVE = -2;
@@ -300,10 +301,13 @@ export class ServerClient<P> {
    */
   frameTicks = new SequenceRecords(SENT_FRAMES, FRAME_STRIDE);
   /**
-   * The newest frame each received packet acknowledged (-1: none), by the client's packet sequence.
+   * What the last packets to arrive acknowledged and carried (ACKS_* records, a ring in arrival
+   * order; `packetAcksNext` is the next record written).
    * @internal
    */
-  packetAcks = new SequenceRecords(PACKET_ACKS, ACKS_STRIDE);
+  packetAcks = new Float64Array(PACKET_ACKS * ACKS_STRIDE).fill(-1);
+  /** @internal */
+  packetAcksNext = 0;
   /**
    * When the newest frame the client acknowledged was sent (server ms): whether it hears the
    * server now (its command queue's `clientHearing`).
@@ -385,7 +389,8 @@ export class ServerClient<P> {
     this.pacing = pacing;
     this.eventCursor = eventCursor;
     this.frameTicks = new SequenceRecords(SENT_FRAMES, FRAME_STRIDE);
-    this.packetAcks = new SequenceRecords(PACKET_ACKS, ACKS_STRIDE);
+    this.packetAcks.fill(-1);
+    this.packetAcksNext = 0;
     this.heardSentMs = Number.NEGATIVE_INFINITY;
     this.awayUntilMs = -1;
     this.listen(connection);
@@ -529,8 +534,6 @@ export class GameServer<P, W> {
   }
 
   private readonly cmds: UserCommand[] = [];
-  /** checkClaimedNewest's scratch: by packets back, the newest frame acknowledged that far back or further. */
-  private readonly ackedFrom = new Float64Array(PACKETS_BACK + 1);
   private readonly run: CommandRun = { count: 0, baseGap: 0, shortFirst: false };
   private readonly flags: ClientFlags = createClientFlags();
   private readonly entityScratch: Float64Array;
@@ -1207,10 +1210,12 @@ export class GameServer<P, W> {
     const channel = client.channel;
     const ack = channel.lastReceivedAck;
     const acked = ack < 0 ? -1 : client.frameTicks.slot(ack);
-    const records = client.packetAcks.records;
-    const entry = client.packetAcks.insert(channel.lastReceivedSequence);
-    records[entry + ACKS_TICK] = acked < 0 ? -1 : client.frameTicks.records[acked + FRAME_TICK];
-    records[entry + ACKS_NEWEST_COMMAND] = newestCommand;
+    const records = client.packetAcks;
+    const at = client.packetAcksNext * ACKS_STRIDE;
+    client.packetAcksNext = (client.packetAcksNext + 1) % PACKET_ACKS;
+    records[at + ACKS_SEQUENCE] = channel.lastReceivedSequence;
+    records[at + ACKS_TICK] = acked < 0 ? -1 : client.frameTicks.records[acked + FRAME_TICK];
+    records[at + ACKS_NEWEST_COMMAND] = newestCommand;
   }
 
   /**
@@ -1221,40 +1226,41 @@ export class GameServer<P, W> {
    * carries the newest command made when it was sent, so a packet whose newest command is older
    * than this one was sent before this one was made, and so was every packet numbered before it,
    * keepalives included: the newest frame that any of them acknowledged, among the last
-   * PACKETS_BACK packets that arrived, gives the floor. (Acknowledging frames only in keepalives
-   * and none in command packets does not push it back.) A command resent long after it was made
-   * (its copies lost) is judged by the packets sent before it was made, not by those that carried it.
+   * PACKET_ACKS packets to arrive, gives the floor. (The packets are those that arrived, whatever
+   * their numbers: a client that skips its own packet numbers, or acknowledges frames only in
+   * keepalives, is held to the same floor.) A command resent long after it was made (its copies
+   * lost) is judged by the packets sent before it was made, not by those that carried it. Only
+   * a command's first copy is judged: the queue keeps the first (CommandQueue.holds).
    */
   private checkClaimedNewest(client: ServerClient<P>, count: number): void {
     const sequence = client.channel.lastReceivedSequence;
     this.recordAcks(client, count > 0 ? this.cmds[count - 1].sequence : -1);
     const lag = this.lagCompensation;
     if (lag === null) return;
-    const acks = client.packetAcks;
-    const records = acks.records;
-    // The newest frame acknowledged by the packets numbered `back` or more before this one.
-    const ackedFrom = this.ackedFrom;
-    let newest = -1;
-    for (let back = PACKETS_BACK; back >= 1; back--) {
-      const at = acks.slot((sequence - back) & 0xffff);
-      if (at >= 0 && records[at + ACKS_TICK] > newest) newest = records[at + ACKS_TICK];
-      ackedFrom[back] = newest;
-    }
+    const records = client.packetAcks;
+    const end = PACKET_ACKS * ACKS_STRIDE;
     const slackTicks = Math.ceil(lag.config.ackSlackMs / this.tickIntervalMs);
     for (let i = count - 1; i >= 0; i--) {
       const cmd = this.cmds[i];
-      if (cmd.viewTickB === 0 || cmd.sequence <= client.commands.lastDone) continue;
-      // The newest command packet sent before this command was made, and every packet before it.
-      let floor = -1;
-      for (let back = 1; back <= PACKETS_BACK; back++) {
-        const before = acks.slot((sequence - back) & 0xffff);
-        if (before < 0) continue;
-        const newestCommand = records[before + ACKS_NEWEST_COMMAND];
-        if (newestCommand >= 0 && newestCommand < cmd.sequence) {
-          if (ackedFrom[back] >= 0) floor = ackedFrom[back] - slackTicks;
-          break;
-        }
+      if (cmd.viewTickB === 0 || client.commands.holds(cmd.sequence)) continue;
+      // The newest command packet sent before this command was made: how many packet numbers
+      // before this one (16-bit, wrapping; this packet and any numbered after it are left out).
+      let sentBefore = 0x8000;
+      for (let at = 0; at < end; at += ACKS_STRIDE) {
+        const newestCommand = records[at + ACKS_NEWEST_COMMAND];
+        if (records[at + ACKS_SEQUENCE] < 0 || newestCommand < 0 || newestCommand >= cmd.sequence) continue;
+        const back = (sequence - records[at + ACKS_SEQUENCE]) & 0xffff;
+        if (back > 0 && back < sentBefore) sentBefore = back;
       }
+      if (sentBefore === 0x8000) continue;
+      // The newest frame it or any packet numbered before it acknowledged.
+      let newest = -1;
+      for (let at = 0; at < end; at += ACKS_STRIDE) {
+        if (records[at + ACKS_SEQUENCE] < 0) continue;
+        const back = (sequence - records[at + ACKS_SEQUENCE]) & 0xffff;
+        if (back >= sentBefore && back < 0x8000 && records[at + ACKS_TICK] > newest) newest = records[at + ACKS_TICK];
+      }
+      const floor = newest < 0 ? -1 : newest - slackTicks;
       if (cmd.viewNewest < floor) {
         cmd.viewNewest = floor;
         lag.stats.newestRaised++;
@@ -1263,8 +1269,7 @@ export class GameServer<P, W> {
   }
 }
 
-/** How far back checkClaimedNewest looks for a packet sent before a command was made. */
-const PACKETS_BACK = 64;
+
 
 function validateServerConfig(c: ServerConfig): void {
   for (const key of [

@@ -309,13 +309,17 @@ describe('lag compensation: the view acceptance rule', () => {
   });
 
   it.each([
-    ['in its command packets', false],
-    ['only in a keepalive sent after each command packet (its command packets acknowledge nothing)', true],
-  ])(
-    'raises a claimed newest frame older than what the client had acknowledged before making the command: acknowledged %s',
-    (_how, ackless) => {
+    ['acknowledging in its command packets', 'plain'],
+    [
+      'acknowledging only in a keepalive sent after each command packet (its command packets acknowledge nothing)',
+      'ackless',
+    ],
+    ['skipping 64 of its own packet numbers before each command packet', 'jump'],
+  ] as const)(
+    'raises a claimed newest frame older than what the client had acknowledged before making the command: %s',
+    (_how, cheat) => {
       const seed = 92;
-      const msg = `seed ${seed}, ${ackless ? 'acknowledgements in keepalives' : 'acknowledgements in command packets'}`;
+      const msg = `seed ${seed}, ${cheat}`;
       const ledger = new ArenaShotLedger();
       const match = new Match(arenaGame, seed, {}, ledger.serverHooks());
       const profile = parseProfile({ name: 'dsl-like', latencyMs: 30, jitterMs: 2, loss: 0.05 });
@@ -331,7 +335,8 @@ describe('lag compensation: the view acceptance rule', () => {
           drive: (c, nowMs, input) => {
             aim(c, nowMs, input);
             if (i !== 0) return;
-            if (ackless) sendAcksInKeepalives(c, patched);
+            if (cheat === 'ackless') sendAcksInKeepalives(c, patched);
+            if (cheat === 'jump') skipPacketNumbers(c, patched, 64);
             const view = c.view;
             if (!patched.has(view)) {
               patched.add(view);
@@ -390,6 +395,29 @@ function sendAcksInKeepalives(c: Client, patched: WeakSet<object>): void {
     }
     send(nowMs);
     return sequence;
+  };
+}
+
+/**
+ * A modified client: before each command packet it moves its own packet numbering on by `skip`
+ * (the channel takes a jump of up to maxSequenceJump as loss), so that the packets numbered just
+ * before each command packet never came.
+ */
+function skipPacketNumbers(c: Client, patched: WeakSet<object>, skip: number): void {
+  const session = (c as unknown as { session?: { connection: { channel: unknown } } }).session;
+  const channel = session?.connection.channel as
+    | { nextSequence: number; sendCounter: number; send(nowMs: number, write?: unknown): number }
+    | null
+    | undefined;
+  if (channel === null || channel === undefined || patched.has(channel)) return;
+  patched.add(channel);
+  const send = channel.send.bind(channel);
+  channel.send = (nowMs: number, write?: unknown) => {
+    if (write !== undefined) {
+      channel.nextSequence = (channel.nextSequence + skip) & 0xffff;
+      channel.sendCounter += skip;
+    }
+    return send(nowMs, write);
   };
 }
 
