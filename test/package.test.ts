@@ -113,7 +113,15 @@ describe('the packed package', () => {
       expect(paths).toContain(conditions.import.replace(/^\.\//, ''));
       expect(paths).toContain(conditions.types.replace(/^\.\//, ''));
     }
-    const shipped = ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'profiles/README.md'];
+    const shipped = [
+      'package.json',
+      'README.md',
+      'CHANGELOG.md',
+      'LICENSE',
+      'profiles/README.md',
+      'docs/arena.png',
+      'src/protocol/SPEC.md',
+    ];
     const stray = paths.filter(
       (p) =>
         !p.startsWith('dist/') &&
@@ -122,11 +130,14 @@ describe('the packed package', () => {
         !shipped.includes(p),
     );
     expect(stray).toEqual([]);
-    // The guides the README links to go with it (the generated API reference does not).
+    // The guides, the picture and the wire format the README links to go with it (the generated
+    // API reference does not).
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const guides = [...readme.matchAll(/\]\((docs\/[^)#\s]+\.md)\)/g)].map((m) => m[1]);
-    expect(guides.length).toBeGreaterThan(0);
-    for (const guide of guides) expect(paths).toContain(guide);
+    const linked = [...readme.matchAll(/\]\(((?:docs\/[^)#\s]+)|src\/protocol\/SPEC\.md)\)/g)].map(
+      (m) => m[1],
+    );
+    expect(linked.length).toBeGreaterThan(3);
+    for (const file of linked) expect(paths).toContain(file);
     expect(paths.filter((p) => p.endsWith('.ts') && !p.endsWith('.d.ts'))).toEqual([]);
   });
 
