@@ -108,6 +108,11 @@ export interface ClientLink {
   lastReceivedMs: number;
   /** The engine has sent it a datagram: it passed the engine's first check (a valid connection request). */
   answered: boolean;
+  /** Datagrams it may still send now (its allowance: LinkServerOptions.maxDatagramsPerSecond), and the engine time it was last refilled (NaN: not yet). */
+  allowance: number;
+  allowanceMs: number;
+  /** Datagrams it sent past its allowance (dropped): a second's worth closes it. */
+  overAllowance: number;
   /** True while datagrams can go out on it. */
   writable(): boolean;
   /** Bytes waiting to go out on it. */
@@ -134,6 +139,22 @@ export interface LinkServerOptions {
   queueCapacity?: number;
   /** Bytes a link may have waiting to go out before a send to it is dropped (default 256 KB). */
   maxBufferedBytes?: number;
+  /**
+   * Datagrams one link may deliver per second of engine time, bursts up to a second's worth
+   * (default 500: twice what the game server takes from a connection, maxPacketsPerSecond). The
+   * rest are dropped and counted (droppedRate) before they take room in the queue every link
+   * shares; a link that sends a second's worth past it is closed (closedFlood): one socket
+   * cannot fill the queue and crowd out the others' datagrams.
+   */
+  maxDatagramsPerSecond?: number;
+}
+
+/** What every socket-per-client endpoint counts, beyond TransportStats. */
+export interface LinkServerStats extends TransportStats {
+  /** Datagrams dropped because their link was past its maxDatagramsPerSecond. */
+  droppedRate: number;
+  /** Links closed for sending a second's worth of datagrams past maxDatagramsPerSecond. */
+  closedFlood: number;
 }
 
 /** What a LinkServerEndpoint is, beyond its options. */
@@ -159,7 +180,7 @@ export interface LinkServerSetup {
  * by the same rules on engine time, and dropped by the engine the same way (hostOf, drop). A subclass accepts each upgraded WebSocket (making its link),
  * sweeps its links when poll() says, and closes them.
  */
-export abstract class LinkServerEndpoint<L extends ClientLink, S extends TransportStats>
+export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkServerStats>
   implements DatagramEndpoint, UpgradeHandler
 {
   readonly address: string;
@@ -179,6 +200,7 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends Transpo
   private readonly answerTimeoutMs: number;
   private readonly idleTimeoutMs: number;
   private readonly maxBufferedBytes: number;
+  private readonly maxDatagramsPerSecond: number;
   private readonly queue: DatagramQueue;
   private readonly wss: WebSocketServer;
   private upgrading = 0;
@@ -198,12 +220,14 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends Transpo
     this.answerTimeoutMs = options.answerTimeoutMs ?? 5000;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
     this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
+    this.maxDatagramsPerSecond = options.maxDatagramsPerSecond ?? 500;
     const queueCapacity = options.queueCapacity ?? 4096;
     checkCount(where, setup.maxLinksOption, this.maxLinks);
     checkCount(where, setup.maxPerHostOption, this.maxPerHost);
     checkMs(where, 'answerTimeoutMs', this.answerTimeoutMs);
     checkMs(where, 'idleTimeoutMs', this.idleTimeoutMs);
     checkCount(where, 'maxBufferedBytes', this.maxBufferedBytes);
+    checkCount(where, 'maxDatagramsPerSecond', this.maxDatagramsPerSecond);
     checkQueueCapacity(where, queueCapacity);
     this.stats = stats;
     this.queue = new DatagramQueue(queueCapacity, stats);
@@ -332,6 +356,9 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends Transpo
   /** Closes the links past their timeouts at `nowMs` (see expiry()). */
   protected abstract sweep(nowMs: number): void;
 
+  /** Forgets and closes a link that sent a second's worth of datagrams past its allowance (counted already). */
+  protected abstract closeFlooding(link: L): void;
+
   /** Counts an upgrade refused for want of room. */
   protected abstract countRefused(): void;
 
@@ -355,10 +382,37 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends Transpo
     this.releaseHost(link.host);
   }
 
-  /** Queues one datagram received on `link` (dropped and counted when oversize or the queue is full) and notes the time. */
+  /**
+   * Queues one datagram received on `link` (dropped and counted when oversize, past the link's
+   * allowance, or when the queue is full) and notes the time.
+   */
   protected receive(link: L, data: Uint8Array): void {
     link.lastReceivedMs = this.nowMs;
+    if (!this.takeAllowance(link)) {
+      this.stats.droppedRate++;
+      if (++link.overAllowance >= this.maxDatagramsPerSecond) {
+        this.stats.closedFlood++;
+        this.closeFlooding(link);
+      }
+      return;
+    }
     this.queue.push(link.address, data);
+  }
+
+  /** Takes one datagram from `link`'s allowance, refilled by the engine time since its last refill; false when none is left. */
+  private takeAllowance(link: L): boolean {
+    const perSecond = this.maxDatagramsPerSecond;
+    const nowMs = Number.isNaN(this.nowMs) ? 0 : this.nowMs;
+    if (Number.isNaN(link.allowanceMs)) {
+      link.allowance = perSecond;
+      link.allowanceMs = nowMs;
+    } else if (nowMs > link.allowanceMs) {
+      link.allowance = Math.min(perSecond, link.allowance + ((nowMs - link.allowanceMs) * perSecond) / 1000);
+      link.allowanceMs = nowMs;
+    }
+    if (link.allowance < 1) return false;
+    link.allowance--;
+    return true;
   }
 
   /**

@@ -36,9 +36,10 @@ import {
   LINK_UNANSWERED,
   LinkServerEndpoint,
   type LinkServerOptions,
+  type LinkServerStats,
   type ServerWebSocket,
 } from './link-server.ts';
-import { createTransportStats, type TransportStats } from './queue.ts';
+import { createTransportStats } from './queue.ts';
 import {
   candidateAllowed,
   encodeSignal,
@@ -73,7 +74,7 @@ export interface WebRtcServerOptions extends LinkServerOptions {
   maxPendingPeersPerHost?: number;
 }
 
-export interface WebRtcServerStats extends TransportStats {
+export interface WebRtcServerStats extends LinkServerStats {
   peersOpened: number;
   /** Signalling upgrades refused because maxPeers were open, or maxPeersPerHost from that host. */
   peersRefused: number;
@@ -121,6 +122,9 @@ class Peer implements ClientLink {
   lastReceivedMs = Number.NaN;
   channelOpen = false;
   answered = false;
+  allowance = 0;
+  allowanceMs = Number.NaN;
+  overAllowance = 0;
   messages = 0;
   gone = false;
   /** Resolves once the peer connection (if any) has reported closed. */
@@ -194,6 +198,8 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
         closedUnanswered: 0,
         closedIdle: 0,
         closedDropped: 0,
+        droppedRate: 0,
+        closedFlood: 0,
         candidatesRefused: 0,
         badMessages: 0,
       },
@@ -475,6 +481,10 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
 
   protected countRefused(): void {
     this.stats.peersRefused++;
+  }
+
+  protected closeFlooding(peer: Peer): void {
+    this.teardown(peer);
   }
 
   protected override closingCount(): number {

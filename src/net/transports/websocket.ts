@@ -24,10 +24,11 @@ import {
   LINK_UNANSWERED,
   LinkServerEndpoint,
   type LinkServerOptions,
+  type LinkServerStats,
   routeUpgrades,
   type ServerWebSocket,
 } from './link-server.ts';
-import { createTransportStats, SendPool, type TransportStats } from './queue.ts';
+import { createTransportStats, SendPool } from './queue.ts';
 
 export interface WebSocketServerOptions extends LinkServerOptions {
   /** URL path the WebSocket is upgraded on (default "/ws"). */
@@ -38,7 +39,7 @@ export interface WebSocketServerOptions extends LinkServerOptions {
   maxSocketsPerHost?: number;
 }
 
-export interface WebSocketServerStats extends TransportStats {
+export interface WebSocketServerStats extends LinkServerStats {
   socketsOpened: number;
   /** Upgrades refused because maxSockets were open, or maxSocketsPerHost from that host. */
   socketsRefused: number;
@@ -63,6 +64,9 @@ class SocketLink implements ClientLink {
   linkOpenedMs = Number.NaN;
   lastReceivedMs = Number.NaN;
   answered = false;
+  allowance = 0;
+  allowanceMs = Number.NaN;
+  overAllowance = 0;
 
   constructor(
     readonly address: string,
@@ -118,6 +122,8 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
         closedUnanswered: 0,
         closedIdle: 0,
         closedDropped: 0,
+        droppedRate: 0,
+        closedFlood: 0,
       },
     );
   }
@@ -193,6 +199,12 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
 
   protected countRefused(): void {
     this.stats.socketsRefused++;
+  }
+
+  /** Cut at once, with no closing handshake: what it sent is still being parsed on this thread. */
+  protected closeFlooding(link: SocketLink): void {
+    this.forget(link);
+    link.ws.terminate();
   }
 
   /** The socket's close frame follows the datagrams already sent on it, so they are delivered first. */

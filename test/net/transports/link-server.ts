@@ -8,7 +8,13 @@ import { type Received, rawWebSocket, receive, until } from './loopback.ts';
 
 /** The server endpoint under test, as far as this suite looks at it. */
 export interface LinkServer {
-  readonly stats: TransportStats & { closedUnanswered: number; closedIdle: number; closedDropped: number };
+  readonly stats: TransportStats & {
+    closedUnanswered: number;
+    closedIdle: number;
+    closedDropped: number;
+    droppedRate: number;
+    closedFlood: number;
+  };
   send(to: string, data: Uint8Array): void;
   hostOf(address: string): string | null;
   drop(address: string): void;
@@ -21,6 +27,7 @@ export interface LinkServerOptions {
   idleTimeoutMs?: number;
   /** The transport's per-host limit (maxSocketsPerHost, maxPeersPerHost). */
   maxPerHost?: number;
+  maxDatagramsPerSecond?: number;
 }
 
 export interface LinkServerHarness<S extends LinkServer> {
@@ -196,6 +203,29 @@ export function describeLinkServer<S extends LinkServer>(h: LinkServerHarness<S>
       expect(server.stats.closedIdle).toBe(1);
       expect(h.links(server)).toBe(0);
       expect(await until(() => !answered.isOpen)).toBe(true);
+    });
+
+    it('holds each link to maxDatagramsPerSecond and closes one that floods, while another link loses nothing', async () => {
+      const { server, url } = await h.start({ maxDatagramsPerSecond: 100 });
+      const honest = await h.connect(url);
+      const flooder = await h.connect(url);
+      const got: Received[] = [];
+      // Engine time stands still at 1 s: no allowance refills during the test.
+      const collect = () => server.poll(1000, (from, data) => got.push({ from, data: data.slice() }));
+      collect();
+      for (let i = 0; i < 300; i++) flooder.send('server', new Uint8Array([1, i & 0xff]));
+      for (let i = 0; i < 20; i++) honest.send('server', new Uint8Array([2, i]));
+      const fromHonest = () => got.filter((r) => r.data[0] === 2).length;
+      const settled = await until(() => {
+        collect();
+        return fromHonest() === 20 && server.stats.closedFlood === 1 && !flooder.isOpen;
+      });
+      expect(settled, JSON.stringify(server.stats)).toBe(true);
+      // A second's worth passed, a second's worth past it dropped, then the link was closed.
+      expect(got.filter((r) => r.data[0] === 1)).toHaveLength(100);
+      expect(server.stats.droppedRate).toBe(100);
+      expect(server.stats.droppedQueueFull).toBe(0);
+      expect(honest.isOpen).toBe(true);
     });
 
     it('refuses a host its links over the per-host limit (429), until one of them closes', async () => {
