@@ -581,6 +581,7 @@ export class ServerConnections {
     this.slotUsers[slot] = connection.userId;
     this.slots[slot] = connection;
     this.byAddress.set(from, connection);
+    this.endpoint.established?.(from);
     this.stats.connects++;
     this.tally(this.traffic.answered, 'accepted');
     this.sendAccepted(connection);

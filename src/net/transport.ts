@@ -31,4 +31,10 @@ export interface DatagramEndpoint {
   hostOf?(address: string): string | null;
   /** The server is done with `address`: a connection-based transport closes its link now. */
   drop?(address: string): void;
+  /**
+   * The server took the client at `address` as a connection (its handshake completed): a
+   * connection-based transport no longer counts its link among those still to prove themselves
+   * (see LinkServerOptions.establishTimeoutMs).
+   */
+  established?(address: string): void;
 }

@@ -113,6 +113,8 @@ export interface ClientLink {
   allowanceMs: number;
   /** Datagrams it sent past its allowance (dropped): a second's worth closes it. */
   overAllowance: number;
+  /** The engine took it as a connection (established()). */
+  established: boolean;
   /** True while datagrams can go out on it. */
   writable(): boolean;
   /** Bytes waiting to go out on it. */
@@ -125,7 +127,12 @@ export interface ClientLink {
 export const LINK_ALIVE = 0;
 export const LINK_UNANSWERED = 1;
 export const LINK_IDLE = 2;
-export type LinkExpiry = typeof LINK_ALIVE | typeof LINK_UNANSWERED | typeof LINK_IDLE;
+export const LINK_UNESTABLISHED = 3;
+export type LinkExpiry =
+  | typeof LINK_ALIVE
+  | typeof LINK_UNANSWERED
+  | typeof LINK_IDLE
+  | typeof LINK_UNESTABLISHED;
 
 /** The options both socket-per-client server endpoints (WebSocket, WebRTC) take. */
 export interface LinkServerOptions {
@@ -147,6 +154,14 @@ export interface LinkServerOptions {
    * cannot fill the queue and crowd out the others' datagrams.
    */
   maxDatagramsPerSecond?: number;
+  /**
+   * A link the engine has not taken as a connection (DatagramEndpoint.established) this long
+   * after it opened is closed (default 10 000, a client's connectTimeoutMs); and when the links
+   * fill their limit, a new one closes the oldest such link to make room. A link answered with a
+   * challenge is not yet a connection: addresses that keep sending connect requests cannot hold
+   * every link while real clients are refused.
+   */
+  establishTimeoutMs?: number;
 }
 
 /** What every socket-per-client endpoint counts, beyond TransportStats. */
@@ -155,6 +170,10 @@ export interface LinkServerStats extends TransportStats {
   droppedRate: number;
   /** Links closed for sending a second's worth of datagrams past maxDatagramsPerSecond. */
   closedFlood: number;
+  /** Links closed because the engine did not take them as connections within establishTimeoutMs. */
+  closedUnestablished: number;
+  /** Links not yet connections closed (the oldest) to make room for a new one at the limit. */
+  closedEvicted: number;
 }
 
 /** What a LinkServerEndpoint is, beyond its options. */
@@ -201,6 +220,7 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkSer
   private readonly idleTimeoutMs: number;
   private readonly maxBufferedBytes: number;
   private readonly maxDatagramsPerSecond: number;
+  private readonly establishTimeoutMs: number;
   private readonly queue: DatagramQueue;
   private readonly wss: WebSocketServer;
   private upgrading = 0;
@@ -221,6 +241,7 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkSer
     this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
     this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
     this.maxDatagramsPerSecond = options.maxDatagramsPerSecond ?? 500;
+    this.establishTimeoutMs = options.establishTimeoutMs ?? 10_000;
     const queueCapacity = options.queueCapacity ?? 4096;
     checkCount(where, setup.maxLinksOption, this.maxLinks);
     checkCount(where, setup.maxPerHostOption, this.maxPerHost);
@@ -228,6 +249,7 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkSer
     checkMs(where, 'idleTimeoutMs', this.idleTimeoutMs);
     checkCount(where, 'maxBufferedBytes', this.maxBufferedBytes);
     checkCount(where, 'maxDatagramsPerSecond', this.maxDatagramsPerSecond);
+    checkMs(where, 'establishTimeoutMs', this.establishTimeoutMs);
     checkQueueCapacity(where, queueCapacity);
     this.stats = stats;
     this.queue = new DatagramQueue(queueCapacity, stats);
@@ -247,6 +269,8 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkSer
    */
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     if (requestPath(request) !== this.path) return false;
+    if (this.open && this.links.size + this.closingCount() + this.upgrading >= this.maxLinks)
+      this.evictOldest();
     if (!this.open || this.links.size + this.closingCount() + this.upgrading >= this.maxLinks) {
       this.countRefused();
       refuseUpgrade(socket, 503, 'Service Unavailable');
@@ -323,6 +347,12 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkSer
     }
   }
 
+  /** The engine took the link at `address` as a connection: it no longer times out or is evicted for want of one. */
+  established(address: string): void {
+    const link = this.links.get(address);
+    if (link !== undefined) link.established = true;
+  }
+
   /**
    * The network host behind the link at `address`: "prefix:IP", the remote address its
    * WebSocket came from; null when no link has that address (never had, or no longer has).
@@ -355,6 +385,9 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkSer
 
   /** Closes the links past their timeouts at `nowMs` (see expiry()). */
   protected abstract sweep(nowMs: number): void;
+
+  /** Forgets and closes a link closed by expiry() or evicted for room (counted already). */
+  protected abstract closeExpired(link: L): void;
 
   /** Forgets and closes a link that sent a second's worth of datagrams past its allowance (counted already). */
   protected abstract closeFlooding(link: L): void;
@@ -424,8 +457,24 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkSer
     if (Number.isNaN(link.linkOpenedMs)) link.linkOpenedMs = nowMs;
     if (Number.isNaN(link.lastReceivedMs)) link.lastReceivedMs = link.linkOpenedMs;
     if (!link.answered && nowMs - link.linkOpenedMs > this.answerTimeoutMs) return LINK_UNANSWERED;
+    if (!link.established && nowMs - link.linkOpenedMs > this.establishTimeoutMs) return LINK_UNESTABLISHED;
     if (nowMs - link.lastReceivedMs > this.idleTimeoutMs) return LINK_IDLE;
     return LINK_ALIVE;
+  }
+
+  /** Closes the oldest link the engine has not taken as a connection, if any (the links' map keeps opening order). */
+  private evictOldest(): void {
+    for (const link of this.links.values()) {
+      if (link.established || !this.evictable(link)) continue;
+      this.stats.closedEvicted++;
+      this.closeExpired(link);
+      return;
+    }
+  }
+
+  /** Whether `link` may be evicted for room (true unless a subclass says; WebRTC's pending peers have their own limits). */
+  protected evictable(_link: L): boolean {
+    return true;
   }
 
   /** Refuses new links, stops sending and delivering, and discards what is queued: the first step of close(). */

@@ -155,6 +155,11 @@ export class MultiTransportServer implements DatagramEndpoint {
     else if (address.startsWith('ws:')) this.websocket.drop(address);
   }
 
+  established(address: string): void {
+    if (address.startsWith('rtc:')) this.webrtc.established(address);
+    else if (address.startsWith('ws:')) this.websocket.established(address);
+  }
+
   /** Delivers what every transport received since the last poll: UDP first, then WebRTC, then WebSocket. */
   poll(nowMs: number, onPacket: PacketHandler): void {
     this.udp.poll(nowMs, onPacket);

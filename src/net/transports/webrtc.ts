@@ -34,6 +34,7 @@ import {
   checkMs,
   LINK_IDLE,
   LINK_UNANSWERED,
+  LINK_UNESTABLISHED,
   LinkServerEndpoint,
   type LinkServerOptions,
   type LinkServerStats,
@@ -125,6 +126,7 @@ class Peer implements ClientLink {
   allowance = 0;
   allowanceMs = Number.NaN;
   overAllowance = 0;
+  established = false;
   messages = 0;
   gone = false;
   /** Resolves once the peer connection (if any) has reported closed. */
@@ -200,6 +202,8 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
         closedDropped: 0,
         droppedRate: 0,
         closedFlood: 0,
+        closedUnestablished: 0,
+        closedEvicted: 0,
         candidatesRefused: 0,
         badMessages: 0,
       },
@@ -475,6 +479,9 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
       } else if (expiry === LINK_IDLE) {
         this.stats.closedIdle++;
         this.teardown(peer);
+      } else if (expiry === LINK_UNESTABLISHED) {
+        this.stats.closedUnestablished++;
+        this.teardown(peer);
       }
     }
   }
@@ -485,6 +492,15 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
 
   protected closeFlooding(peer: Peer): void {
     this.teardown(peer);
+  }
+
+  protected closeExpired(peer: Peer): void {
+    this.teardown(peer);
+  }
+
+  /** Only a peer whose channel opened: pending ones have their own limits (maxPendingPeers). */
+  protected override evictable(peer: Peer): boolean {
+    return peer.channelOpen;
   }
 
   protected override closingCount(): number {

@@ -22,6 +22,7 @@ import {
   type ClientLink,
   LINK_IDLE,
   LINK_UNANSWERED,
+  LINK_UNESTABLISHED,
   LinkServerEndpoint,
   type LinkServerOptions,
   type LinkServerStats,
@@ -67,6 +68,7 @@ class SocketLink implements ClientLink {
   allowance = 0;
   allowanceMs = Number.NaN;
   overAllowance = 0;
+  established = false;
 
   constructor(
     readonly address: string,
@@ -124,6 +126,8 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
         closedDropped: 0,
         droppedRate: 0,
         closedFlood: 0,
+        closedUnestablished: 0,
+        closedEvicted: 0,
       },
     );
   }
@@ -193,12 +197,19 @@ export class WebSocketServerEndpoint extends LinkServerEndpoint<SocketLink, WebS
       } else if (expiry === LINK_IDLE) {
         this.stats.closedIdle++;
         this.closeLink(link, 1000, 'idle');
+      } else if (expiry === LINK_UNESTABLISHED) {
+        this.stats.closedUnestablished++;
+        this.closeExpired(link);
       }
     }
   }
 
   protected countRefused(): void {
     this.stats.socketsRefused++;
+  }
+
+  protected closeExpired(link: SocketLink): void {
+    this.closeLink(link, 1008, 'no connection');
   }
 
   /** Cut at once, with no closing handshake: what it sent is still being parsed on this thread. */

@@ -14,7 +14,9 @@ export interface LinkServer {
     closedDropped: number;
     droppedRate: number;
     closedFlood: number;
+    closedUnestablished: number;
   };
+  established(address: string): void;
   send(to: string, data: Uint8Array): void;
   hostOf(address: string): string | null;
   drop(address: string): void;
@@ -28,6 +30,7 @@ export interface LinkServerOptions {
   /** The transport's per-host limit (maxSocketsPerHost, maxPeersPerHost). */
   maxPerHost?: number;
   maxDatagramsPerSecond?: number;
+  establishTimeoutMs?: number;
 }
 
 export interface LinkServerHarness<S extends LinkServer> {
@@ -203,6 +206,39 @@ export function describeLinkServer<S extends LinkServer>(h: LinkServerHarness<S>
       expect(server.stats.closedIdle).toBe(1);
       expect(h.links(server)).toBe(0);
       expect(await until(() => !answered.isOpen)).toBe(true);
+    });
+
+    it('closes a link the engine answers but never takes as a connection after establishTimeoutMs, and keeps one it takes', async () => {
+      const { server, url } = await h.start({ establishTimeoutMs: 2000, idleTimeoutMs: 60_000 });
+      const handshaking = await h.connect(url);
+      const connected = await h.connect(url);
+      handshaking.send('server', new Uint8Array([1]));
+      connected.send('server', new Uint8Array([2]));
+      const got: Received[] = [];
+      await until(() => {
+        server.poll(0, (from, data) => got.push({ from, data: data.slice() }));
+        return got.length === 2;
+      });
+      expect(got).toHaveLength(2);
+      // Both answered (as challenges answer connect requests); the engine takes one as a connection.
+      for (const r of got) server.send(r.from, new Uint8Array([3]));
+      server.established(got.find((r) => r.data[0] === 2)!.from);
+      // Both keep sending, as a client retrying its handshake does.
+      for (const at of [500, 1000, 1500, 1900]) {
+        handshaking.send('server', new Uint8Array([1]));
+        connected.send('server', new Uint8Array([2]));
+        let arrived = 0;
+        await until(() => {
+          server.poll(at, () => arrived++);
+          return arrived === 2;
+        });
+      }
+      expect(h.links(server)).toBe(2);
+      server.poll(2200, () => {});
+      expect(server.stats.closedUnestablished).toBe(1);
+      expect(h.links(server)).toBe(1);
+      expect(await until(() => !handshaking.isOpen)).toBe(true);
+      expect(connected.isOpen).toBe(true);
     });
 
     it('holds each link to maxDatagramsPerSecond and closes one that floods, while another link loses nothing', async () => {

@@ -69,12 +69,22 @@ describe('WebSocket transport', () => {
     expect(client.isOpen).toBe(true);
   });
 
-  it('refuses sockets over maxSockets and upgrades on other paths', async () => {
+  it('at maxSockets closes the oldest socket not yet a connection for a new one, refuses one when all are connections, and upgrades on other paths', async () => {
     const { server, url } = await setup({ maxSockets: 2 });
-    await connect(url);
-    await connect(url);
+    const a = await connect(url);
+    const b = await connect(url);
+    // Neither is a connection yet (established): a third socket takes the oldest one's room.
+    const c = await connect(url);
+    expect(await until(() => !a.isOpen)).toBe(true);
+    expect(server.stats.closedEvicted).toBe(1);
+    expect(b.isOpen && c.isOpen).toBe(true);
+    // The engine takes both as connections: a fourth is refused.
+    b.send('server', new Uint8Array([1]));
+    c.send('server', new Uint8Array([2]));
+    for (const got of await receive(server, 2)) server.established(got.from);
     await expect(WebSocketClientEndpoint.connect({ url, WebSocket })).rejects.toThrow(/WebSocket/);
     expect(server.stats.socketsRefused).toBe(1);
+    expect(server.stats.closedEvicted).toBe(1);
     await expect(
       WebSocketClientEndpoint.connect({ url: url.replace('/ws', '/nope'), WebSocket }),
     ).rejects.toThrow(/WebSocket/);
