@@ -467,6 +467,7 @@ export class MatchWorkers {
         const previous = this.byAddress.get(r.address);
         if (previous !== undefined && previous !== entry) previous.players.delete(r.address);
         this.byAddress.set(r.address, entry);
+        this.endpoint.established?.(r.address);
         entry.players.set(r.address, { nonce: r.nonce, token: r.data.slice(0, DISCONNECT_TOKEN_BYTES) });
         this.options.onPlayer?.(r.address, r.matchId, true);
         break;

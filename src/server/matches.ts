@@ -229,6 +229,10 @@ export class MatchEndpoint implements DatagramEndpoint {
     this.router.endpoint.drop?.(address);
   }
 
+  established(address: string): void {
+    this.router.endpoint.established?.(address);
+  }
+
   /** Leaves the router: queued datagrams are discarded and every address bound to it is freed. */
   close(): void {
     if (!this.open) return;

@@ -1258,7 +1258,8 @@ export class GameServer<P, W> {
       for (let at = 0; at < end; at += ACKS_STRIDE) {
         if (records[at + ACKS_SEQUENCE] < 0) continue;
         const back = (sequence - records[at + ACKS_SEQUENCE]) & 0xffff;
-        if (back >= sentBefore && back < 0x8000 && records[at + ACKS_TICK] > newest) newest = records[at + ACKS_TICK];
+        if (back >= sentBefore && back < 0x8000 && records[at + ACKS_TICK] > newest)
+          newest = records[at + ACKS_TICK];
       }
       const floor = newest < 0 ? -1 : newest - slackTicks;
       if (cmd.viewNewest < floor) {
@@ -1268,8 +1269,6 @@ export class GameServer<P, W> {
     }
   }
 }
-
-
 
 function validateServerConfig(c: ServerConfig): void {
   for (const key of [
