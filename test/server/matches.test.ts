@@ -103,8 +103,13 @@ describe('matches in one process', () => {
     const a = [rig.join(7), rig.join(7)];
     const b = [rig.join(0xffffffff)];
     const lost = rig.join(8);
+    // The shared endpoint is told of each client a match took (its links then stay: see
+    // DatagramEndpoint.established), and of no other.
+    const established: string[] = [];
+    Object.assign(rig.host.router.endpoint, { established: (address: string) => established.push(address) });
     rig.run(2000);
     for (const c of [...a, ...b]) expect(c.client.state, msg).toBe('connected');
+    expect(established.sort(), msg).toEqual(['c0', 'c1', 'c2']);
     expect(rig.host.get(7)?.clientCount, msg).toBe(2);
     expect(rig.host.get(0xffffffff)?.clientCount, msg).toBe(1);
     expect(rig.host.router.boundAddresses, msg).toBe(3);
