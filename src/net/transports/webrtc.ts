@@ -251,16 +251,16 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
   protected accept(ws: ServerWebSocket, host: string): void {
     const peer = new Peer(this.nextAddress(), host, ws);
     peer.openedMs = this.nowMs;
-    // Pending peers (channel not open): bounded per host, then in all by closing the oldest.
+    // Pending peers (channel not open): bounded per host, then in all by closing the oldest of
+    // the host with the most (a flood from a few hosts closes its own, not another host's).
     let pending = 0;
     let fromHost = 0;
-    let oldest: Peer | null = null;
     for (const p of this.links.values()) {
       if (p.channelOpen || p.gone) continue;
       pending++;
       if (p.host === host) fromHost++;
-      if (oldest === null || p.order < oldest.order) oldest = p;
     }
+    const evict = pending >= this.maxPendingPeers ? this.pendingToEvict() : null;
     this.links.set(peer.address, peer);
     this.stats.peersOpened++;
     if (fromHost >= this.maxPendingPeersPerHost) {
@@ -268,9 +268,9 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
       this.teardown(peer);
       return;
     }
-    if (pending >= this.maxPendingPeers && oldest !== null) {
+    if (evict !== null) {
       this.stats.closedPendingEvicted++;
-      this.teardown(oldest);
+      this.teardown(evict);
     }
     ws.on('message', (data, isBinary) => {
       if (peer.gone) return;
@@ -294,6 +294,25 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
       // it when its own end opens, which may be first); connectTimeoutMs bounds the wait.
       if (!peer.gone && peer.pc === null) this.teardown(peer);
     });
+  }
+
+  /**
+   * The pending peer to close for room: the oldest of those whose host has the most pending
+   * (at most maxPendingPeers of them, so a few hundred steps, once per new peer past the limit).
+   */
+  private pendingToEvict(): Peer | null {
+    let evict: Peer | null = null;
+    let most = 0;
+    for (const p of this.links.values()) {
+      if (p.channelOpen || p.gone) continue;
+      let fromHost = 0;
+      for (const q of this.links.values()) if (!q.channelOpen && !q.gone && q.host === p.host) fromHost++;
+      if (fromHost > most || (fromHost === most && evict !== null && p.order < evict.order)) {
+        most = fromHost;
+        evict = p;
+      }
+    }
+    return evict;
   }
 
   private malformed(peer: Peer): void {

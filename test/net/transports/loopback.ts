@@ -77,8 +77,11 @@ export async function listenHttp(): Promise<{ server: http.Server; port: number 
  * A raw `ws` socket to `url`, open, with a promise of the code it closes with; cut after the
  * test. Rejects if it cannot open (e.g. refused with 503).
  */
-export async function rawWebSocket(url: string): Promise<{ ws: WebSocket; closed: Promise<number> }> {
-  const ws = new WebSocket(url);
+export async function rawWebSocket(
+  url: string,
+  localAddress?: string,
+): Promise<{ ws: WebSocket; closed: Promise<number> }> {
+  const ws = new WebSocket(url, localAddress === undefined ? {} : { localAddress });
   const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
   onCleanup(async () => {
     ws.terminate();

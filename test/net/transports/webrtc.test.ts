@@ -323,6 +323,29 @@ describe('WebRTC pending peers', () => {
     expect(server.peerCount).toBe(4);
     await client.close();
   });
+
+  it("past maxPendingPeers closes the oldest pending peer of the host with the most, not another host's", async () => {
+    const { server, url } = await setup({ maxPeers: 64, maxPendingPeers: 4, maxPendingPeersPerHost: 16 });
+    // One pending peer from 127.0.0.1, then a flood of them from 127.0.0.2 (loopback answers
+    // every 127/8 address).
+    const lone = await rawWebSocket(url);
+    let closedLone = false;
+    void lone.closed.then(() => {
+      closedLone = true;
+    });
+    const flood = [];
+    for (let i = 0; i < 10; i++) flood.push(await rawWebSocket(url, '127.0.0.2'));
+    // Past the limit each new one closed the flooding host's oldest: 7 of its 10, none of 127.0.0.1.
+    expect(await until(() => server.stats.closedPendingEvicted === 7, 3000)).toBe(true);
+    const closedFlood = await Promise.all(
+      flood.map((f) =>
+        Promise.race([f.closed.then(() => true), new Promise((r) => setTimeout(() => r(false), 200))]),
+      ),
+    );
+    expect(closedFlood).toEqual([true, true, true, true, true, true, true, false, false, false]);
+    expect(closedLone).toBe(false);
+    expect(server.peerCount).toBe(4);
+  });
 });
 
 describeLinkServer({
