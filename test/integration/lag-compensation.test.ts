@@ -370,19 +370,30 @@ describe('lag compensation: the view acceptance rule', () => {
   );
 });
 
+/** The channel of a client's session, with the fields a cheat below changes, patched once (null: not yet, or already). */
+interface CheatChannel {
+  hasReceived: boolean;
+  nextSequence: number;
+  sendCounter: number;
+  send(nowMs: number, write?: unknown): number;
+}
+
+function channelToPatch(c: Client, patched: WeakSet<object>): CheatChannel | null {
+  const session = (c as unknown as { session?: { connection: { channel: CheatChannel | null } } }).session;
+  const channel = session?.connection.channel ?? null;
+  if (channel === null || patched.has(channel)) return null;
+  patched.add(channel);
+  return channel;
+}
+
 /**
  * A modified client: each command packet goes out acknowledging nothing (as if it had received no
  * packet yet), and a keepalive right after it carries the acknowledgements (they keep the
  * server's delta baselines moving, and keepalives spend no packet allowance).
  */
 function sendAcksInKeepalives(c: Client, patched: WeakSet<object>): void {
-  const session = (c as unknown as { session?: { connection: { channel: unknown } } }).session;
-  const channel = session?.connection.channel as
-    | { hasReceived: boolean; send(nowMs: number, write?: unknown): number }
-    | null
-    | undefined;
-  if (channel === null || channel === undefined || patched.has(channel)) return;
-  patched.add(channel);
+  const channel = channelToPatch(c, patched);
+  if (channel === null) return;
   const send = channel.send.bind(channel);
   channel.send = (nowMs: number, write?: unknown) => {
     if (write === undefined || !channel.hasReceived) return send(nowMs, write);
@@ -404,13 +415,8 @@ function sendAcksInKeepalives(c: Client, patched: WeakSet<object>): void {
  * before each command packet never came.
  */
 function skipPacketNumbers(c: Client, patched: WeakSet<object>, skip: number): void {
-  const session = (c as unknown as { session?: { connection: { channel: unknown } } }).session;
-  const channel = session?.connection.channel as
-    | { nextSequence: number; sendCounter: number; send(nowMs: number, write?: unknown): number }
-    | null
-    | undefined;
-  if (channel === null || channel === undefined || patched.has(channel)) return;
-  patched.add(channel);
+  const channel = channelToPatch(c, patched);
+  if (channel === null) return;
   const send = channel.send.bind(channel);
   channel.send = (nowMs: number, write?: unknown) => {
     if (write !== undefined) {
