@@ -147,6 +147,10 @@ export class ShapedEndpoint implements DatagramEndpoint {
     this.inner.drop?.(address);
   }
 
+  established(address: string): void {
+    this.inner.established?.(address);
+  }
+
   /** Drops what is held and closes the inner endpoint. */
   close(): void | Promise<void> {
     this.held.clear();

@@ -34,7 +34,9 @@ export interface DatagramEndpoint {
   /**
    * The server took the client at `address` as a connection (its handshake completed): a
    * connection-based transport no longer counts its link among those still to prove themselves
-   * (see LinkServerOptions.establishTimeoutMs).
+   * (see LinkServerOptions.establishTimeoutMs). An endpoint that wraps another forwards it, as it
+   * forwards hostOf and drop: else the WebSocket and WebRTC links under it are closed after
+   * establishTimeoutMs.
    */
   established?(address: string): void;
 }

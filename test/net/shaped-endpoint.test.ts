@@ -54,6 +54,20 @@ describe('ShapedEndpoint', () => {
     expect(shaped.heldCount).toBe(0);
   });
 
+  it("passes the engine's word on an address to the endpoint under it: drop and established", () => {
+    const { network } = setup(3);
+    const told: string[] = [];
+    const inner = network.createEndpoint('inner');
+    Object.assign(inner, {
+      drop: (address: string) => told.push(`drop ${address}`),
+      established: (address: string) => told.push(`established ${address}`),
+    });
+    const over = new ShapedEndpoint(inner, 3);
+    over.established('a');
+    over.drop('a');
+    expect(told).toEqual(['established a', 'drop a']);
+  });
+
   it('refuses out-of-range shapes by field name', () => {
     const { shaped } = setup(1);
     expect(() => shaped.shape('a', { latencyMs: -1, jitterMs: 0, loss: 0, duplicate: 0 })).toThrow(
