@@ -73,6 +73,12 @@ export interface WebRtcServerOptions extends LinkServerOptions {
   maxPendingPeers?: number;
   /** Most clients whose channel is not open yet from one IP address (default 4); past it the new one is closed. */
   maxPendingPeersPerHost?: number;
+  /**
+   * Offers one IP address may make per second of engine time, bursts up to a second's worth
+   * (default 8): each builds a peer connection on this thread, so past it the client is closed
+   * before its offer is read (closedOfferRate).
+   */
+  maxOffersPerHostPerSecond?: number;
 }
 
 export interface WebRtcServerStats extends LinkServerStats {
@@ -85,6 +91,8 @@ export interface WebRtcServerStats extends LinkServerStats {
   closedMalformed: number;
   /** Clients whose channel did not open within connectTimeoutMs. */
   closedTimeout: number;
+  /** Clients closed because their host had made maxOffersPerHostPerSecond offers within the second. */
+  closedOfferRate: number;
   /** New clients closed because their host already had maxPendingPeersPerHost pending. */
   closedPendingPerHost: number;
   /** Pending clients closed (the oldest) to make room past maxPendingPeers. */
@@ -168,6 +176,9 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
   private readonly connectTimeoutMs: number;
   private readonly maxPendingPeers: number;
   private readonly maxPendingPeersPerHost: number;
+  private readonly maxOffersPerHostPerSecond: number;
+  /** Offers each host may still make (refilled by engine time), for hosts that made one lately. */
+  private readonly offerAllowance = new Map<string, { left: number; atMs: number }>();
   /** Peers being torn down, until their connection reports closed. */
   private readonly closingPeers = new Set<Peer>();
   private closing: Promise<void> | null = null;
@@ -202,6 +213,7 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
         closedDropped: 0,
         droppedRate: 0,
         closedFlood: 0,
+        closedOfferRate: 0,
         closedUnestablished: 0,
         closedEvicted: 0,
         candidatesRefused: 0,
@@ -217,8 +229,10 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
     checkMs(where, 'connectTimeoutMs', this.connectTimeoutMs);
     this.maxPendingPeers = options.maxPendingPeers ?? 64;
     this.maxPendingPeersPerHost = options.maxPendingPeersPerHost ?? 4;
+    this.maxOffersPerHostPerSecond = options.maxOffersPerHostPerSecond ?? 8;
     checkCount(where, 'maxPendingPeers', this.maxPendingPeers);
     checkCount(where, 'maxPendingPeersPerHost', this.maxPendingPeersPerHost);
+    checkCount(where, 'maxOffersPerHostPerSecond', this.maxOffersPerHostPerSecond);
   }
 
   /** Clients signalling or connected. */
@@ -315,6 +329,23 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
     return evict;
   }
 
+  /** Takes one offer from `host`'s allowance (maxOffersPerHostPerSecond); false when none is left. */
+  private takeOffer(host: string): boolean {
+    const perSecond = this.maxOffersPerHostPerSecond;
+    const nowMs = Number.isNaN(this.nowMs) ? 0 : this.nowMs;
+    let a = this.offerAllowance.get(host);
+    if (a === undefined) {
+      a = { left: perSecond, atMs: nowMs };
+      this.offerAllowance.set(host, a);
+    } else if (nowMs > a.atMs) {
+      a.left = Math.min(perSecond, a.left + ((nowMs - a.atMs) * perSecond) / 1000);
+      a.atMs = nowMs;
+    }
+    if (a.left < 1) return false;
+    a.left--;
+    return true;
+  }
+
   private malformed(peer: Peer): void {
     this.stats.closedMalformed++;
     this.teardown(peer);
@@ -324,6 +355,11 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
     if (m.type === 'offer') {
       if (peer.pc !== null) {
         this.malformed(peer);
+        return;
+      }
+      if (!this.takeOffer(peer.host)) {
+        this.stats.closedOfferRate++;
+        this.teardown(peer);
         return;
       }
       const pc = this.createPeerConnection(peer);
@@ -482,6 +518,10 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
   }
 
   protected sweep(nowMs: number): void {
+    // A host whose allowance has refilled is forgotten (the map holds hosts that offered lately).
+    for (const [host, a] of this.offerAllowance) {
+      if (nowMs - a.atMs >= 1000) this.offerAllowance.delete(host);
+    }
     for (const peer of this.links.values()) {
       if (Number.isNaN(peer.openedMs)) peer.openedMs = nowMs;
       if (!peer.channelOpen) {

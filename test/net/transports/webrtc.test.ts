@@ -324,6 +324,21 @@ describe('WebRTC pending peers', () => {
     await client.close();
   });
 
+  it('closes a client whose host made maxOffersPerHostPerSecond offers within the second, before building its peer connection', async () => {
+    const { server, url } = await setup({ maxOffersPerHostPerSecond: 2, maxPendingPeersPerHost: 16 });
+    // Nothing polls: engine time stands still and the allowance does not refill.
+    const closes: Promise<number>[] = [];
+    for (let i = 0; i < 5; i++) {
+      const { ws, closed } = await rawWebSocket(url);
+      ws.send(encodeSignal({ type: 'offer', sdp: SDP }));
+      closes.push(closed);
+    }
+    await Promise.all(closes);
+    expect(server.stats.closedOfferRate).toBe(3);
+    // The two offers read built their peer connections (this session-less SDP then fails).
+    expect(server.stats.closedMalformed).toBe(2);
+  });
+
   it("past maxPendingPeers closes the oldest pending peer of the host with the most, not another host's", async () => {
     const { server, url } = await setup({ maxPeers: 64, maxPendingPeers: 4, maxPendingPeersPerHost: 16 });
     // One pending peer from 127.0.0.1, then a flood of them from 127.0.0.2 (loopback answers
