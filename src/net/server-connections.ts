@@ -58,10 +58,11 @@ export interface ServerConnectionsConfig {
    */
   maxHandshakesPerSecond: number;
   /**
-   * Key agreements (an X25519 and a key derivation, about a hundred times a cookie's keyed hash)
-   * the whole server makes per second for challenge responses with valid cookies, bursts up to a
-   * second's worth; and each address at most one every KEY_EXCHANGE_GAP_MS. A response past
-   * either is dropped ('key exchange rate') before its key agreement: its client sends it again.
+   * Key agreements (an X25519 and a key derivation, about a hundred times a cookie's keyed hash;
+   * with connect tokens, the token's open too) the whole server makes per second for challenge
+   * responses with valid cookies, bursts up to a second's worth; and each address at most one
+   * every KEY_EXCHANGE_GAP_MS. A response past either is dropped ('key exchange rate') before
+   * any of it: its client sends it again.
    */
   maxKeyExchangesPerSecond: number;
   /** Data packets per second one connection may send (bursts up to a second's worth); the rest are dropped and counted. */
@@ -497,6 +498,9 @@ export class ServerConnections {
       this.endpoint.drop?.(from);
       return;
     }
+    // The costly part from here (a token's AEAD open, the key agreement) at most once per address
+    // every KEY_EXCHANGE_GAP_MS and maxKeyExchangesPerSecond in all.
+    if (!this.allowKeyExchange(from)) return;
     // Connect tokens: checked once the address is proven, so a refusal goes to its real sender.
     let token: OpenedConnectToken | null = null;
     const tokens = this.tokens;
@@ -516,7 +520,6 @@ export class ServerConnections {
       }
       token = checked;
     }
-    if (!this.allowKeyExchange(from)) return;
     const keys = this.keyExchange.packetKeys(
       p.publicKey,
       this.config.protocolId,

@@ -136,6 +136,44 @@ describe('a server that takes connect tokens', () => {
     match.close();
   });
 
+  it('a refused challenge response replayed costs one token open per address every 100 ms', () => {
+    const seed = 58;
+    const msg = `seed ${seed}`;
+    const match = tokenMatch(seed);
+    let response: Uint8Array | null = null;
+    let inner: DatagramEndpoint | null = null;
+    const client = match.addClient({
+      config: { connectToken: token('mallory', { servers: ['us-1'] }) },
+      wrapEndpoint: (e) => {
+        inner = e;
+        return {
+          address: e.address,
+          send: (to, data) => {
+            if (data[0] === PACKET_CHALLENGE_RESPONSE) response ??= data.slice();
+            e.send(to, data);
+          },
+          poll: (nowMs, onPacket) => e.poll(nowMs, onPacket),
+          close: () => e.close(),
+        };
+      },
+    });
+    match.run(500);
+    expect(client.client.state, msg).toBe('refused');
+    const rejected = match.server.stats.rejected;
+    const opened = rejected['token wrong server'] ?? 0;
+    expect(opened, msg).toBeGreaterThanOrEqual(1);
+    if (response === null || inner === null) throw new Error(`${msg}: no challenge response`);
+    // 5,000 copies from the client's own address in one instant: its token is opened once more at most.
+    for (let i = 0; i < 5000; i++) (inner as DatagramEndpoint).send('server', response);
+    match.run(50);
+    expect(
+      (rejected['token wrong server'] ?? 0) - opened,
+      `${msg}: ${JSON.stringify(rejected)}`,
+    ).toBeLessThanOrEqual(1);
+    expect(rejected['key exchange rate'] ?? 0, msg).toBeGreaterThanOrEqual(4999);
+    match.close();
+  });
+
   it('a server without tokens refuses a client that brings one, and takes anyone else', () => {
     const seed = 54;
     const match = new Match(arenaGame, seed);
