@@ -16,8 +16,10 @@ import {
   type DemoRosterEntry,
   type DemoTickHead,
   demoFailure,
+  KILLCAM_MAX_VIEW_ENTITIES,
   type Killcam,
   type KillcamFrame,
+  killcamViewEntities,
   readDemoContainer,
   serializeKillcam,
   serializeTickHead,
@@ -98,6 +100,11 @@ export class DemoPlayer {
     const reader = new SnapshotReader(game.entities);
     const ticks: DemoTick[] = [];
     const killcams: DemoKillcam[] = [];
+    // The killcams' view entities over the whole file: each is an object, and one can cost as
+    // little as 13 bits, so they are bounded by the file's size (an honest entity's new values
+    // cost far more than 8 bytes' worth of others).
+    const maxViewEntities = Math.max(KILLCAM_MAX_VIEW_ENTITIES, Math.floor(bytes.length / 8));
+    let viewEntities = 0;
     let roster: readonly DemoRosterEntry[] = [];
     let lastTick = -1;
     for (let i = 0; i < container.chunks.length; i++) {
@@ -108,6 +115,14 @@ export class DemoPlayer {
         const killcam = createKillcam();
         if (!serializeKillcam(s, killcam, game.entities) || s.bitsRemaining >= 8) {
           return demoFailure('bad chunk', chunk.offset, `killcam chunk ${i}: ${s.error || 'trailing bytes'}`);
+        }
+        viewEntities += killcamViewEntities(killcam);
+        if (viewEntities > maxViewEntities) {
+          return demoFailure(
+            'bad chunk',
+            chunk.offset,
+            `killcam chunk ${i}: the killcams list ${viewEntities} view entities, more than ${maxViewEntities} for a file of ${bytes.length} bytes`,
+          );
         }
         killcams.push({ afterTick: lastTick, killcam });
         continue;

@@ -51,6 +51,13 @@ export const DEMO_MAX_SHOT_EVENTS = 256;
 export const DEMO_MAX_ROSTER = 65536;
 /** Most commands in one killcam. */
 export const KILLCAM_MAX_COMMANDS = 8192;
+/**
+ * Most view entities one killcam lists over all its frames (a frame that repeats the previous
+ * view lists none): each decodes to an object, and one whose values repeat the previous frame's
+ * costs about 13 bits, so without a bound a killcam of a few megabytes decoded to gigabytes. An
+ * honest killcam of 4 s at 60 commands a second holds 240 frames: 1,000 entities in view each.
+ */
+export const KILLCAM_MAX_VIEW_ENTITIES = 1 << 18;
 
 export interface DemoHeader {
   /** gameSchemaHash of the game recorded: a player built against other tables refuses the file. */
@@ -362,36 +369,45 @@ function serializeViewEntity(
   if (!s.ok) return false;
   if (!v.inA && !v.inB) return s.fail('view entity in neither frame');
   const n = schema.types[v.typeId].fieldCount;
-  if (s.isReading) {
-    v.a = new Int32Array(n);
-    v.b = new Int32Array(n);
+  const reading = s.isReading;
+  // Reading, values that repeat the previous frame's share its array (nothing changes a decoded
+  // killcam), and a frame the entity is not in gets no array of its own: a read allocates only
+  // for values it reads.
+  if (reading) {
+    v.a = NO_VALUES;
+    v.b = NO_VALUES;
   }
   const p = prev.get(v.entity);
   const known = p?.inB && p.typeId === v.typeId ? p : null;
   if (v.inA) {
-    const reuse = s.bool(known !== null && sameHeld(v.parityA, v.a, known.parityB, known.b, n));
+    const reuse = s.bool(!reading && known !== null && sameHeld(v.parityA, v.a, known.parityB, known.b, n));
     if (reuse) {
       if (known === null) return s.fail('view entity not in the previous frame');
       v.parityA = known.parityB;
-      v.a.set(known.b);
+      if (reading) v.a = known.b;
     } else {
       v.parityA = s.uint(v.parityA, 1);
+      if (reading) v.a = new Int32Array(n);
       serializeStored(s, schema, v.typeId, v.a);
     }
   }
   if (v.inB) {
-    const reuse = s.bool(known !== null && sameHeld(v.parityB, v.b, known.parityB, known.b, n));
+    const reuse = s.bool(!reading && known !== null && sameHeld(v.parityB, v.b, known.parityB, known.b, n));
     if (reuse) {
       if (known === null) return s.fail('view entity not in the previous frame');
       v.parityB = known.parityB;
-      v.b.set(known.b);
+      if (reading) v.b = known.b;
     } else {
       v.parityB = s.uint(v.parityB, 1);
+      if (reading) v.b = new Int32Array(n);
       serializeStored(s, schema, v.typeId, v.b);
     }
   }
   return s.ok;
 }
+
+/** A decoded view entity's values in a frame it is not in (never written). */
+const NO_VALUES = new Int32Array(0);
 
 function sameView(a: readonly ViewEntity[], b: readonly ViewEntity[], schema: GameSchema): boolean {
   if (a.length !== b.length) return false;
@@ -425,6 +441,7 @@ export function serializeKillcam(s: BitStream, k: Killcam, schema: GameSchema): 
   let prevCommand = ZERO_COMMAND;
   let prevFrame: KillcamFrame | null = null;
   let prevView = new Map<number, ViewEntity>();
+  let viewEntities = 0;
   for (let i = 0; i < n && s.ok; i++) {
     const fr: KillcamFrame = s.isReading
       ? { command: createUserCommand(), tick: 0, player: new Int32Array(playerFields), view: [] }
@@ -460,6 +477,8 @@ export function serializeKillcam(s: BitStream, k: Killcam, schema: GameSchema): 
     } else {
       const count = s.varuint(fr.view.length, schema.maxEntities);
       if (!s.ok) return false;
+      viewEntities += count;
+      if (viewEntities > KILLCAM_MAX_VIEW_ENTITIES) return s.fail('killcam view too large');
       for (let j = 0; j < count && s.ok; j++) {
         const v: ViewEntity = s.isReading
           ? {
@@ -482,6 +501,15 @@ export function serializeKillcam(s: BitStream, k: Killcam, schema: GameSchema): 
     prevFrame = fr;
   }
   return s.ok;
+}
+
+/** View entities a killcam lists (a frame that repeats the previous view, the same array, lists none). */
+export function killcamViewEntities(k: Killcam): number {
+  let count = 0;
+  for (let i = 0; i < k.frames.length; i++) {
+    if (i === 0 || k.frames[i].view !== k.frames[i - 1].view) count += k.frames[i].view.length;
+  }
+  return count;
 }
 
 export function createKillcam(): Killcam {
@@ -734,6 +762,7 @@ export class KillcamAssembler {
   private id = -1;
   private next = 0;
   private count = 0;
+  private total = 0;
   private parts: Uint8Array[] = [];
 
   receive(message: Uint8Array): Uint8Array | null {
@@ -745,10 +774,12 @@ export class KillcamAssembler {
       this.id = id;
       this.next = 0;
       this.count = count;
+      this.total = 0;
       this.parts = [];
     }
     if (id !== this.id || index !== this.next || count !== this.count || count === 0) return this.refuse();
-    if (count * (message.length - KILLCAM_MESSAGE_HEAD) > KILLCAM_MAX_BYTES * 2) return this.refuse();
+    this.total += message.length - KILLCAM_MESSAGE_HEAD;
+    if (this.total > KILLCAM_MAX_BYTES) return this.refuse();
     this.parts.push(message.subarray(KILLCAM_MESSAGE_HEAD));
     this.next++;
     if (this.next < count) return null;

@@ -6,21 +6,36 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import { arenaGame } from '../../games/arena/shared/game.ts';
 import { aimBot } from '../../games/arena/testing/shots.ts';
-import { DemoPlayer } from '../../src/client/demo-player.ts';
+import { DemoPlayer, decodeKillcam } from '../../src/client/demo-player.ts';
 import { crc32 } from '../../src/net/crc32.ts';
 import { parseProfile } from '../../src/net/profile.ts';
+import { BitStream } from '../../src/protocol/bitstream.ts';
 import {
+  CHUNK_END,
+  CHUNK_KILLCAM,
   DEMO_CHUNK_OVERHEAD,
+  DEMO_MAX_CHUNK,
   type DemoFailure,
   type DemoProblem,
+  encodeDemoChunk,
+  encodeDemoPreamble,
+  KILLCAM_MAX_VIEW_ENTITIES,
+  KILLCAM_MESSAGE_HEAD,
   KILLCAM_MESSAGE_TAG,
+  type Killcam,
   KillcamAssembler,
   killcamMessages,
+  killcamViewEntities,
   readDemoContainer,
+  serializeDemoEnd,
+  serializeKillcam,
+  type ViewEntity,
 } from '../../src/protocol/demo.ts';
+import { createUserCommand } from '../../src/protocol/usercmd.ts';
 import { combineHooks } from '../../src/server/hooks.ts';
 import { KillcamRecorder } from '../../src/server/killcam.ts';
 import { DemoRecorder } from '../../src/server/recorder.ts';
+import { gameSchemaHash } from '../../src/sim/game.ts';
 import { Random } from '../../src/sim/random.ts';
 
 let demo: Uint8Array;
@@ -211,5 +226,118 @@ describe('demo file checks', () => {
       a.receive(m);
     }
     expect(parts.map((m) => a.receive(m))[4]).toEqual(bytes);
+  });
+});
+
+describe('killcams decode in proportion to their bytes', () => {
+  const schema = arenaGame.entities;
+  const TYPE = 1;
+  const n = schema.types[TYPE].fieldCount;
+  /** `frames` frames whose views alternate between `count` and `count - 1` entities, every value the previous frame's. */
+  function repeating(frames: number, count: number): Killcam {
+    const view = (size: number): ViewEntity[] =>
+      Array.from({ length: size }, (_, e) => ({
+        entity: e,
+        typeId: TYPE,
+        inA: true,
+        inB: true,
+        parityA: 0,
+        parityB: 0,
+        a: new Int32Array(n),
+        b: new Int32Array(n),
+      }));
+    const big = view(count);
+    const small = view(count - 1);
+    return {
+      killerSlot: 0,
+      victimSlot: 1,
+      killerEntity: 0,
+      victimEntity: 1,
+      playerType: 0,
+      frames: Array.from({ length: frames }, (_, i) => {
+        const command = createUserCommand();
+        command.sequence = 1000 + i;
+        command.msec = 16;
+        return {
+          command,
+          tick: 500 + i,
+          player: new Int32Array(schema.types[0].fieldCount),
+          view: i % 2 ? small : big,
+        };
+      }),
+    };
+  }
+  function encode(k: Killcam): Uint8Array | string {
+    const s = new BitStream(DEMO_MAX_CHUNK);
+    s.beginWrite(DEMO_MAX_CHUNK);
+    return serializeKillcam(s, k, schema) ? s.buffer.slice(0, s.bytesProcessed) : s.error;
+  }
+  /** A demo file of the given killcam chunks and no ticks. */
+  function file(chunks: Uint8Array[]): Uint8Array {
+    const end = new BitStream(16);
+    end.beginWrite();
+    serializeDemoEnd(end, { ticks: 0, lastTick: 0 });
+    const parts = [
+      encodeDemoPreamble({
+        schemaHash: gameSchemaHash(arenaGame),
+        tickRate: 64,
+        keyframeInterval: 256,
+        startTick: 0,
+        gameName: 'arena',
+      }),
+      ...chunks.map((c) => encodeDemoChunk(CHUNK_KILLCAM, c)),
+      encodeDemoChunk(CHUNK_END, end.buffer.slice(0, end.bytesProcessed)),
+    ];
+    const bytes = new Uint8Array(parts.reduce((sum, p) => sum + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      bytes.set(p, at);
+      at += p.length;
+    }
+    return bytes;
+  }
+
+  it("values that repeat share the previous frame's array; past KILLCAM_MAX_VIEW_ENTITIES a killcam is refused; a file's killcams are bounded by its size", () => {
+    // 128 and 127 entities a frame: the largest killcam under the bound, and one frame more.
+    const frames = Math.floor(KILLCAM_MAX_VIEW_ENTITIES / 127.5);
+    const under = encode(repeating(frames, 128));
+    expect(typeof under).not.toBe('string');
+    expect(encode(repeating(frames + 2, 128))).toBe('killcam view too large');
+    const bytes = under as Uint8Array;
+    const k = decodeKillcam(bytes, schema);
+    if (k === null) throw new Error('the killcam under the bound did not decode');
+    expect(killcamViewEntities(k)).toBeLessThanOrEqual(KILLCAM_MAX_VIEW_ENTITIES);
+    // Each entity's A is the previous frame's B (the view moved on by a frame): the same array.
+    const second = k.frames[1].view[5];
+    expect(second.a).toBe(k.frames[0].view[5].b);
+    // A file opens with one such killcam; with three (three times its bound, in under 2 MB) it
+    // is refused, naming why.
+    expect(DemoPlayer.open(file([bytes]), arenaGame)).toBeInstanceOf(DemoPlayer);
+    const refused = DemoPlayer.open(file([bytes, bytes, bytes]), arenaGame);
+    expect(refused).not.toBeInstanceOf(DemoPlayer);
+    expect((refused as { problem: string; message: string }).problem).toBe('bad chunk');
+    expect((refused as { message: string }).message).toMatch(/view entities/);
+  });
+
+  it('a killcam assembled from messages is refused past KILLCAM_MAX_BYTES in all, whatever its parts claim', () => {
+    const a = new KillcamAssembler();
+    const part = (index: number, length: number) => {
+      const m = new Uint8Array(KILLCAM_MESSAGE_HEAD + length);
+      m[0] = KILLCAM_MESSAGE_TAG;
+      m[1] = 7;
+      m[3] = index & 0xff;
+      m[4] = index >> 8;
+      m[5] = 0xff;
+      m[6] = 0xff; // 65,535 parts claimed
+      return m;
+    };
+    // Small first parts pass any per-part estimate; the total is what counts.
+    let refusedAt = -1;
+    for (let i = 0; i < 2000 && refusedAt < 0; i++) {
+      a.receive(part(i, i < 10 ? 1 : 1100));
+      if (a.refused > 0) refusedAt = i;
+    }
+    // 10 bytes, then 1,100 a part: past 1 MiB at part 963.
+    expect(refusedAt).toBe(963);
   });
 });
