@@ -5,8 +5,10 @@
 //
 // A connection over its host's cap is destroyed at once, before Node parses a byte of it. At the
 // total cap, the oldest connection that has not yet sent a whole request (the kind a slow-header
-// flood holds open) makes room for the new one, so a flood from many hosts cannot shut the door
-// on a real client; only when every connection has sent a request is the newcomer refused. Every
+// flood holds open) makes room for the new one, or else the one idle longest between requests (a
+// kept-alive connection with no request in flight: the kind a flood of cheap requests every few
+// seconds holds open), so a flood from many hosts cannot shut the door on a real client; only
+// when every connection is upgraded or busy with a request is the newcomer refused. Every
 // closed connection is counted by reason. Upgraded sockets (WebSocket, signalling) keep counting
 // against the caps while they live: the link servers have their own limits on top.
 
@@ -36,6 +38,8 @@ export interface HttpGuardStats {
   refusedPerHost: number;
   /** Connections without a whole request closed to make room at maxConnections. */
   evicted: number;
+  /** Kept-alive connections idle between requests closed to make room at maxConnections. */
+  evictedIdle: number;
   /** Connections closed for slow headers or a slow request (408), or a malformed request (400). */
   timedOut: number;
   badRequests: number;
@@ -76,12 +80,15 @@ export function guardHttpServer(server: http.Server, options: HttpGuardOptions =
     refusedTotal: 0,
     refusedPerHost: 0,
     evicted: 0,
+    evictedIdle: 0,
     timedOut: 0,
     badRequests: 0,
   };
   const perHost = new Map<string, number>();
   /** Connections that have not sent a whole request yet, oldest first (a Set keeps insertion order). */
   const waiting = new Set<Socket>();
+  /** Kept-alive connections between requests (not upgraded, no request in flight), idle longest first. */
+  const idle = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
     const host = remoteHost(socket.remoteAddress);
     const fromHost = perHost.get(host) ?? 0;
@@ -92,29 +99,47 @@ export function guardHttpServer(server: http.Server, options: HttpGuardOptions =
     }
     if (stats.open >= maxConnections) {
       const oldest = waiting.values().next();
-      if (oldest.done === true) {
+      const longestIdle = idle.values().next();
+      if (oldest.done !== true) {
+        waiting.delete(oldest.value);
+        stats.evicted++;
+        oldest.value.destroy();
+      } else if (longestIdle.done !== true) {
+        idle.delete(longestIdle.value);
+        stats.evictedIdle++;
+        longestIdle.value.destroy();
+      } else {
         stats.refusedTotal++;
         socket.destroy();
         return;
       }
-      waiting.delete(oldest.value);
-      stats.evicted++;
-      oldest.value.destroy();
     }
     stats.open++;
     perHost.set(host, fromHost + 1);
     waiting.add(socket);
     socket.once('close', () => {
       waiting.delete(socket);
+      idle.delete(socket);
       stats.open--;
       const left = (perHost.get(host) ?? 1) - 1;
       if (left > 0) perHost.set(host, left);
       else perHost.delete(host);
     });
   });
-  // A whole request (or an upgrade) arrived: the connection is no longer one a flood holds open.
-  server.on('request', (request: http.IncomingMessage) => waiting.delete(request.socket as Socket));
-  server.on('upgrade', (request: http.IncomingMessage) => waiting.delete(request.socket as Socket));
+  // A whole request (or an upgrade) arrived: the connection is no longer one a slow-header flood
+  // holds open; it is busy until its response has gone, then idle until its next request.
+  server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
+    const socket = request.socket as Socket;
+    waiting.delete(socket);
+    idle.delete(socket);
+    response.once('finish', () => {
+      if (!socket.destroyed) idle.add(socket);
+    });
+  });
+  server.on('upgrade', (request: http.IncomingMessage) => {
+    waiting.delete(request.socket as Socket);
+    idle.delete(request.socket as Socket);
+  });
   // A request that missed headersTimeout or requestTimeout gets 408, a malformed one 400; both close.
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';

@@ -75,7 +75,48 @@ function slowHeaders(port: number, localAddress: string): Promise<Socket> {
   });
 }
 
+/**
+ * Opens a kept-alive TCP connection from `localAddress` and makes one whole request on it; resolves
+ * once the answer has come (the connection then idles between requests).
+ */
+function keptAlive(port: number, localAddress: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: '127.0.0.1', port, localAddress }, () => {
+      socket.write('GET /nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n');
+    });
+    socket.once('data', () => resolve(socket));
+    closedAt.set(socket, new Promise((done) => socket.once('close', () => done(Date.now()))));
+    socket.on('error', () => {});
+    socket.once('error', reject);
+  });
+}
+
 describe('MultiTransportServer HTTP surface', () => {
+  it('at the connection cap closes the kept-alive connection idle longest, so cheap requests cannot hold every connection', async () => {
+    const multi = await listen({
+      webrtc: { bindAddress: '127.0.0.1', allowedCandidateAddresses: ['127.0.0.1'] },
+      http: { maxConnectionsPerHost: 40, maxConnections: 60, keepAliveTimeoutMs: 30_000 },
+    });
+    onCleanup(() => multi.close());
+    // 60 connections from 127.0.0.2 and 127.0.0.3, each past one whole request and kept alive.
+    const held: Socket[] = [];
+    for (let i = 0; i < 60; i++) held.push(await keptAlive(multi.port, `127.0.0.${2 + (i % 2)}`));
+    onCleanup(() => {
+      for (const s of held) s.destroy();
+    });
+    expect(multi.httpStats.open).toBe(60);
+    // A real client connects over WebSocket and is heard: the idle connection longest made room.
+    const client = await connectNode(`ws://127.0.0.1:${multi.port}`);
+    onCleanup(() => client.close());
+    client.send(client.serverAddress, new Uint8Array([7]));
+    expect((await receive(multi, 1)).map((r) => [...r.data])).toEqual([[7]]);
+    expect(multi.httpStats.evictedIdle).toBe(1);
+    expect(
+      await Promise.race([closedAt.get(held[0]), new Promise((r) => setTimeout(() => r(null), 2000))]),
+    ).not.toBeNull();
+    expect(multi.httpStats.refusedTotal).toBe(0);
+  });
+
   it('closes slow-header connections within the headers timeout, caps each host, and a real client connects meanwhile', async () => {
     const multi = await listen({
       webrtc: { bindAddress: '127.0.0.1', allowedCandidateAddresses: ['127.0.0.1'] },
