@@ -371,11 +371,11 @@ function serializeViewEntity(
   const n = schema.types[v.typeId].fieldCount;
   const reading = s.isReading;
   // Reading, values that repeat the previous frame's share its array (nothing changes a decoded
-  // killcam), and a frame the entity is not in gets no array of its own: a read allocates only
-  // for values it reads.
+  // killcam), and a frame the entity is not in shares one of zeros: a read allocates only for
+  // values it reads.
   if (reading) {
-    v.a = NO_VALUES;
-    v.b = NO_VALUES;
+    v.a = zerosOf(n);
+    v.b = v.a;
   }
   const p = prev.get(v.entity);
   const known = p?.inB && p.typeId === v.typeId ? p : null;
@@ -406,8 +406,17 @@ function serializeViewEntity(
   return s.ok;
 }
 
-/** A decoded view entity's values in a frame it is not in (never written). */
-const NO_VALUES = new Int32Array(0);
+/** Decoded view entities' values in a frame they are not in, by field count (shared, never written). */
+const ZEROS: Int32Array[] = [];
+
+function zerosOf(n: number): Int32Array {
+  let z = ZEROS[n];
+  if (z === undefined) {
+    z = new Int32Array(n);
+    ZEROS[n] = z;
+  }
+  return z;
+}
 
 function sameView(a: readonly ViewEntity[], b: readonly ViewEntity[], schema: GameSchema): boolean {
   if (a.length !== b.length) return false;
