@@ -107,6 +107,7 @@ export class DemoPlayer {
     let viewEntities = 0;
     let roster: readonly DemoRosterEntry[] = [];
     let lastTick = -1;
+    let lastKeyframe = -1;
     for (let i = 0; i < container.chunks.length; i++) {
       const chunk = container.chunks[i];
       const payload = bytes.subarray(chunk.offset, chunk.offset + chunk.length);
@@ -142,6 +143,15 @@ export class DemoPlayer {
       }
       if (s.bitsRemaining >= 8) {
         return demoFailure('bad chunk', chunk.offset, `tick ${head.tick}: bytes after the snapshot`);
+      }
+      // A seek decodes from the keyframe at or before its tick: no tick may need a frame before it.
+      if (reader.baselineTick < 0) lastKeyframe = head.tick;
+      else if (reader.baselineTick < lastKeyframe) {
+        return demoFailure(
+          'bad snapshot',
+          chunk.offset + snapshotAt,
+          `tick ${head.tick}: its baseline, tick ${reader.baselineTick}, is before the keyframe at tick ${lastKeyframe}`,
+        );
       }
       if (head.roster !== null) roster = head.roster;
       ticks.push({

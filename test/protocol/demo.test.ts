@@ -125,6 +125,25 @@ describe('demo file checks', () => {
     expect((p as DemoPlayer).killcams.length).toBeGreaterThan(0);
   });
 
+  it('refuses a tick whose baseline is before the keyframe a seek would start from', () => {
+    const p = DemoPlayer.open(demo, arenaGame) as DemoPlayer;
+    // The tick right after a keyframe (not the first) names the keyframe as its baseline (delta 1):
+    // made to name the tick before the keyframe, it decodes in order but not after a seek.
+    const k = p.ticks.findIndex((t, i) => i > 0 && t.keyframe && p.ticks[i + 1]?.tick === t.tick + 1);
+    expect(k).toBeGreaterThan(0);
+    const next = p.ticks[k + 1];
+    const bytes = demo.slice();
+    expect(bytes[next.snapshotOffset]).toBe(1);
+    bytes[next.snapshotOffset] = 2;
+    const chunkAt = chunkOffsets(bytes)
+      .filter((at) => at < next.snapshotOffset)
+      .at(-1) as number;
+    fixCrc(bytes, chunkAt);
+    const f = refused(open(bytes), `the tick after keyframe ${p.ticks[k].tick}`);
+    expect(f.problem).toBe('bad snapshot');
+    expect(f.message).toContain(`before the keyframe at tick ${p.ticks[k].tick}`);
+  });
+
   it('refuses every truncation, naming it', () => {
     const seed = 11;
     const rng = new Random(seed);
