@@ -14,7 +14,7 @@
 
 import type http from 'node:http';
 import type { Socket } from 'node:net';
-import { remoteHost } from './link-server.ts';
+import { hostGroup, remoteHost } from './link-server.ts';
 
 export interface HttpGuardOptions {
   /** Most open TCP connections in all (default 2048). */
@@ -90,7 +90,7 @@ export function guardHttpServer(server: http.Server, options: HttpGuardOptions =
   /** Kept-alive connections between requests (not upgraded, no request in flight), idle longest first. */
   const idle = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
-    const host = remoteHost(socket.remoteAddress);
+    const host = hostGroup(remoteHost(socket.remoteAddress));
     const fromHost = perHost.get(host) ?? 0;
     if (fromHost >= maxPerHost) {
       stats.refusedPerHost++;

@@ -93,6 +93,28 @@ export function remoteHost(address: string | undefined): string {
   return address;
 }
 
+/**
+ * What per-host limits count a remote host as: an IPv4 address itself; an IPv6 address by its /64
+ * ("2001:db8:1:2::/64"), the block one subscriber is given (one host can take any address in
+ * it); anything else as it is. Bans and hostOf keep the whole address.
+ */
+export function hostGroup(host: string): string {
+  if (!host.includes(':')) return host;
+  const zone = host.indexOf('%');
+  const address = (zone < 0 ? host : host.slice(0, zone)).toLowerCase();
+  const halves = address.split('::');
+  if (halves.length > 2) return host;
+  const head = halves[0] === '' ? [] : halves[0].split(':');
+  const tail = halves.length === 1 || halves[1] === '' ? [] : halves[1].split(':');
+  // A dotted IPv4 tail takes two groups.
+  const groups = head.length + tail.length + (tail.length > 0 && tail[tail.length - 1].includes('.') ? 1 : 0);
+  if (groups > 8 || (halves.length === 1 && groups !== 8)) return host;
+  const full = [...head, ...new Array<string>(8 - groups).fill('0'), ...tail];
+  const prefix = full.slice(0, 4).map((g) => (/^[0-9a-f]{1,4}$/.test(g) ? g.replace(/^0+(?=.)/, '') : ''));
+  if (prefix.includes('')) return host;
+  return `${prefix.join(':')}::/64`;
+}
+
 /** How often poll() looks for links to time out, ms of engine time. */
 export const SWEEP_INTERVAL_MS = 250;
 
@@ -277,13 +299,13 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkSer
       return true;
     }
     const host = remoteHost(request.socket.remoteAddress);
-    const fromHost = this.perHost.get(host) ?? 0;
+    const fromHost = this.perHost.get(hostGroup(host)) ?? 0;
     if (fromHost >= this.maxPerHost) {
       this.countRefused();
       refuseUpgrade(socket, 429, 'Too Many Requests');
       return true;
     }
-    this.perHost.set(host, fromHost + 1);
+    this.perHost.set(hostGroup(host), fromHost + 1);
     this.upgrading++;
     let done = false;
     const finish = (accepted: boolean) => {
@@ -484,9 +506,10 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkSer
   }
 
   private releaseHost(host: string): void {
-    const count = (this.perHost.get(host) ?? 0) - 1;
-    if (count > 0) this.perHost.set(host, count);
-    else this.perHost.delete(host);
+    const group = hostGroup(host);
+    const count = (this.perHost.get(group) ?? 0) - 1;
+    if (count > 0) this.perHost.set(group, count);
+    else this.perHost.delete(group);
   }
 
   /** Closes the WebSocket server (once the links' sockets are closed); resolves when done. */

@@ -32,6 +32,7 @@ import {
   type ClientLink,
   checkCount,
   checkMs,
+  hostGroup,
   LINK_IDLE,
   LINK_UNANSWERED,
   LINK_UNESTABLISHED,
@@ -148,11 +149,16 @@ class Peer implements ClientLink {
   /** The drop's grace, then the wait for the connection to report closed. */
   timer: ReturnType<typeof setTimeout> | undefined = undefined;
 
+  /** What the per-host limits count its host as (hostGroup: an IPv6 address by its /64). */
+  readonly group: string;
+
   constructor(
     readonly address: string,
     readonly host: string,
     public signal: ServerWebSocket | null,
-  ) {}
+  ) {
+    this.group = hostGroup(host);
+  }
 
   writable(): boolean {
     return this.channelOpen && this.channel !== null;
@@ -272,7 +278,7 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
     for (const p of this.links.values()) {
       if (p.channelOpen || p.gone) continue;
       pending++;
-      if (p.host === host) fromHost++;
+      if (p.group === peer.group) fromHost++;
     }
     const evict = pending >= this.maxPendingPeers ? this.pendingToEvict() : null;
     this.links.set(peer.address, peer);
@@ -320,7 +326,7 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
     for (const p of this.links.values()) {
       if (p.channelOpen || p.gone) continue;
       let fromHost = 0;
-      for (const q of this.links.values()) if (!q.channelOpen && !q.gone && q.host === p.host) fromHost++;
+      for (const q of this.links.values()) if (!q.channelOpen && !q.gone && q.group === p.group) fromHost++;
       if (fromHost > most || (fromHost === most && evict !== null && p.order < evict.order)) {
         most = fromHost;
         evict = p;
@@ -357,7 +363,7 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
         this.malformed(peer);
         return;
       }
-      if (!this.takeOffer(peer.host)) {
+      if (!this.takeOffer(peer.group)) {
         this.stats.closedOfferRate++;
         this.teardown(peer);
         return;

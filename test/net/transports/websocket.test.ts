@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { MAX_PACKET_BYTES } from '../../../src/net/transport.ts';
-import { remoteHost } from '../../../src/net/transports/link-server.ts';
+import { hostGroup, remoteHost } from '../../../src/net/transports/link-server.ts';
 import {
   WebSocketServerEndpoint,
   type WebSocketServerOptions,
@@ -117,6 +117,19 @@ describe('WebSocket transport', () => {
     expect(remoteHost('::ffff:7f00:1')).toBe('::ffff:7f00:1');
     expect(remoteHost('2001:db8::1')).toBe('2001:db8::1');
     expect(remoteHost(undefined)).toBe('');
+  });
+
+  it('counts an IPv6 host by its /64 for the per-host limits (one subscriber can take any address in it)', () => {
+    expect(hostGroup('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64');
+    expect(hostGroup('2001:DB8:1:2:ffff::1')).toBe('2001:db8:1:2::/64');
+    expect(hostGroup('2001:0db8:0001:0002::')).toBe('2001:db8:1:2::/64');
+    expect(hostGroup('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(hostGroup('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+    expect(hostGroup('::1')).toBe('0:0:0:0::/64');
+    expect(hostGroup('64:ff9b::192.0.2.1')).toBe('64:ff9b:0:0::/64');
+    expect(hostGroup('203.0.113.9')).toBe('203.0.113.9');
+    // Not an address: kept as it is (counted on its own).
+    for (const odd of ['1:2:3', '1::2::3', 'g::1', '1:2:3:4:5:6:7:8:9', '']) expect(hostGroup(odd)).toBe(odd);
   });
 
   it('names the bad option, before opening anything', async () => {
