@@ -970,7 +970,11 @@ export class GameServer<P, W> {
         if (this.nowMs >= client.awayUntilMs) this.forgetClient(client, client.awayReason);
         continue;
       }
-      if (this.hooks.onMessage !== undefined) this.receiveMessages(client);
+      if (this.hooks.onMessage !== undefined) {
+        this.receiveMessages(client);
+        // Server code may have disconnected it (a message it refused): none of its commands run.
+        if (clients[ci] !== client || client.awayUntilMs >= 0) continue;
+      }
       client.commands.addRealTime(this.tickIntervalMs);
       const link = client.connection.channel.stats;
       // The reorder window, the hearing test and the jitter allowance wait by how long
@@ -1014,6 +1018,8 @@ export class GameServer<P, W> {
           player.move(client.state, cmd, this.world, events);
         }
         this.hooks.onCommand?.(this, client, cmd);
+        // ...or a hook of this command did: the rest wait for nobody.
+        if (clients[ci] !== client || client.awayUntilMs >= 0) break;
       }
     }
     events.predictedBySource = false;

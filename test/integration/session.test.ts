@@ -290,6 +290,42 @@ describe('a session', () => {
     match.close();
   });
 
+  it('server code that disconnects a client from a hook runs none of its commands after that, in the same tick or later', () => {
+    const seed = 12;
+    const msg = `seed ${seed}`;
+    let kicked = false;
+    let runAfter = 0;
+    const match = new Match(
+      arenaGame,
+      seed,
+      {},
+      {
+        // A message is what gets this client kicked (as a host refusing bad messages does).
+        onMessage: (server, client) => {
+          kicked = true;
+          server.disconnect(client);
+        },
+        onCommand: (_server, client) => {
+          if (kicked && client.slot === 0) runAfter++;
+        },
+      },
+    );
+    const a = match.addClient({ profile, drive: runner });
+    match.run(1000);
+    expect(a.client.state, msg).toBe('connected');
+    expect(a.client.slot, msg).toBe(0);
+    // The message and the frame's commands go in the same packets: they arrive in the same tick.
+    for (let i = 0; i < 20; i++) {
+      a.client.sendMessage(new Uint8Array([1]));
+      match.run(5);
+    }
+    match.run(500);
+    expect(kicked, msg).toBe(true);
+    expect(runAfter, msg).toBe(0);
+    expect(a.client.state, msg).toBe('disconnected');
+    match.close();
+  });
+
   it('a client that disconnects and connects again plays on from scratch', () => {
     const seed = 11;
     const msg = `seed ${seed}`;
