@@ -10,7 +10,7 @@ import { readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { checkLinkShape, ShapedEndpoint } from 'backstep/net';
+import { checkLinkShape, type LinkShape, ShapedEndpoint } from 'backstep/net';
 import { listen, type MultiTransportServer } from 'backstep/node';
 import { BitStream } from 'backstep/protocol';
 import {
@@ -132,8 +132,23 @@ interface Seat {
   deaths: number;
   lastHealth: number;
   badMessages: number;
+  /**
+   * The newest valid settings received since the last tick (null: none): applied once a tick
+   * (onTick), so a client sending thousands a second costs a parse each, not an apply each.
+   */
+  pending: ClientSettings | null;
   /** This client's recent shot reports (encoded) and when they were made: sent when it turns the overlay on. */
   recentShots: { atMs: number; bytes: Uint8Array }[];
+}
+
+/** The down-link shape a client's settings ask for. */
+function shapeOf(settings: ClientSettings): LinkShape {
+  return {
+    latencyMs: settings.downLatencyMs,
+    jitterMs: settings.downJitterMs,
+    loss: settings.downLoss,
+    duplicate: settings.downDuplicate,
+  };
 }
 
 /** How long a shot report is kept for a client that turns the overlay on after shooting, ms. */
@@ -141,8 +156,12 @@ const RECENT_SHOT_MS = 4000;
 const RECENT_SHOTS = 8;
 
 export interface ArenaHostStats {
-  /** Settings messages applied, and those refused (bad bytes or values). */
+  /**
+   * Settings messages applied, those a newer one replaced before the tick applied it, and those
+   * refused (bad bytes or values).
+   */
   settingsApplied: number;
+  settingsReplaced: number;
   settingsRefused: number;
   shotReports: number;
   /** Hit-scan hits the server gave each shooter slot. */
@@ -154,7 +173,13 @@ export class ArenaHost {
   readonly transport: MultiTransportServer;
   readonly shaped: ShapedEndpoint;
   readonly options: ArenaHostOptions;
-  readonly stats: ArenaHostStats = { settingsApplied: 0, settingsRefused: 0, shotReports: 0, hits: 0 };
+  readonly stats: ArenaHostStats = {
+    settingsApplied: 0,
+    settingsReplaced: 0,
+    settingsRefused: 0,
+    shotReports: 0,
+    hits: 0,
+  };
   /** Server time spent per tick over the last ticks, ms (update() time divided by the ticks it ran). */
   readonly tickMs = new Float64Array(128);
   private tickMsCount = 0;
@@ -274,6 +299,7 @@ export class ArenaHost {
           deaths: 0,
           lastHealth: client.state.health,
           badMessages: 0,
+          pending: null,
           recentShots: [],
         };
         if (!this.options.placeInFront(client.address)) this.placeRangeTargets(server, client);
@@ -312,6 +338,7 @@ export class ArenaHost {
           if (client === null) continue;
           const seat = this.seats[client.slot];
           if (seat === null) continue;
+          if (seat.pending !== null) this.applySettings(client, seat);
           const health = client.state.health;
           // A death neither a shot nor a blast explains.
           if (seat.lastHealth > 0 && health <= 0) this.killed(server, -1, client, -1);
@@ -419,24 +446,31 @@ export class ArenaHost {
     if (seat.settings.overlay && server.sendMessage(client, bytes)) this.stats.shotReports++;
   }
 
-  /** One game message from the client: valid settings are applied, anything else is counted. */
+  /**
+   * One game message from the client: valid settings (and nothing after them) wait for the tick
+   * (the newest wins), anything else is counted.
+   */
   private readMessage(client: Client, seat: Seat, data: Uint8Array): void {
     const s = this.stream.beginRead(data);
-    const next = createClientSettings();
-    if (serializeMessageType(s, MESSAGE_SETTINGS) !== MESSAGE_SETTINGS || !serializeClientSettings(s, next)) {
+    const next = seat.pending ?? createClientSettings();
+    if (
+      serializeMessageType(s, MESSAGE_SETTINGS) !== MESSAGE_SETTINGS ||
+      !serializeClientSettings(s, next) ||
+      s.bitsRemaining >= 8 ||
+      checkLinkShape(shapeOf(next)) !== null
+    ) {
       this.refuse(client, seat);
       return;
     }
-    const shape = {
-      latencyMs: next.downLatencyMs,
-      jitterMs: next.downJitterMs,
-      loss: next.downLoss,
-      duplicate: next.downDuplicate,
-    };
-    if (checkLinkShape(shape) !== null) {
-      this.refuse(client, seat);
-      return;
-    }
+    if (seat.pending !== null) this.stats.settingsReplaced++;
+    seat.pending = next;
+  }
+
+  /** Applies the client's newest settings (one a tick at most). */
+  private applySettings(client: Client, seat: Seat): void {
+    const next = seat.pending as ClientSettings;
+    seat.pending = null;
+    const shape = shapeOf(next);
     const overlayTurnedOn = next.overlay && !seat.settings.overlay;
     seat.settings = next;
     seat.subscribed = true;
@@ -451,7 +485,16 @@ export class ArenaHost {
     client.pacing.updateRate = Math.min(next.updateRate, c.defaultUpdateRate, c.tickRate);
     client.pacing.rateBytesPerSecond = next.rateBytesPerSecond;
     client.lagCompensationMode = next.lagCompensation === 'server' ? null : next.lagCompensation;
-    this.shaped.shape(client.address, shape);
+    const current = this.shaped.shapeOf(client.address);
+    if (
+      current === null ||
+      current.latencyMs !== shape.latencyMs ||
+      current.jitterMs !== shape.jitterMs ||
+      current.loss !== shape.loss ||
+      current.duplicate !== shape.duplicate
+    ) {
+      this.shaped.shape(client.address, shape);
+    }
     this.stats.settingsApplied++;
   }
 

@@ -105,6 +105,30 @@ describe('ArenaHost', () => {
     expect(await until(() => host.server.clientCount === 0, 5000), JSON.stringify(host.stats)).toBe(true);
   });
 
+  it('applies a burst of settings once a tick (the newest wins), and refuses settings with bytes after them', async () => {
+    const { host, client } = await setup();
+    const channel = client.channel;
+    if (channel === null) throw new Error('no channel');
+    // 200 messages sent together (a reliable window's worth arrives within a tick or two).
+    for (let i = 0; i < 200; i++)
+      channel.sendReliable(settingsMessage((m) => (m.updateRate = 10 + (i % 20))));
+    channel.sendReliable(settingsMessage((m) => (m.updateRate = 16)));
+    expect(
+      await until(() => host.stats.settingsApplied + host.stats.settingsReplaced === 201, 5000),
+      JSON.stringify(host.stats),
+    ).toBe(true);
+    expect(
+      await until(() => host.server.clients.find((c) => c !== null)?.pacing.updateRate === 16, 3000),
+    ).toBe(true);
+    expect(host.stats.settingsApplied, JSON.stringify(host.stats)).toBeLessThan(20);
+    const withMore = settingsMessage((m) => (m.updateRate = 30));
+    const padded = new Uint8Array(withMore.length + 4);
+    padded.set(withMore);
+    channel.sendReliable(padded);
+    expect(await until(() => host.stats.settingsRefused === 1, 3000), JSON.stringify(host.stats)).toBe(true);
+    expect(host.server.clients.find((c) => c !== null)?.pacing.updateRate).toBe(16);
+  });
+
   it('serves only files inside its folder', async () => {
     const { host } = await setup();
     const get = (path: string) => fetch(`http://127.0.0.1:${host.port}${path}`).then((r) => r.status);
