@@ -39,7 +39,9 @@ export interface ServerHooks<P, W> {
   onReconnect?(server: GameServer<P, W>, client: ServerClient<P>): void;
   /**
    * A reliable game message from the client (`GameClient.sendMessage`), exactly once and in
-   * order, before its commands of the tick run. Its bytes come from the network: check them.
+   * order, before its commands of the tick run; at most MAX_MESSAGES_PER_TICK (16) a client a
+   * tick, the rest waiting in the channel's window (past which the client's own are refused and
+   * sent again). Its bytes come from the network: check them.
    * Without this hook the messages stay in the channel, for a game that reads them itself
    * (`client.channel.receiveReliable()`).
    */

@@ -63,6 +63,7 @@ export {
   DEFAULT_SERVER_CONFIG,
   type EntityValues,
   GameServer,
+  MAX_MESSAGES_PER_TICK,
   type ServerClient,
   type ServerConfig,
   type ServerStats,

@@ -231,6 +231,12 @@ export interface ServerStats extends ConnectionStats {
  */
 const SPREAD_MARGIN_FRAMES = 4;
 
+/**
+ * Reliable game messages one client's onMessage is given per tick (1,024 a second at 64 Hz): a
+ * client filling its receive window every tick costs the game a bounded number of parses.
+ */
+export const MAX_MESSAGES_PER_TICK = 16;
+
 /** Packets remembered per client, sent (frames) and received (acknowledgements, the last to arrive). */
 const SENT_FRAMES = 1024;
 const PACKET_ACKS = 64;
@@ -1143,10 +1149,17 @@ export class GameServer<P, W> {
   }
 
   /** Hands the client's reliable game messages that arrived to `onMessage`, in order. */
+  /**
+   * Hands the client's reliable messages to onMessage: at most MAX_MESSAGES_PER_TICK, and none
+   * after the hook disconnected it.
+   */
   private receiveMessages(client: ServerClient<P>): void {
     const channel = client.channel;
-    for (let m = channel.receiveReliable(); m !== null; m = channel.receiveReliable()) {
+    for (let n = 0; n < MAX_MESSAGES_PER_TICK; n++) {
+      const m = channel.receiveReliable();
+      if (m === null) return;
       this.hooks.onMessage?.(this, client, m);
+      if (this.clients[client.slot] !== client || client.awayUntilMs >= 0) return;
     }
   }
 

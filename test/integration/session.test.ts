@@ -22,6 +22,7 @@ import { nodeCipher } from '../../src/net/node-packet-crypto.ts';
 import type { PacketCipher } from '../../src/net/packet-crypto.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import type { BitStream } from '../../src/protocol/bitstream.ts';
+import { MAX_MESSAGES_PER_TICK } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
@@ -323,6 +324,36 @@ describe('a session', () => {
     expect(kicked, msg).toBe(true);
     expect(runAfter, msg).toBe(0);
     expect(a.client.state, msg).toBe('disconnected');
+    match.close();
+  });
+
+  it('hands a client its reliable messages at most MAX_MESSAGES_PER_TICK a tick, all of them in order', () => {
+    const seed = 13;
+    const msg = `seed ${seed}`;
+    const got: number[] = [];
+    let most = 0;
+    let thisTick = 0;
+    const match = new Match(
+      arenaGame,
+      seed,
+      {},
+      {
+        onMessage: (_server, _client, message) => {
+          got.push(message[0] | (message[1] << 8));
+          thisTick++;
+        },
+        onTick: () => {
+          most = Math.max(most, thisTick);
+          thisTick = 0;
+        },
+      },
+    );
+    const a = match.addClient({ profile, drive: runner });
+    match.run(1000);
+    for (let i = 0; i < 200; i++) a.client.sendMessage(new Uint8Array([i & 0xff, i >> 8]));
+    match.run(3000);
+    expect(got, msg).toEqual(Array.from({ length: 200 }, (_, i) => i));
+    expect(most, msg).toBe(MAX_MESSAGES_PER_TICK);
     match.close();
   });
 
