@@ -4,6 +4,7 @@
 // connect, payload and disconnect by slot to the game loop above it; it knows nothing of games.
 
 import type { BitStream } from '../protocol/bitstream.ts';
+import { Allowance, addressHash, addressSlot, addressTag } from './allowance.ts';
 import { PacketChannel, type PacketChannelConfig, PacketType, resolveChannelConfig } from './channel.ts';
 import { ConnectTokenGate, type ConnectTokensConfig, type OpenedConnectToken } from './connect-token.ts';
 import { CookieJar } from './cookie.ts';
@@ -241,8 +242,7 @@ export class ServerConnections {
   private retryAllowance: number;
   private handshakeRefillMs = 0;
   /** Key agreements left this second, and when each address (by its requester slot and hash) last had one. */
-  private keyAllowance: number;
-  private keyRefillMs = 0;
+  private readonly keyAllowance: Allowance;
   private readonly keyedHash = new Int32Array(REQUESTER_SLOTS);
   private readonly keyedMs = new Float64Array(REQUESTER_SLOTS).fill(Number.NEGATIVE_INFINITY);
   private nowMs = 0;
@@ -273,7 +273,7 @@ export class ServerConnections {
     this.cookies = new CookieJar(config.cookieSecret);
     this.handshakeAllowance = config.maxHandshakesPerSecond;
     this.retryAllowance = config.maxHandshakesPerSecond;
-    this.keyAllowance = config.maxKeyExchangesPerSecond;
+    this.keyAllowance = new Allowance(config.maxKeyExchangesPerSecond);
     this.channelConfig = resolveChannelConfig({ protocolId: config.protocolId });
   }
 
@@ -399,10 +399,9 @@ export class ServerConnections {
     this.handshakeAllowance = Math.min(perSecond, this.handshakeAllowance + refill);
     this.retryAllowance = Math.min(perSecond, this.retryAllowance + refill);
     this.handshakeRefillMs = this.nowMs;
-    let h = 0x811c9dc5;
-    for (let i = 0; i < address.length; i++) h = Math.imul(h ^ address.charCodeAt(i), 0x01000193);
-    const slot = (h >>> 0) & (REQUESTER_SLOTS - 1);
-    const tag = Math.imul(h, 0x9e3779b1) | 1;
+    const h = addressHash(address);
+    const slot = addressSlot(h, REQUESTER_SLOTS);
+    const tag = addressTag(h);
     const known = this.requesterHash[slot] === tag;
     const retrying = known && this.nowMs - this.requesterMs[slot] <= RETRY_WINDOW_MS;
     if (!known) this.answeredMs[slot] = Number.NEGATIVE_INFINITY;
@@ -428,24 +427,16 @@ export class ServerConnections {
    * (and counted) otherwise.
    */
   private allowKeyExchange(address: string): boolean {
-    const perSecond = this.config.maxKeyExchangesPerSecond;
-    this.keyAllowance = Math.min(
-      perSecond,
-      this.keyAllowance + ((this.nowMs - this.keyRefillMs) * perSecond) / 1000,
-    );
-    this.keyRefillMs = this.nowMs;
-    let h = 0x811c9dc5;
-    for (let i = 0; i < address.length; i++) h = Math.imul(h ^ address.charCodeAt(i), 0x01000193);
-    const slot = (h >>> 0) & (REQUESTER_SLOTS - 1);
-    const tag = Math.imul(h, 0x9e3779b1) | 1;
+    const h = addressHash(address);
+    const slot = addressSlot(h, REQUESTER_SLOTS);
+    const tag = addressTag(h);
     if (
       (this.keyedHash[slot] === tag && this.nowMs - this.keyedMs[slot] < KEY_EXCHANGE_GAP_MS) ||
-      this.keyAllowance < 1
+      !this.keyAllowance.take(this.nowMs)
     ) {
       this.reject('key exchange rate');
       return false;
     }
-    this.keyAllowance--;
     this.keyedHash[slot] = tag;
     this.keyedMs[slot] = this.nowMs;
     return true;

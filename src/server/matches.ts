@@ -9,6 +9,7 @@
 // header says: no packet can move a connected client to another match. A match that throws is
 // ended (its clients told DISCONNECT_MATCH_FAILED) and reported; the others carry on.
 
+import { Allowance, addressHash, addressSlot, addressTag } from '../net/allowance.ts';
 import { DEFAULT_PROTOCOL_ID, PacketType } from '../net/channel.ts';
 import {
   createHandshakePacket,
@@ -48,31 +49,7 @@ export interface MatchRouterOptions {
   maxJoinPacketsPerSecond?: number;
 }
 
-/** A token bucket: `perSecond` a second, bursts up to a second's worth. */
-export class Allowance {
-  private tokens: number;
-  private lastMs = Number.NaN;
-
-  constructor(readonly perSecond: number) {
-    this.tokens = perSecond;
-  }
-
-  /** Refills up to `nowMs` (never earlier than the last call's) and says whether one is left, taking none. */
-  ready(nowMs: number): boolean {
-    if (nowMs > this.lastMs) {
-      this.tokens = Math.min(this.perSecond, this.tokens + ((nowMs - this.lastMs) * this.perSecond) / 1000);
-    }
-    if (!(nowMs <= this.lastMs)) this.lastMs = nowMs;
-    return this.tokens >= 1;
-  }
-
-  /** Takes one at `nowMs` (never earlier than the last call's); false when none is left. */
-  take(nowMs: number): boolean {
-    if (!this.ready(nowMs)) return false;
-    this.tokens--;
-    return true;
-  }
-}
+export { Allowance } from '../net/allowance.ts';
 
 /** Slots of a router's table of recent joiners (hashes of addresses not yet in a match that sent lately). */
 const JOINER_SLOTS = 65536;
@@ -98,10 +75,9 @@ export class JoinGate {
 
   /** Whether a packet from `address` goes on to the match whose allowances these are; records the address. */
   take(address: string, nowMs: number, first: Allowance, retry: Allowance): boolean {
-    let h = 0x811c9dc5;
-    for (let i = 0; i < address.length; i++) h = Math.imul(h ^ address.charCodeAt(i), 0x01000193);
-    const slot = (h >>> 0) & (JOINER_SLOTS - 1);
-    const tag = Math.imul(h, 0x9e3779b1) | 1;
+    const h = addressHash(address);
+    const slot = addressSlot(h, JOINER_SLOTS);
+    const tag = addressTag(h);
     const known = this.tags[slot] === tag;
     const retrying = known && nowMs - this.seenMs[slot] <= JOIN_RETRY_WINDOW_MS;
     if (!known) this.passedMs[slot] = Number.NEGATIVE_INFINITY;

@@ -6,6 +6,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
+import { Allowance } from '../allowance.ts';
 import { type DatagramEndpoint, MAX_PACKET_BYTES, type PacketHandler } from '../transport.ts';
 import {
   checkQueueCapacity,
@@ -130,9 +131,8 @@ export interface ClientLink {
   lastReceivedMs: number;
   /** The engine has sent it a datagram: it passed the engine's first check (a valid connection request). */
   answered: boolean;
-  /** Datagrams it may still send now (its allowance: LinkServerOptions.maxDatagramsPerSecond), and the engine time it was last refilled (NaN: not yet). */
-  allowance: number;
-  allowanceMs: number;
+  /** What it may still send (LinkServerOptions.maxDatagramsPerSecond; null until its first datagram). */
+  allowance: Allowance | null;
   /** Datagrams it sent past its allowance (dropped): a second's worth closes it. */
   overAllowance: number;
   /** The engine took it as a connection (established()). */
@@ -443,7 +443,8 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkSer
    */
   protected receive(link: L, data: Uint8Array): void {
     link.lastReceivedMs = this.nowMs;
-    if (!this.takeAllowance(link)) {
+    link.allowance ??= new Allowance(this.maxDatagramsPerSecond);
+    if (!link.allowance.take(this.nowMs)) {
       this.stats.droppedRate++;
       if (++link.overAllowance >= this.maxDatagramsPerSecond) {
         this.stats.closedFlood++;
@@ -452,22 +453,6 @@ export abstract class LinkServerEndpoint<L extends ClientLink, S extends LinkSer
       return;
     }
     this.queue.push(link.address, data);
-  }
-
-  /** Takes one datagram from `link`'s allowance, refilled by the engine time since its last refill; false when none is left. */
-  private takeAllowance(link: L): boolean {
-    const perSecond = this.maxDatagramsPerSecond;
-    const nowMs = Number.isNaN(this.nowMs) ? 0 : this.nowMs;
-    if (Number.isNaN(link.allowanceMs)) {
-      link.allowance = perSecond;
-      link.allowanceMs = nowMs;
-    } else if (nowMs > link.allowanceMs) {
-      link.allowance = Math.min(perSecond, link.allowance + ((nowMs - link.allowanceMs) * perSecond) / 1000);
-      link.allowanceMs = nowMs;
-    }
-    if (link.allowance < 1) return false;
-    link.allowance--;
-    return true;
   }
 
   /**

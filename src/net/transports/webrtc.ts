@@ -28,6 +28,7 @@
 // too; only then may node-datachannel's cleanup() be called (see closeWebRtc in src/node.ts).
 
 import { type DataChannel, type IceServer, PeerConnection } from 'node-datachannel';
+import { Allowance } from '../allowance.ts';
 import {
   type ClientLink,
   checkCount,
@@ -132,8 +133,7 @@ class Peer implements ClientLink {
   lastReceivedMs = Number.NaN;
   channelOpen = false;
   answered = false;
-  allowance = 0;
-  allowanceMs = Number.NaN;
+  allowance: Allowance | null = null;
   overAllowance = 0;
   established = false;
   messages = 0;
@@ -183,8 +183,8 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
   private readonly maxPendingPeers: number;
   private readonly maxPendingPeersPerHost: number;
   private readonly maxOffersPerHostPerSecond: number;
-  /** Offers each host may still make (refilled by engine time), for hosts that made one lately. */
-  private readonly offerAllowance = new Map<string, { left: number; atMs: number }>();
+  /** Offers each host may still make (by engine time), for hosts that made one lately. */
+  private readonly offerAllowance = new Map<string, Allowance>();
   /** Peers being torn down, until their connection reports closed. */
   private readonly closingPeers = new Set<Peer>();
   private closing: Promise<void> | null = null;
@@ -337,19 +337,12 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
 
   /** Takes one offer from `host`'s allowance (maxOffersPerHostPerSecond); false when none is left. */
   private takeOffer(host: string): boolean {
-    const perSecond = this.maxOffersPerHostPerSecond;
-    const nowMs = Number.isNaN(this.nowMs) ? 0 : this.nowMs;
     let a = this.offerAllowance.get(host);
     if (a === undefined) {
-      a = { left: perSecond, atMs: nowMs };
+      a = new Allowance(this.maxOffersPerHostPerSecond);
       this.offerAllowance.set(host, a);
-    } else if (nowMs > a.atMs) {
-      a.left = Math.min(perSecond, a.left + ((nowMs - a.atMs) * perSecond) / 1000);
-      a.atMs = nowMs;
     }
-    if (a.left < 1) return false;
-    a.left--;
-    return true;
+    return a.take(this.nowMs);
   }
 
   private malformed(peer: Peer): void {
@@ -525,9 +518,7 @@ export class WebRtcServerEndpoint extends LinkServerEndpoint<Peer, WebRtcServerS
 
   protected sweep(nowMs: number): void {
     // A host whose allowance has refilled is forgotten (the map holds hosts that offered lately).
-    for (const [host, a] of this.offerAllowance) {
-      if (nowMs - a.atMs >= 1000) this.offerAllowance.delete(host);
-    }
+    for (const [host, a] of this.offerAllowance) if (a.full(nowMs)) this.offerAllowance.delete(host);
     for (const peer of this.links.values()) {
       if (Number.isNaN(peer.openedMs)) peer.openedMs = nowMs;
       if (!peer.channelOpen) {

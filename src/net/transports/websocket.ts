@@ -17,6 +17,7 @@
 // address as plain IPv4), while the link exists.
 
 import type { Server } from 'node:http';
+import type { Allowance } from '../allowance.ts';
 import { MAX_PACKET_BYTES } from '../transport.ts';
 import {
   type ClientLink,
@@ -65,8 +66,7 @@ class SocketLink implements ClientLink {
   linkOpenedMs = Number.NaN;
   lastReceivedMs = Number.NaN;
   answered = false;
-  allowance = 0;
-  allowanceMs = Number.NaN;
+  allowance: Allowance | null = null;
   overAllowance = 0;
   established = false;
 
