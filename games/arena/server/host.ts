@@ -452,7 +452,8 @@ export class ArenaHost {
    */
   private readMessage(client: Client, seat: Seat, data: Uint8Array): void {
     const s = this.stream.beginRead(data);
-    const next = seat.pending ?? createClientSettings();
+    // Read into a fresh object: one that fails half way must not touch the settings waiting.
+    const next = createClientSettings();
     if (
       serializeMessageType(s, MESSAGE_SETTINGS) !== MESSAGE_SETTINGS ||
       !serializeClientSettings(s, next) ||

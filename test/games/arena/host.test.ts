@@ -127,6 +127,14 @@ describe('ArenaHost', () => {
     channel.sendReliable(padded);
     expect(await until(() => host.stats.settingsRefused === 1, 3000), JSON.stringify(host.stats)).toBe(true);
     expect(host.server.clients.find((c) => c !== null)?.pacing.updateRate).toBe(16);
+    // Good settings, then settings cut short in the same packet (the same tick): the cut one's
+    // first fields read before it failed leave the good ones as they were.
+    channel.sendReliable(settingsMessage((m) => (m.updateRate = 12)));
+    channel.sendReliable(withMore.subarray(0, withMore.length - 2));
+    expect(await until(() => host.stats.settingsRefused === 2, 3000), JSON.stringify(host.stats)).toBe(true);
+    expect(
+      await until(() => host.server.clients.find((c) => c !== null)?.pacing.updateRate === 12, 3000),
+    ).toBe(true);
   });
 
   it('serves only files inside its folder', async () => {
