@@ -60,6 +60,11 @@ function record(seed: number, ms: number): Uint8Array {
   match.run(ms);
   recorder.stop();
   match.close();
+  return concat(parts);
+}
+
+/** The bytes of `parts` one after another. */
+function concat(parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
@@ -307,13 +312,7 @@ describe('killcams decode in proportion to their bytes', () => {
       ...chunks.map((c) => encodeDemoChunk(CHUNK_KILLCAM, c)),
       encodeDemoChunk(CHUNK_END, end.buffer.slice(0, end.bytesProcessed)),
     ];
-    const bytes = new Uint8Array(parts.reduce((sum, p) => sum + p.length, 0));
-    let at = 0;
-    for (const p of parts) {
-      bytes.set(p, at);
-      at += p.length;
-    }
-    return bytes;
+    return concat(parts);
   }
 
   it("values that repeat share the previous frame's array; past KILLCAM_MAX_VIEW_ENTITIES a killcam is refused; a file's killcams are bounded by its size", () => {
