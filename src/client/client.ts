@@ -114,10 +114,12 @@ export interface ClientConfig {
    * the time lately, measured from how stale snapshots get, up to 500 ms: it grows ahead of bursts
    * and jitter. 0 (the default) is the same under a ceiling: the paper's max(100, two snapshot
    * intervals), raised on a jittery link to what its jitter needs (99 % of snapshots' lateness
-   * plus two intervals), but never past the longest delay whose shots the server still
-   * compensates (maxUnlagMs less the round trip and a margin). On a clean link remote players are
-   * drawn about one interval in the past instead of 100 ms; a lossy link without jitter is drawn
-   * as the paper's fixed delay would, a jittery one as far back as its jitter needs. A positive
+   * plus two intervals) and on a link losing snapshots in bursts to what a model of its bursts
+   * says covers them 99.8 % of the time (AdaptiveDelayConfig.lossCoverage; the delay rises to
+   * that at once), but never past the longest delay whose shots the server still compensates
+   * (maxUnlagMs less the round trip and a margin). On a clean link remote players are drawn about
+   * one interval in the past instead of 100 ms; a link with random loss and no jitter as the
+   * paper's fixed delay would, a jittery or bursty one as far back as its gaps need. A positive
    * number is a fixed delay.
    */
   interpolationDelayMs: number | 'adaptive';
@@ -254,6 +256,16 @@ const COMMAND_PACKET_FIXED_BYTES = 5 + PACKET_TAG_BYTES + 4;
  * bigger bundles arriving with jitter wait for the time budget).
  */
 const MIN_COMMAND_PACKET_RATE = 20;
+/**
+ * While no acknowledgement comes (a drought, below), a packet carries what the up-link budget
+ * pays for at this many packets a second. At 20 the packets carried about 21 commands, the budget
+ * spaced them to 10 to 14 a second where the link kept losing, and a loss burst counted in
+ * packets lasted that much longer: on the `bursty` profile, with the default delay drawing views
+ * 490 ms back and `lateArrivalMs` 1,250, seeds 3, 5 and 6 of 1 to 6 had shots refused past
+ * `maxUnlagMs + lateArrivalMs` (2 to 6 rays); at 30, none. At 40 too few of the oldest commands
+ * fit beside the newest while the server waits for them (HEAD_COMMANDS).
+ */
+const DROUGHT_PACKET_RATE = 30;
 
 /**
  * How many consecutive command packets carry each command when the measured up-link packet loss
@@ -275,6 +287,8 @@ export function commandCopies(loss: number): number {
  * two intervals (AdaptiveDelayConfig.jitterCoverage).
  */
 const DEFAULT_DELAY_JITTER_COVERAGE = 0.99;
+/** The default delay covers the link's loss bursts this share of the time (AdaptiveDelay.lossCoverage). */
+const DEFAULT_DELAY_LOSS_COVERAGE = 0.998;
 /** The default delay stays this far (ms) inside the longest the server compensates. */
 const COMPENSABLE_MARGIN_MS = 100;
 
@@ -1071,7 +1085,7 @@ export class GameClient<P, W> {
     this.lastWritten = done;
     // While no acknowledgement has come for a probe timeout (a loss burst on the up-link leaves
     // the server nothing to acknowledge), at most what the up-link budget pays for at
-    // MIN_COMMAND_PACKET_RATE packets a second: every command not known received was being sent
+    // DROUGHT_PACKET_RATE packets a second: every command not known received was being sent
     // again and the packets grew with them, until at 2 KB/s their size spaced them out to 10 a
     // second and fewer; a burst counted in lost packets then lasted that much longer in time, and
     // the server heard nothing for up to 2.7 s (past the 128 commands it then queued: the rest
@@ -1101,7 +1115,7 @@ export class GameClient<P, W> {
             Math.min(
               MAX_COMMANDS_PER_PACKET,
               Math.floor(
-                (this.config.upRateBytesPerSecond / MIN_COMMAND_PACKET_RATE - COMMAND_PACKET_FIXED_BYTES) /
+                (this.config.upRateBytesPerSecond / DROUGHT_PACKET_RATE - COMMAND_PACKET_FIXED_BYTES) /
                   session.bytesPerCommand,
               ),
             ) - (headStalled ? HEAD_RANGES_BYTES_IN_COMMANDS : 0),
@@ -1319,6 +1333,13 @@ export class GameClient<P, W> {
     // A frame older than the newest (reordered) still brings its events and may become a
     // snapshot baseline; its player state and clock sample are out of date.
     if (f.serverTick > session.serverTick || !session.spawned) {
+      // Snapshots sent since the newest before that never came: the gap in ticks over the
+      // spacing the update rate asks for (a quarter of it for a frame the server put off a tick
+      // to spread its frames), less those the rate held back.
+      const ticksPerFrame = tickRate / this.config.updateRate;
+      const lostBefore = session.spawned
+        ? Math.max(0, Math.floor((f.serverTick - session.serverTick) / ticksPerFrame + 0.25) - 1 - f.choked)
+        : 0;
       session.serverTick = f.serverTick;
       if (session.spawned) {
         const gap = this.nowMs - session.newestFrameAtMs;
@@ -1342,6 +1363,7 @@ export class GameClient<P, W> {
         (f.serverTick * 1000) / tickRate,
         session.clock.receivedNow(this.nowMs),
         session.clock.targetMs,
+        lostBefore,
       );
       if (!session.spawned) {
         session.spawned = true;
@@ -1370,13 +1392,15 @@ function adaptiveDelayFor(config: ClientConfig): AdaptiveDelay | null {
   const d = config.interpolationDelayMs;
   if (d === 'adaptive') return new AdaptiveDelay({ updateRateHz: config.updateRate });
   // The default: as adaptive, under a ceiling that follows the link's jitter from the paper's
-  // delay up (loss alone leaves it there) and under the longest delay the server compensates
+  // delay up (random loss alone leaves it there), at least what the loss bursts' model asks (which
+  // lifts the ceiling too), and under the longest delay the server compensates
   // (compensableDelayMs, set at each snapshot).
   if (d === 0) {
     return new AdaptiveDelay({
       updateRateHz: config.updateRate,
       jitterCoverage: DEFAULT_DELAY_JITTER_COVERAGE,
       ceilingFloorMs: defaultInterpolationDelayMs(config.updateRate),
+      lossCoverage: DEFAULT_DELAY_LOSS_COVERAGE,
     });
   }
   return null;

@@ -66,6 +66,18 @@ export interface AdaptiveDelayConfig {
   jitterCoverage: number;
   /** The ceiling never goes below this (ms), whatever the jitter or the limit (setLimit) says. */
   ceilingFloorMs: number;
+  /**
+   * 0: loss counts only through the staleness it caused. In (0, 1]: the delay is at least what
+   * covers the link's loss bursts this share of the time, from a model of them (a two-state
+   * Markov chain over the snapshots, received or lost, fitted to the window's counts: a lost one
+   * follows a received one with probability b and a lost one with probability a, so a gap's lost
+   * snapshots run geometrically), and the ceiling rises to it (under the limit and maxDelayMs).
+   * The quantile of measured staleness needs many bursts to see a burst's tail; the model needs
+   * a few, so the delay is wide before the next long burst instead of after it.
+   */
+  lossCoverage: number;
+  /** The loss model's memory (ms): its counts fade by e each lossMemoryMs. */
+  lossMemoryMs: number;
 }
 
 export const DEFAULT_ADAPTIVE_DELAY_CONFIG: Readonly<AdaptiveDelayConfig> = Object.freeze({
@@ -83,12 +95,23 @@ export const DEFAULT_ADAPTIVE_DELAY_CONFIG: Readonly<AdaptiveDelayConfig> = Obje
   warmUpRiseFactor: 5,
   jitterCoverage: 0,
   ceilingFloorMs: 0,
+  lossCoverage: 0,
+  lossMemoryMs: 30_000,
 });
 
 /** Width of one bin of the staleness histograms, ms. */
 const BIN_MS = 2;
 /** Snapshots measured before the jitter ceiling (jitterCoverage) leaves its floor. */
 const MIN_LATENESS_SAMPLES = 8;
+/** Snapshot transitions counted before the loss model (lossCoverage) is used. */
+const MIN_LOSS_SAMPLES = 32;
+/** The loss model's burst continuation is taken as at most this (a run never certain to go on). */
+const MAX_BURST_CONTINUATION = 0.98;
+/** The loss model's counts: received after received, lost after received, received after lost, lost after lost. */
+const RR = 0;
+const RL = 1;
+const LR = 2;
+const LL = 3;
 
 function checkDelayConfig(c: AdaptiveDelayConfig): void {
   const positive: (keyof AdaptiveDelayConfig)[] = [
@@ -100,6 +123,7 @@ function checkDelayConfig(c: AdaptiveDelayConfig): void {
     'riseHoldMs',
     'warmUpMs',
     'warmUpRiseFactor',
+    'lossMemoryMs',
   ];
   for (const field of positive) {
     if (!(c[field] > 0 && Number.isFinite(c[field]))) {
@@ -120,8 +144,10 @@ function checkDelayConfig(c: AdaptiveDelayConfig): void {
   if (!(c.coverage > 0 && c.coverage <= 1)) {
     throw new Error(`AdaptiveDelay: coverage must be in (0, 1], got ${c.coverage}`);
   }
-  if (!(c.jitterCoverage >= 0 && c.jitterCoverage <= 1)) {
-    throw new Error(`AdaptiveDelay: jitterCoverage must be in [0, 1], got ${c.jitterCoverage}`);
+  for (const field of ['jitterCoverage', 'lossCoverage'] as const) {
+    if (!(c[field] >= 0 && c[field] <= 1)) {
+      throw new Error(`AdaptiveDelay: ${field} must be in [0, 1], got ${c[field]}`);
+    }
   }
 }
 
@@ -152,6 +178,8 @@ export class AdaptiveDelay {
   ceilingMs: number;
   /** Snapshots ignored because a time was not finite. */
   rejectedSamples = 0;
+  /** What the loss model says covers the loss bursts (lossCoverage), ms; 0 without one. */
+  lossFloorMs = 0;
 
   /** Time (ms) spent at each staleness bin: the current half of the window and the one before. */
   private current: Float64Array;
@@ -159,6 +187,9 @@ export class AdaptiveDelay {
   /** Snapshots counted at each lateness bin (staleness on arrival): this half and the one before. */
   private lateCurrent: Float64Array;
   private latePrevious: Float64Array;
+  /** The loss model's counts (RR, RL, LR, LL), fading with lossMemoryMs. */
+  private lossCounts = new Float64Array(4);
+  private lossCountedAtMs = -Infinity;
   /** The owner's limit on the ceiling (setLimit), ms. */
   private limitMs = Infinity;
   private currentStartMs = -Infinity;
@@ -193,7 +224,8 @@ export class AdaptiveDelay {
    * (ServerClock.targetMs after this snapshot's sample; by default receivedNowMs). The staleness
    * the view sees is measured against the first, how late the snapshot came (the jitter ceiling)
    * against the second, which a settling clock does not hold back. Older or duplicate snapshots
-   * are not given.
+   * are not given. `lostBefore`: snapshots the server sent since the one before that never came
+   * (the gap in server time less those the rate held back), for the loss model.
    * Returns false (and counts it) if a time is not finite; never throws.
    */
   onSnapshot(
@@ -201,12 +233,14 @@ export class AdaptiveDelay {
     serverTimeMs: number,
     receivedNowMs: number,
     leastDelayedMs = receivedNowMs,
+    lostBefore = 0,
   ): boolean {
     if (
       !Number.isFinite(localNowMs) ||
       !Number.isFinite(serverTimeMs) ||
       !Number.isFinite(receivedNowMs) ||
-      !Number.isFinite(leastDelayedMs)
+      !Number.isFinite(leastDelayedMs) ||
+      !(lostBefore >= 0 && lostBefore < Number.POSITIVE_INFINITY)
     ) {
       this.rejectedSamples++;
       return false;
@@ -231,7 +265,23 @@ export class AdaptiveDelay {
       const from = this.staleAfterMs;
       const to = Math.max(from, receivedNowMs - this.lastServerMs);
       if (to >= this.config.outageMs) this.outages++;
-      else if (gap > 0) this.addRamp(from, to, gap);
+      else {
+        if (gap > 0) this.addRamp(from, to, gap);
+        // An outage's lost snapshots are no burst the delay could cover: left out here too.
+        const loss = this.lossCounts;
+        if (localNowMs > this.lossCountedAtMs) {
+          const keep = Math.exp((this.lossCountedAtMs - localNowMs) / this.config.lossMemoryMs);
+          for (let i = 0; i < 4; i++) loss[i] *= keep;
+          this.lossCountedAtMs = localNowMs;
+        }
+        const lost = Math.floor(lostBefore);
+        if (lost === 0) loss[RR]++;
+        else {
+          loss[RL]++;
+          loss[LL] += lost - 1;
+          loss[LR]++;
+        }
+      }
       if (to > this.anchorDelayMs) this.caughtOutAtMs = localNowMs;
     }
     if (serverTimeMs > this.lastServerMs) {
@@ -242,6 +292,7 @@ export class AdaptiveDelay {
       const lateness = leastDelayedMs > serverTimeMs ? leastDelayedMs - serverTimeMs : 0;
       late[Math.min(late.length - 1, Math.floor(lateness / BIN_MS))]++;
     }
+    this.lossFloorMs = this.computeLossFloor();
     this.ceilingMs = this.computeCeiling();
     // Warming up on a link whose jitter lifted the ceiling: the ceiling (the staleness measured so
     // far is against a clock still catching up, and reads low).
@@ -250,7 +301,9 @@ export class AdaptiveDelay {
       c.jitterCoverage > 0 &&
       localNowMs - this.firstArrivalMs < c.warmUpMs &&
       this.ceilingMs > c.ceilingFloorMs;
-    this.targetDelayMs = warmJitter ? this.ceilingMs : Math.min(this.computeTarget(), this.ceilingMs);
+    this.targetDelayMs = warmJitter
+      ? this.ceilingMs
+      : Math.min(Math.max(this.computeTarget(), this.lossFloorMs), this.ceilingMs);
     return true;
   }
 
@@ -269,7 +322,9 @@ export class AdaptiveDelay {
     // It rises only while gaps outgrow it (within riseHoldMs): a wider target learnt from a
     // latency step that is over is not chased.
     const c = this.config;
-    const rising = localNowMs - this.caughtOutAtMs <= c.riseHoldMs;
+    // It rises to the loss model's floor whenever (that is no step that is over: the model
+    // says what the bursts of the window need).
+    const rising = localNowMs - this.caughtOutAtMs <= c.riseHoldMs || this.anchorDelayMs < this.lossFloorMs;
     // While the first measurements come in (a new connection), it may rise warmUpRiseFactor
     // times faster: the first seconds on a bad link are not spent drawing guesses.
     const warm = localNowMs - this.firstArrivalMs < c.warmUpMs ? c.warmUpRiseFactor : 1;
@@ -317,8 +372,42 @@ export class AdaptiveDelay {
         if (sum >= want) break;
       }
       top = Math.min(top, (b + 1) * BIN_MS + (2 * 1000) / c.updateRateHz + c.marginMs);
+      if (this.lossFloorMs > top) top = this.lossFloorMs;
     }
     return Math.min(c.maxDelayMs, Math.max(c.ceilingFloorMs, Math.min(top, this.limitMs)));
+  }
+
+  /**
+   * The smallest delay whose view, on a link losing snapshots as the window's counts say
+   * (lossCoverage), runs past the newest snapshot at most 1 - lossCoverage of the time, plus
+   * marginMs; 0 until MIN_LOSS_SAMPLES transitions are counted or while none was lost. A gap of
+   * 1 + K snapshot intervals T, K lost: P(K >= k) = b a^(k - 1). The view is stale past D for
+   * (1 + K) T - D of such a gap; over all gaps, from k0 = floor(D / T) on (the gaps longer than D),
+   * that sums to b a^(k0 - 1) ((1 + k0) T - D + T a / (1 - a)), against a mean gap of
+   * T (1 + b / (1 - a)). It falls as D grows: bisected.
+   */
+  private computeLossFloor(): number {
+    const c = this.config;
+    if (c.lossCoverage === 0) return 0;
+    const loss = this.lossCounts;
+    const rr = loss[RR];
+    const rl = loss[RL];
+    const lr = loss[LR];
+    const ll = loss[LL];
+    if (rl === 0 || rr + rl + lr + ll < MIN_LOSS_SAMPLES) return 0;
+    const b = rl / (rr + rl);
+    const a = Math.min(MAX_BURST_CONTINUATION, ll / (ll + lr));
+    const t = 1000 / c.updateRateHz;
+    const allowed = (1 - c.lossCoverage) * t * (1 + b / (1 - a));
+    let lo = 0;
+    let hi = c.maxDelayMs;
+    if (staleBeyond(hi, t, a, b) > allowed) return c.maxDelayMs;
+    while (hi - lo > BIN_MS / 2) {
+      const mid = (lo + hi) / 2;
+      if (staleBeyond(mid, t, a, b) > allowed) lo = mid;
+      else hi = mid;
+    }
+    return Math.min(c.maxDelayMs, hi + c.marginMs);
   }
 
   private computeTarget(): number {
@@ -342,4 +431,13 @@ export class AdaptiveDelay {
     }
     return clamp(cur.length * BIN_MS + c.marginMs, c.minDelayMs, c.maxDelayMs);
   }
+}
+
+/**
+ * The loss model's time past a delay `d` (ms) summed over gaps, per gap: snapshots every `t` ms,
+ * a lost one after a received one with probability `b`, after a lost one `a` (computeLossFloor).
+ */
+function staleBeyond(d: number, t: number, a: number, b: number): number {
+  const k0 = Math.max(1, Math.floor(d / t));
+  return b * a ** (k0 - 1) * ((1 + k0) * t - d + (t * a) / (1 - a));
 }

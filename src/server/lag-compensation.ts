@@ -70,7 +70,7 @@ export const DEFAULT_LAG_COMPENSATION_CONFIG: LagCompensationConfig = {
   mode: 'exact',
   ...DEFAULT_VIEW_ACCEPTANCE_LIMITS,
   ackSlackMs: 32,
-  lateArrivalMs: 750,
+  lateArrivalMs: 1250,
 };
 
 export interface LagCompensationStats {

@@ -53,7 +53,9 @@ describe('AdaptiveDelay', () => {
       while (next < arrivals.length && arrivals[next].at <= t) {
         const a = arrivals[next++];
         if (a.server > newest) {
-          delay.onSnapshot(a.at, a.server, a.at - 40);
+          // Snapshots sent between the newest held and this one that never came (the loss model).
+          const lost = newest === -Infinity ? 0 : Math.round((a.server - newest) / intervalMs) - 1;
+          delay.onSnapshot(a.at, a.server, a.at - 40, a.at - 40, lost);
           newest = a.server;
         }
       }
@@ -280,6 +282,50 @@ describe('AdaptiveDelay', () => {
     expect(clean.delayMs(3_000)).toBeLessThanOrEqual(62.5);
   });
 
+  it('with lossCoverage, covers loss bursts from a model of them within seconds, and leaves out an outage', () => {
+    // The bursty profile's chain (enter 5 %, exit 12 %, 85 % lost while bad) on a steady route,
+    // snapshots every 31.25 ms, under the default's jitter ceiling (which loss alone leaves at its
+    // 100 ms floor): with the loss model and without.
+    const bursts = (seed: number) => {
+      const rng = new Random(seed);
+      let bad = false;
+      return (_i: number) => {
+        bad = bad ? !rng.chance(0.12) : rng.chance(0.05);
+        return !rng.chance(bad ? 0.85 : 0.01);
+      };
+    };
+    const make = (lossCoverage: number) =>
+      new AdaptiveDelay({ updateRateHz: 32, jitterCoverage: 0.99, ceilingFloorMs: 100, lossCoverage });
+    const modelled = make(0.998);
+    const blind = make(0);
+    run(modelled, 81, 0, 10_000, 31.25, 2, bursts(82));
+    const { uncovered, delays } = run(modelled, 83, 10_000, 70_000, 31.25, 2, bursts(84));
+    const without = run(blind, 83, 10_000, 70_000, 31.25, 2, bursts(84));
+    expect(without.uncovered).toBeGreaterThan(0.05);
+    expect(uncovered).toBeLessThan(0.01);
+    // The model's floor lifted the ceiling.
+    expect(modelled.lossFloorMs).toBeGreaterThan(300);
+    expect(modelled.ceilingMs).toBe(modelled.lossFloorMs);
+    expect(blind.lossFloorMs).toBe(0);
+    expect(blind.ceilingMs).toBe(100);
+    // 20 s from the first snapshot the model has seen enough bursts: 450 ms and up.
+    expect(delays[1000]).toBeGreaterThan(450);
+    expect(Math.max(...delays)).toBeLessThanOrEqual(500);
+    // Independent loss of 2 %: a run of lost snapshots past the paper's delay is too rare to
+    // raise it (b = a = 0.02: a gap of four intervals 1 in 62,500).
+    const random = make(0.998);
+    const rng = new Random(85);
+    run(random, 86, 0, 30_000, 31.25, 2, () => !rng.chance(0.02));
+    expect(random.lossFloorMs).toBeGreaterThan(0);
+    expect(random.lossFloorMs).toBeLessThan(100);
+    expect(random.ceilingMs).toBe(100);
+    // A 2 s stall is an outage: its 64 lost snapshots are not counted as a burst.
+    const floor = modelled.lossFloorMs;
+    run(modelled, 87, 70_000, 80_000, 31.25, 2, (i) => i < 100 || i > 164);
+    expect(modelled.outages).toBeGreaterThan(0);
+    expect(modelled.lossFloorMs).toBeLessThan(floor + 40);
+  });
+
   it('stays within its bounds and rejects non-finite samples without throwing', () => {
     const delay = new AdaptiveDelay({ maxDelayMs: 250, outageMs: 2000 });
     for (let i = 0; i < 200; i++) delay.onSnapshot(i * 1000, i * 100, i * 1000);
@@ -291,7 +337,10 @@ describe('AdaptiveDelay', () => {
     expect(delay.onSnapshot(0, Number.NEGATIVE_INFINITY, 0)).toBe(false);
     expect(delay.onSnapshot(0, 0, Number.POSITIVE_INFINITY)).toBe(false);
     expect(delay.onSnapshot(0, 0, 0, Number.NaN)).toBe(false);
-    expect(delay.rejectedSamples).toBe(4);
+    expect(delay.onSnapshot(0, 0, 0, 0, Number.NaN)).toBe(false);
+    expect(delay.onSnapshot(0, 0, 0, 0, -1)).toBe(false);
+    expect(delay.onSnapshot(0, 0, 0, 0, Number.POSITIVE_INFINITY)).toBe(false);
+    expect(delay.rejectedSamples).toBe(7);
   });
 
   it('names the offending field of a bad configuration', () => {
@@ -308,6 +357,9 @@ describe('AdaptiveDelay', () => {
     expect(() => new AdaptiveDelay({ jitterCoverage: 1.5 })).toThrow(/jitterCoverage/);
     expect(() => new AdaptiveDelay({ jitterCoverage: Number.NaN })).toThrow(/jitterCoverage/);
     expect(() => new AdaptiveDelay({ ceilingFloorMs: -1 })).toThrow(/ceilingFloorMs/);
+    expect(() => new AdaptiveDelay({ lossCoverage: 1.01 })).toThrow(/lossCoverage/);
+    expect(() => new AdaptiveDelay({ lossCoverage: Number.NaN })).toThrow(/lossCoverage/);
+    expect(() => new AdaptiveDelay({ lossMemoryMs: 0 })).toThrow(/lossMemoryMs/);
   });
 });
 
@@ -344,7 +396,7 @@ describe('AdaptiveDelay in a client', () => {
     match.close();
   });
 
-  it('by default draws a jittery link as far back as its jitter needs, and a lossy one as the paper does', () => {
+  it('by default draws a jittery link as far back as its jitter needs, and one losing snapshots in bursts as far as its bursts need', () => {
     const seed = 23;
     const msg = `seed ${seed}`;
     // Runs 3 clients for 20 s; returns each one's delay at the end and the share of the first 5 s
@@ -389,7 +441,8 @@ describe('AdaptiveDelay in a client', () => {
     // seeds 23 to 26; measured against the settling clock, as before, nearly half).
     const early = (cs: { early: number }[]) => cs.reduce((sum, c) => sum + c.early, 0);
     expect(early(byDefault), msg).toBeLessThan(early(paper) / 3);
-    // Loss in bursts on a steady route: the gaps alone never lift the default past the paper's delay.
+    // Loss in bursts on a steady route: the jitter leaves the ceiling at the paper's delay, the
+    // loss model lifts it to what the bursts need.
     const bursty = parseProfile({
       name: 'bursts',
       latencyMs: 40,
@@ -397,6 +450,11 @@ describe('AdaptiveDelay in a client', () => {
       loss: 0.01,
       burst: { enter: 0.05, exit: 0.12, loss: 0.85 },
     });
-    for (const c of drive(bursty, 0)) expect(c.delay, msg).toBeLessThanOrEqual(100);
+    const bursts = drive(bursty, 0);
+    const bursts100 = drive(bursty, 100);
+    for (let i = 0; i < bursts.length; i++) {
+      expect(bursts[i].delay, msg).toBeGreaterThan(300);
+      expect(bursts[i].guessed, msg).toBeLessThan(bursts100[i].guessed / 4);
+    }
   });
 });

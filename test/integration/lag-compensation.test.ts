@@ -488,7 +488,7 @@ describe('lag compensation: what the client cannot foresee', () => {
 
   // Every 3 s the latency jumps both ways for a second. At 1.2 s the commands sent as it starts
   // reach the server past maxUnlagMs (1 s) after the frames they name, while the client saw nothing
-  // wrong yet: lateArrivalMs (750 ms by default) covers them; without it they are refused. A 2.5 s
+  // wrong yet: lateArrivalMs (1,250 ms by default) covers them; without it they are refused. A 2.5 s
   // spike no allowance worth having could cover.
   it('a command a 1.2 s spike delays after it was sent is honoured within lateArrivalMs: every ray agrees', () => {
     const seed = 93;

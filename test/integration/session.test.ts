@@ -422,7 +422,7 @@ describe('a session', () => {
 
   it('keeps entity history for lag compensation: every value a frame holds can be rebuilt when a command names it', () => {
     // A command may wait (maxReorderWindowMs, maxSilentWaitMs and commandSlackMs: 288 ticks at 64 Hz) and name a frame
-    // maxUnlagMs + lateArrivalMs (112 ticks) old; each writer sends an entity before the values a frame holds of it
+    // maxUnlagMs + lateArrivalMs (144 ticks) old; each writer sends an entity before the values a frame holds of it
     // get older than what is left of the history.
     const seed = 13;
     const match = new Match(arenaGame, seed);
@@ -430,18 +430,18 @@ describe('a session', () => {
     match.run(500);
     expect(match.server.entities.config.historyTicks).toBe(512);
     const writer = match.server.clients[c.client.slot]!.snapshots;
-    expect(writer.config.maxHeldAgeTicks).toBe(512 - 288 - 112 - 1);
+    expect(writer.config.maxHeldAgeTicks).toBe(512 - 288 - 144 - 1);
     match.close();
     const longer = new Match(arenaGame, seed, { entityHistoryTicks: 1024 });
     const d = longer.addClient({ profile, drive: runner });
     longer.run(500);
-    expect(longer.server.clients[d.client.slot]!.snapshots.config.maxHeldAgeTicks).toBe(1024 - 288 - 112 - 1);
+    expect(longer.server.clients[d.client.slot]!.snapshots.config.maxHeldAgeTicks).toBe(1024 - 288 - 144 - 1);
     longer.close();
     // A server that waits at most 1000 ms for a missing command keeps the history's rest for held values.
     const shorter = new Match(arenaGame, seed, { maxReorderWindowMs: 1000 });
     const e = shorter.addClient({ profile, drive: runner });
     shorter.run(500);
-    expect(shorter.server.clients[e.client.slot]!.snapshots.config.maxHeldAgeTicks).toBe(512 - 256 - 112 - 1);
+    expect(shorter.server.clients[e.client.slot]!.snapshots.config.maxHeldAgeTicks).toBe(512 - 256 - 144 - 1);
     shorter.close();
     expect(() => new Match(arenaGame, seed, { maxReorderWindowMs: 5 })).toThrow(
       /maxReorderWindowMs must be in \[20, 10000\], got 5/,

@@ -99,6 +99,6 @@ describe('lag compensation and the entity history', () => {
     }
     const lag = new LagCompensator(store, hitscan, TICK_MS, { lateArrivalMs: 0 });
     expect(lag.config.lateArrivalMs).toBe(0);
-    expect(new LagCompensator(store, hitscan, TICK_MS, {}).config.lateArrivalMs).toBe(750);
+    expect(new LagCompensator(store, hitscan, TICK_MS, {}).config.lateArrivalMs).toBe(1250);
   });
 });

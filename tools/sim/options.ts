@@ -105,7 +105,7 @@ export const USAGE = `usage: npm run sim -- [options]
   --tick-rate HZ          server ticks per second (default 64)
   --update-rate HZ        snapshots per second each client asks for (default 32)
   --rate BYTES            bytes per second each client lets the server send (default 80000)
-  --interp-delay MS       interpolation delay, ms, or "adaptive" (default 0: adaptive, at most max(100, two intervals) raised by the jitter)
+  --interp-delay MS       interpolation delay, ms, or "adaptive" (default 0: adaptive, at most max(100, two intervals) raised by the jitter and loss bursts)
   --frame-rate FPS        client frames per second (default 60)
   --soak S                every S seconds sample memory (after a full collection) and tick time; report
                           their slopes per hour after a warm-up (the first quarter of the run)
