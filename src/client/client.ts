@@ -46,7 +46,7 @@ import {
   type ViewAcceptanceLimits,
 } from '../sim/view-acceptance.ts';
 import { ServerClock, type ServerClockConfig } from './clock.ts';
-import { AdaptiveDelay, defaultInterpolationDelayMs } from './delay.ts';
+import { AdaptiveDelay, defaultInterpolationDelayMs, framesLostBefore } from './delay.ts';
 import { PACKET_IN, PACKET_OUT, PacketHistory } from './packet-history.ts';
 import { type PredictionConfig, Predictor } from './prediction.ts';
 import { SnapshotReader } from './snapshot-reader.ts';
@@ -116,7 +116,7 @@ export interface ClientConfig {
    * intervals), raised on a jittery link to what its jitter needs (99 % of snapshots' lateness
    * plus two intervals) and on a link losing snapshots in bursts to what a model of its bursts
    * says covers them 99.8 % of the time (AdaptiveDelayConfig.lossCoverage; the delay rises to
-   * that at once), but never past the longest delay whose shots the server still compensates
+   * that at its usual rate without waiting for a gap to outgrow it), but never past the longest delay whose shots the server still compensates
    * (maxUnlagMs less the round trip and a margin). On a clean link remote players are drawn about
    * one interval in the past instead of 100 ms; a link with random loss and no jitter as the
    * paper's fixed delay would, a jittery or bursty one as far back as its gaps need. A positive
@@ -1333,12 +1333,9 @@ export class GameClient<P, W> {
     // A frame older than the newest (reordered) still brings its events and may become a
     // snapshot baseline; its player state and clock sample are out of date.
     if (f.serverTick > session.serverTick || !session.spawned) {
-      // Snapshots sent since the newest before that never came: the gap in ticks over the
-      // spacing the update rate asks for (a quarter of it for a frame the server put off a tick
-      // to spread its frames), less those the rate held back.
-      const ticksPerFrame = tickRate / this.config.updateRate;
+      // Snapshots sent since the newest before that never came (the loss model's count).
       const lostBefore = session.spawned
-        ? Math.max(0, Math.floor((f.serverTick - session.serverTick) / ticksPerFrame + 0.25) - 1 - f.choked)
+        ? framesLostBefore(f.serverTick - session.serverTick, tickRate / this.config.updateRate, f.choked)
         : 0;
       session.serverTick = f.serverTick;
       if (session.spawned) {

@@ -99,6 +99,17 @@ export const DEFAULT_ADAPTIVE_DELAY_CONFIG: Readonly<AdaptiveDelayConfig> = Obje
   lossMemoryMs: 30_000,
 });
 
+/**
+ * Snapshots the server sent between two that arrived `gapTicks` apart that never came, for
+ * AdaptiveDelay.onSnapshot's `lostBefore`: the gap over the spacing the update rate asks for
+ * (`ticksPerFrame`, tick rate over update rate; a quarter of it for a frame the server put off a
+ * tick to spread its frames), less `choked`, the frames the rate held back (the frame header's
+ * count: one for each update interval it held one). Never negative.
+ */
+export function framesLostBefore(gapTicks: number, ticksPerFrame: number, choked: number): number {
+  return Math.max(0, Math.floor(gapTicks / ticksPerFrame + 0.25) - 1 - choked);
+}
+
 /** Width of one bin of the staleness histograms, ms. */
 const BIN_MS = 2;
 /** Snapshots measured before the jitter ceiling (jitterCoverage) leaves its floor. */
@@ -384,7 +395,10 @@ export class AdaptiveDelay {
    * 1 + K snapshot intervals T, K lost: P(K >= k) = b a^(k - 1). The view is stale past D for
    * (1 + K) T - D of such a gap; over all gaps, from k0 = floor(D / T) on (the gaps longer than D),
    * that sums to b a^(k0 - 1) ((1 + k0) T - D + T a / (1 - a)), against a mean gap of
-   * T (1 + b / (1 - a)). It falls as D grows: bisected.
+   * T (1 + b / (1 - a)). It falls as D grows: bisected. Below one interval (D < T) it leaves out
+   * the gaps with nothing lost, so it reads low there; the floor matters only above the jitter
+   * ceiling's floor (two intervals or 100 ms). At a snapshot a second or fewer the faded counts
+   * never reach MIN_LOSS_SAMPLES and there is no floor.
    */
   private computeLossFloor(): number {
     const c = this.config;

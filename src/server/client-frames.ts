@@ -73,7 +73,8 @@ export class FramePacing {
   chokedSinceSent = 0;
   private nextUpdateMs: number;
   private rateFreeMs = 0;
-  private chokeCountedFor = -1;
+  /** When the last frame went (-Infinity: none yet). */
+  private lastSentMs = Number.NEGATIVE_INFINITY;
   /** The rate let the last frame go within an update interval (its bytes at the rate). */
   private lastCarried = false;
   /** When the last packet pair was sent. */
@@ -142,14 +143,27 @@ export class FramePacing {
     this.control?.update(nowMs, loss);
   }
 
-  /** Whether a frame may go at `nowMs`; counts choke when the update rate wants one the rate holds back. */
+  /**
+   * Whether a frame may go at `nowMs`; counts choke when the update rate wants one the rate holds
+   * back: each update slot that came while it held one since the last frame went counts once, the
+   * slot the next frame then serves included (as a frame held a single tick counts one). A frame
+   * held three intervals counts three, not one: the frame header's `choked` covers the gap, and
+   * the client takes only what is left of a gap in server ticks as frames lost.
+   */
   due(nowMs: number): boolean {
     if (nowMs < this.nextUpdateMs) return false;
     if (nowMs >= this.rateFreeMs) return true;
-    if (this.chokeCountedFor !== this.nextUpdateMs) {
-      this.chokeCountedFor = this.nextUpdateMs;
-      this.chokedSinceSent++;
-      this.choked++;
+    // The update slots since the last frame went (those before it were counted for that frame):
+    // the schedule's, nextUpdateMs and an interval apart, which may lag behind the last frame
+    // when the rate held it.
+    const intervalMs = 1000 / this.updateRate;
+    let first = this.nextUpdateMs;
+    if (first <= this.lastSentMs)
+      first += (Math.floor((this.lastSentMs - first) / intervalMs) + 1) * intervalMs;
+    const held = nowMs >= first ? Math.floor((nowMs - first) / intervalMs) + 1 : 0;
+    if (held > this.chokedSinceSent) {
+      this.choked += held - this.chokedSinceSent;
+      this.chokedSinceSent = held;
     }
     return false;
   }
@@ -168,6 +182,7 @@ export class FramePacing {
     const rateWaitMs = (bytes * 1000) / this.effectiveRate;
     this.framesSent++;
     this.chokedSinceSent = 0;
+    this.lastSentMs = nowMs;
     // Once the rate has let two frames in a row go within an update interval each, it is not what
     // holds the next back: if this one went late (a tick after its time, or after one the rate
     // held), the next is due when this one's rate wait ends, not sooner. It goes on the same tick

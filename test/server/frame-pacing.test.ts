@@ -1,6 +1,7 @@
 // Frame pacing on the server's ticks: the update rate's schedule and the rate's wait together.
 
 import { describe, expect, it } from 'vitest';
+import { framesLostBefore } from '../../src/client/delay.ts';
 import { FramePacing } from '../../src/server/client-frames.ts';
 
 const TICK_MS = 1000 / 64;
@@ -45,5 +46,39 @@ describe('FramePacing', () => {
     const sent = play(tight, 10, () => 1000);
     expect(sent.length).toBe(160);
     expect(tight.choked).toBeGreaterThan(150);
+  });
+
+  it('counts each update interval the rate holds a frame back, so the client reads no loss in a choked gap', () => {
+    // 1,000-byte frames at 10,000 B/s and 32 a second: one every 100 ms, 6 or 7 ticks apart (3.2
+    // intervals). The frame header's count (chokedSinceSent when the frame goes) must cover the
+    // gap, or the client's loss model counts the frames the rate held as lost and draws the link
+    // far deeper in the past than its gaps need (the count was one a frame: every frame read as
+    // one or two lost).
+    const pacing = new FramePacing(32, 10_000, 0);
+    let lastTick = -1;
+    let frames = 0;
+    const choked: number[] = [];
+    for (let tick = 0; tick * TICK_MS < 10_000; tick++) {
+      const now = tick * TICK_MS;
+      if (!pacing.due(now)) continue;
+      if (lastTick >= 0) {
+        choked.push(pacing.chokedSinceSent);
+        expect(framesLostBefore(tick - lastTick, 2, pacing.chokedSinceSent), `tick ${tick}`).toBe(0);
+      }
+      pacing.sent(now, 1000);
+      lastTick = tick;
+      frames++;
+    }
+    // A frame goes on the tick after its rate wait: 92 in 10 s, 6 or 7 ticks apart.
+    expect(frames).toBe(92);
+    expect(Math.min(...choked)).toBeGreaterThanOrEqual(2);
+    // 320 frames due in 10 s, 92 sent: the rest choked, and each frame that went late counts its
+    // own slot too (as a frame held a single tick always has).
+    expect(pacing.choked).toBeGreaterThanOrEqual(320 - 92 - 1);
+    expect(pacing.choked).toBeLessThanOrEqual(320);
+    // And a real loss still reads as one: a 6-tick gap with one frame held, 3 frames, 1 lost.
+    expect(framesLostBefore(6, 2, 1)).toBe(1);
+    expect(framesLostBefore(3, 2, 0)).toBe(0);
+    expect(framesLostBefore(4, 2, 0)).toBe(1);
   });
 });
