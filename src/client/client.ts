@@ -116,8 +116,8 @@ export interface ClientConfig {
    * intervals), raised on a jittery link to what its jitter needs (99 % of snapshots' lateness
    * plus two intervals) and on a link losing snapshots in bursts to what a model of its bursts
    * says covers them 99.8 % of the time (AdaptiveDelayConfig.lossCoverage; the delay rises to
-   * that at its usual rate without waiting for a gap to outgrow it), but never past the longest delay whose shots the server still compensates
-   * (maxUnlagMs less the round trip and a margin). On a clean link remote players are drawn about
+   * that at its usual rate without waiting for a gap to outgrow it), but never past the longest
+   * delay whose shots the server still compensates (maxUnlagMs less the round trip and a margin). On a clean link remote players are drawn about
    * one interval in the past instead of 100 ms; a link with random loss and no jitter as the
    * paper's fixed delay would, a jittery or bursty one as far back as its gaps need. A positive
    * number is a fixed delay.

@@ -69,7 +69,8 @@ export interface AdaptiveDelayConfig {
   /**
    * 0: loss counts only through the staleness it caused. In (0, 1]: the delay is at least what
    * covers the link's loss bursts this share of the time, from a model of them (a two-state
-   * Markov chain over the snapshots, received or lost, fitted to the window's counts: a lost one
+   * Markov chain over the snapshots, received or lost, fitted to counts that fade with
+   * lossMemoryMs: a lost one
    * follows a received one with probability b and a lost one with probability a, so a gap's lost
    * snapshots run geometrically), and the ceiling rises to it (under the limit and maxDelayMs).
    * The quantile of measured staleness needs many bursts to see a burst's tail; the model needs
@@ -333,8 +334,8 @@ export class AdaptiveDelay {
     // It rises only while gaps outgrow it (within riseHoldMs): a wider target learnt from a
     // latency step that is over is not chased.
     const c = this.config;
-    // It rises to the loss model's floor whenever (that is no step that is over: the model
-    // says what the bursts of the window need).
+    // It also rises whenever it is under the loss model's floor: that is what the link's recent
+    // bursts need, not a latency step that may be over.
     const rising = localNowMs - this.caughtOutAtMs <= c.riseHoldMs || this.anchorDelayMs < this.lossFloorMs;
     // While the first measurements come in (a new connection), it may rise warmUpRiseFactor
     // times faster: the first seconds on a bad link are not spent drawing guesses.
@@ -389,7 +390,7 @@ export class AdaptiveDelay {
   }
 
   /**
-   * The smallest delay whose view, on a link losing snapshots as the window's counts say
+   * The smallest delay whose view, on a link losing snapshots as the model's counts say
    * (lossCoverage), runs past the newest snapshot at most 1 - lossCoverage of the time, plus
    * marginMs; 0 until MIN_LOSS_SAMPLES transitions are counted or while none was lost. A gap of
    * 1 + K snapshot intervals T, K lost: P(K >= k) = b a^(k - 1). The view is stale past D for
