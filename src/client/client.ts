@@ -413,11 +413,15 @@ class Session<P, W> {
   adaptiveDelay: AdaptiveDelay | null;
   /** Newest command carried by each sent packet, when it went and its packet history entry, by packet sequence. */
   readonly packetCommands = new SequenceBuffer<SentCommands>(1024, () => ({
-    newest: 0,
-    count: 0,
-    sentMs: 0,
-    entry: -1,
-    ranges: 0,
+    // Fractions until sendCommands fills an entry: born with the double fields they end with
+    // (createUserCommand says why; `newest` comes from a command's double sequence). Born small
+    // integers, each entry moved to a new layout when first filled, and sendCommands was
+    // deoptimized and optimized again hundreds of times a run.
+    newest: 0.5,
+    count: 0.5,
+    sentMs: 0.5,
+    entry: 0.5,
+    ranges: 0.5,
     lo: new Float64Array(MAX_RANGES),
     hi: new Float64Array(MAX_RANGES),
   }));
