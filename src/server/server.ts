@@ -315,6 +315,13 @@ export class ServerClient<P> {
   /** @internal */
   packetAcksNext = 0;
   /**
+   * The newest frame tick any record of `packetAcks` names (-1: none), or NaN until it is found
+   * (at first, and after the record that held it was overwritten: checkClaimedNewest). NaN at
+   * first also makes it a double field from the start (createUserCommand says why).
+   * @internal
+   */
+  packetAcksNewestTick = Number.NaN;
+  /**
    * When the newest frame the client acknowledged was sent (server ms): whether it hears the
    * server now (its command queue's `clientHearing`).
    * @internal
@@ -397,6 +404,7 @@ export class ServerClient<P> {
     this.frameTicks = new SequenceRecords(SENT_FRAMES, FRAME_STRIDE);
     this.packetAcks.fill(-1);
     this.packetAcksNext = 0;
+    this.packetAcksNewestTick = Number.NaN;
     this.heardSentMs = Number.NEGATIVE_INFINITY;
     this.awayUntilMs = -1;
     this.listen(connection);
@@ -1232,9 +1240,12 @@ export class GameServer<P, W> {
     const records = client.packetAcks;
     const at = client.packetAcksNext * ACKS_STRIDE;
     client.packetAcksNext = (client.packetAcksNext + 1) % PACKET_ACKS;
+    const tick = acked < 0 ? -1 : client.frameTicks.records[acked + FRAME_TICK];
+    if (records[at + ACKS_TICK] >= client.packetAcksNewestTick) client.packetAcksNewestTick = Number.NaN;
     records[at + ACKS_SEQUENCE] = channel.lastReceivedSequence;
-    records[at + ACKS_TICK] = acked < 0 ? -1 : client.frameTicks.records[acked + FRAME_TICK];
+    records[at + ACKS_TICK] = tick;
     records[at + ACKS_NEWEST_COMMAND] = newestCommand;
+    if (tick > client.packetAcksNewestTick) client.packetAcksNewestTick = tick;
   }
 
   /**
@@ -1259,9 +1270,21 @@ export class GameServer<P, W> {
     const records = client.packetAcks;
     const end = PACKET_ACKS * ACKS_STRIDE;
     const slackTicks = Math.ceil(lag.config.ackSlackMs / this.tickIntervalMs);
+    // No floor found below is above the newest frame any record names less the slack (or -1): a
+    // claim at least that (an honest client's, nearly always) would not be raised, and is not searched.
+    let newestOfAll = client.packetAcksNewestTick;
+    if (Number.isNaN(newestOfAll)) {
+      newestOfAll = -1;
+      for (let at = 0; at < end; at += ACKS_STRIDE) {
+        if (records[at + ACKS_SEQUENCE] >= 0 && records[at + ACKS_TICK] > newestOfAll)
+          newestOfAll = records[at + ACKS_TICK];
+      }
+      client.packetAcksNewestTick = newestOfAll;
+    }
     for (let i = count - 1; i >= 0; i--) {
       const cmd = this.cmds[i];
       if (cmd.viewTickB === 0 || client.commands.holds(cmd.sequence)) continue;
+      if (cmd.viewNewest >= Math.max(-1, newestOfAll - slackTicks)) continue;
       // The newest command packet sent before this command was made: how many packet numbers
       // before this one (16-bit, wrapping; this packet and any numbered after it are left out).
       let sentBefore = 0x8000;
