@@ -415,8 +415,8 @@ class Session<P, W> {
   readonly packetCommands = new SequenceBuffer<SentCommands>(1024, () => ({
     // Fractions until sendCommands fills an entry: born with the double fields they end with
     // (createUserCommand says why; `newest` comes from a command's double sequence). Born small
-    // integers, each entry moved to a new layout when first filled, and sendCommands was
-    // deoptimized and optimized again hundreds of times a run.
+    // integers, sendCommands was deoptimized at its first store into an entry and optimized
+    // again hundreds of times a run (node --trace-deopt).
     newest: 0.5,
     count: 0.5,
     sentMs: 0.5,
