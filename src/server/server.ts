@@ -1241,7 +1241,9 @@ export class GameServer<P, W> {
     const at = client.packetAcksNext * ACKS_STRIDE;
     client.packetAcksNext = (client.packetAcksNext + 1) % PACKET_ACKS;
     const tick = acked < 0 ? -1 : client.frameTicks.records[acked + FRAME_TICK];
-    if (records[at + ACKS_TICK] >= client.packetAcksNewestTick) client.packetAcksNewestTick = Number.NaN;
+    // The record leaving held the newest tick: found again when next asked for (none held: still -1).
+    const leaving = records[at + ACKS_TICK];
+    if (leaving >= 0 && leaving >= client.packetAcksNewestTick) client.packetAcksNewestTick = Number.NaN;
     records[at + ACKS_SEQUENCE] = channel.lastReceivedSequence;
     records[at + ACKS_TICK] = tick;
     records[at + ACKS_NEWEST_COMMAND] = newestCommand;
