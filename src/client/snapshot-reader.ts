@@ -79,6 +79,8 @@ export class SnapshotReader {
   baselineTick = -1;
   /** The newest frame tick read successfully. */
   newestTick = -1;
+  /** Times `reset` forgot every frame: a frame of the same tick read since may hold other values. */
+  resets = 0;
   /** Entities the frame created (including a new entity in a reused index), ascending. */
   readonly created: Uint16Array;
   createdCount = 0;
@@ -132,6 +134,7 @@ export class SnapshotReader {
    * baseline. Statistics are kept. Allocation-free.
    */
   reset(): void {
+    this.resets++;
     for (const f of this.ring) f.tick = -1;
     const out = this.out;
     for (let k = 0; k < out.viewCount; k++) out.inView[out.view[k]] = 0;

@@ -8,7 +8,7 @@
 
 import type { GameSchema } from '../protocol/schema.ts';
 import { quantizeViewFraction } from '../protocol/usercmd.ts';
-import { drawEntity } from '../sim/blend.ts';
+import { blendFields, drawEntity, interpolates } from '../sim/blend.ts';
 import type { DecodedFrame, SnapshotReader } from './snapshot-reader.ts';
 
 export const VIEW_EMPTY = 0;
@@ -66,6 +66,19 @@ export class RemoteView {
   private readonly ticks = new Float64Array(TICK_HISTORY);
   private tickCount = 0;
   private readonly mark: Uint8Array;
+  /** Entities the last draw interpolated between its two frames: `moving[0 .. movingCount)`. */
+  private readonly moving: Uint16Array;
+  private movingCount = 0;
+  /** What the last draw drew from (null: nothing yet, or forgotten by `reset`). */
+  private drawnA: DecodedFrame | null = null;
+  private drawnB: DecodedFrame | null = null;
+  private drawnTickA = -1;
+  private drawnTickB = -1;
+  private drawnPast = false;
+  private drawnResets = -1;
+  /** The reader's frames read and resets when the history was last checked against it. */
+  private checkedReads = -1;
+  private checkedResets = -1;
 
   constructor(schema: GameSchema, reader: SnapshotReader, config: Partial<RemoteViewConfig> = {}) {
     this.config = { ...DEFAULT_REMOTE_VIEW_CONFIG, ...config };
@@ -79,6 +92,7 @@ export class RemoteView {
     this.types = new Uint8Array(schema.maxEntities);
     this.values = new Float64Array(schema.maxEntities * schema.stride);
     this.mark = new Uint8Array(schema.maxEntities);
+    this.moving = new Uint16Array(schema.maxEntities);
   }
 
   /** Newest frame received, -1 before any. */
@@ -91,10 +105,14 @@ export class RemoteView {
     this.tickCount = 0;
     this.count = 0;
     this.mode = VIEW_EMPTY;
+    this.drawnA = null;
+    this.drawnB = null;
+    this.checkedReads = -1;
   }
 
   /** A frame of server tick `tick` was read: it joins the history (in tick order). */
   onFrame(tick: number): void {
+    this.checkedReads = -1;
     const t = this.ticks;
     let i = this.tickCount;
     while (i > 0 && t[i - 1] > tick) i--;
@@ -172,26 +190,57 @@ export class RemoteView {
     const frameB = this.reader.frameAt(tickB) as DecodedFrame;
     const stride = this.stride;
     const types = this.schema.types;
+    const past = f >= 1;
+    if (
+      frameA === this.drawnA &&
+      frameB === this.drawnB &&
+      tickA === this.drawnTickA &&
+      tickB === this.drawnTickB &&
+      past === this.drawnPast &&
+      this.reader.resets === this.drawnResets
+    ) {
+      // The same two frames, on the same side of f = 1, as the last draw: the same entities are
+      // drawn and only the fields of those interpolated that move with f change.
+      const moving = this.moving;
+      for (let k = 0; k < this.movingCount; k++) {
+        const o = moving[k] * stride;
+        blendFields(
+          types[this.types[moving[k]]],
+          frameA.values,
+          o,
+          frameB.values,
+          o,
+          f,
+          this.values,
+          o,
+          true,
+        );
+      }
+      return;
+    }
     const mark = this.mark;
+    const moving = this.moving;
+    const teleport = this.schema.teleportDistance;
     let count = 0;
+    let movingCount = 0;
     for (let k = 0; k < frameB.viewCount; k++) {
       const e = frameB.view[k];
       mark[e] = 1;
-      const inA = frameA.inView[e] !== 0 && frameA.type[e] === frameB.type[e];
-      drawEntity(
-        types[frameB.type[e]],
-        inA ? frameA.values : null,
-        e * stride,
-        frameA.parity[e],
-        frameB.values,
-        e * stride,
-        frameB.parity[e],
-        f,
-        this.schema.teleportDistance,
-        this.values,
-        e * stride,
-      );
-      this.types[e] = frameB.type[e];
+      const t = frameB.type[e];
+      const type = types[t];
+      const o = e * stride;
+      if (
+        frameA.inView[e] !== 0 &&
+        frameA.type[e] === t &&
+        interpolates(type, frameA.values, o, frameA.parity[e], frameB.values, o, frameB.parity[e], teleport)
+      ) {
+        blendFields(type, frameA.values, o, frameB.values, o, f, this.values, o, false);
+        moving[movingCount++] = e;
+      } else {
+        // Only in B, or across a teleport: B's values (drawEntity's rule), whatever f.
+        drawEntity(type, null, 0, 0, frameB.values, o, 0, f, teleport, this.values, o);
+      }
+      this.types[e] = t;
       this.list[count++] = e;
     }
     // Entities B no longer holds (drawEntity says whether they are still drawn).
@@ -208,6 +257,13 @@ export class RemoteView {
     }
     for (let k = 0; k < frameB.viewCount; k++) mark[frameB.view[k]] = 0;
     this.count = count;
+    this.movingCount = movingCount;
+    this.drawnA = frameA;
+    this.drawnB = frameB;
+    this.drawnTickA = tickA;
+    this.drawnTickB = tickB;
+    this.drawnPast = past;
+    this.drawnResets = this.reader.resets;
   }
 
   /**
@@ -216,6 +272,11 @@ export class RemoteView {
    * reached, is still held.
    */
   private dropForgottenFrames(): void {
+    // A frame is forgotten only when a read stores another in its slot, or by a reset.
+    const reads = this.reader.stats.framesRead;
+    if (reads === this.checkedReads && this.reader.resets === this.checkedResets) return;
+    this.checkedReads = reads;
+    this.checkedResets = this.reader.resets;
     const t = this.ticks;
     let kept = 0;
     for (let i = 0; i < this.tickCount; i++) {

@@ -28,21 +28,60 @@ export function blendEntity(
   out: Float64Array,
   outOffset: number,
 ): boolean {
-  const n = type.fieldCount;
   if (a === null && b === null) return false;
   if (
     a === null ||
     b === null ||
-    parityA !== parityB ||
-    jumped(type, a, aOffset, b, bOffset, teleportDistance)
+    !interpolates(type, a, aOffset, parityA, b, bOffset, parityB, teleportDistance)
   ) {
     const src = b ?? (a as Int32Array);
     const off = b !== null ? bOffset : aOffset;
+    const n = type.fieldCount;
     for (let i = 0; i < n; i++) out[outOffset + i] = decodeNumber(type, i, src[off + i]);
     return true;
   }
+  blendFields(type, a, aOffset, b, bOffset, f, out, outOffset, false);
+  return true;
+}
+
+/**
+ * Whether blendEntity interpolates an entity held in both frames (same teleport parity, moved
+ * no more than `teleportDistance`) rather than taking one frame's values, which do not depend
+ * on the fraction.
+ */
+export function interpolates(
+  type: EntityTypeSchema,
+  a: Int32Array,
+  aOffset: number,
+  parityA: number,
+  b: Int32Array,
+  bOffset: number,
+  parityB: number,
+  teleportDistance: number,
+): boolean {
+  return parityA === parityB && !jumped(type, a, aOffset, b, bOffset, teleportDistance);
+}
+
+/**
+ * blendEntity's interpolation of an entity `interpolates` holds in both frames, at fraction `f`:
+ * every field, or with `movingOnly` only those that change with the fraction ('linear' and
+ * 'angle'; the others take A's value until f reaches 1, then B's), for a view redrawn between the
+ * same two frames on the same side of f = 1.
+ */
+export function blendFields(
+  type: EntityTypeSchema,
+  a: Int32Array,
+  aOffset: number,
+  b: Int32Array,
+  bOffset: number,
+  f: number,
+  out: Float64Array,
+  outOffset: number,
+  movingOnly: boolean,
+): void {
   // Each field's interpolation as its update predictor (schema.ts): 1 'linear', 2 'angle', 0 neither.
   const interp = type.predict;
+  const n = type.fieldCount;
   for (let i = 0; i < n; i++) {
     const qa = a[aOffset + i];
     const qb = b[bOffset + i];
@@ -57,11 +96,10 @@ export function blendEntity(
       const d = decodeNumber(type, i, qb) - from;
       const wrapped = d - 360 * Math.floor(d / 360);
       out[outOffset + i] = from + (wrapped > 180 ? wrapped - 360 : wrapped) * f;
-    } else {
+    } else if (!movingOnly) {
       out[outOffset + i] = decodeNumber(type, i, f >= 1 ? qb : qa);
     }
   }
-  return true;
 }
 
 function jumped(
