@@ -417,12 +417,14 @@ export class FrameWriter<P, W> {
         const dz = ez[slot] - hz;
         if (dx * dx + dy * dy + dz * dz > r2) continue;
       }
-      const e = log.at(p);
-      if (this.eventBitsOf[slot] !== p) this.encodeEvent(e, slot, p, table);
+      if (this.eventBitsOf[slot] !== p) this.encodeEvent(log.at(p), slot, p, table);
       const bits = this.eventBits[slot];
       if (count < MAX_EVENTS_PER_FRAME && used + Math.abs(bits) <= budgetBits) {
         this.frameEventSlot[count] = slot;
-        copyWireEvent(f.events[count++], e);
+        // writeEvent copies the encoded bits; only an event that failed to encode is written
+        // from the frame (and fails again, as it would have).
+        if (bits < 0) copyWireEvent(f.events[count], log.at(p));
+        count++;
         used += Math.abs(bits);
       } else {
         client.eventsDropped++;
