@@ -404,9 +404,13 @@ export class FrameWriter<P, W> {
     const ex = this.eventX;
     const ey = this.eventY;
     const ez = this.eventZ;
+    const head = log.head;
+    const bitsOf = this.eventBitsOf;
+    const eventBits = this.eventBits;
+    const frameSlots = this.frameEventSlot;
     let used = 0;
     let count = 0;
-    for (let p = client.eventCursor; p < log.head; p++) {
+    for (let p = client.eventCursor; p < head; p++) {
       // Heard: not the client's own predicted event, and the world's or a player's within the radius.
       const slot = p & mask;
       if (at[slot] !== p || atTick[slot] !== tick) this.locateEvent(p, slot);
@@ -417,15 +421,16 @@ export class FrameWriter<P, W> {
         const dz = ez[slot] - hz;
         if (dx * dx + dy * dy + dz * dz > r2) continue;
       }
-      if (this.eventBitsOf[slot] !== p) this.encodeEvent(log.at(p), slot, p, table);
-      const bits = this.eventBits[slot];
-      if (count < MAX_EVENTS_PER_FRAME && used + Math.abs(bits) <= budgetBits) {
-        this.frameEventSlot[count] = slot;
+      if (bitsOf[slot] !== p) this.encodeEvent(log.at(p), slot, p, table);
+      const bits = eventBits[slot];
+      const size = bits < 0 ? -bits : bits;
+      if (count < MAX_EVENTS_PER_FRAME && used + size <= budgetBits) {
+        frameSlots[count] = slot;
         // writeEvent copies the encoded bits; only an event that failed to encode is written
         // from the frame (and fails again, as it would have).
         if (bits < 0) copyWireEvent(f.events[count], log.at(p));
         count++;
-        used += Math.abs(bits);
+        used += size;
       } else {
         client.eventsDropped++;
       }
