@@ -281,9 +281,13 @@ export class SnapshotReader {
       w.parity[e] = h.parity;
       w.changed[e] = 1;
     }
-    let count = 0;
-    for (let e = 0; e < this.maxEntities; e++) if (w.inView[e] !== 0) w.view[count++] = e;
-    w.viewCount = count;
+    // The baseline's list is ascending; only a frame that created or removed entities needs it
+    // rebuilt in order.
+    if (created > 0 || removed > 0) {
+      let count = 0;
+      for (let e = 0; e < this.maxEntities; e++) if (w.inView[e] !== 0) w.view[count++] = e;
+      w.viewCount = count;
+    }
     w.tick = frameTick;
     const slot = frameTick & this.mask;
     this.work = this.ring[slot];
