@@ -1283,10 +1283,11 @@ export class GameServer<P, W> {
       }
       client.packetAcksNewestTick = newestOfAll;
     }
+    const unsearched = Math.max(-1, newestOfAll - slackTicks);
     for (let i = count - 1; i >= 0; i--) {
       const cmd = this.cmds[i];
-      if (cmd.viewTickB === 0 || client.commands.holds(cmd.sequence)) continue;
-      if (cmd.viewNewest >= Math.max(-1, newestOfAll - slackTicks)) continue;
+      if (cmd.viewTickB === 0 || cmd.viewNewest >= unsearched || client.commands.holds(cmd.sequence))
+        continue;
       // The newest command packet sent before this command was made: how many packet numbers
       // before this one (16-bit, wrapping; this packet and any numbered after it are left out).
       let sentBefore = 0x8000;
