@@ -8,6 +8,11 @@ import { BitStream } from '../../src/protocol/bitstream.ts';
 import { defineEntityType, defineGameSchema, type FieldTable } from '../../src/protocol/schema.ts';
 import {
   indexStepBits,
+  PREDICT_ANGLE,
+  PREDICT_HOLD,
+  PREDICTION_TICKS,
+  predictEntity,
+  predictField,
   runLengthBits,
   SNAPSHOT_DROP_REASONS,
   serializeIndexStep,
@@ -302,6 +307,48 @@ const busyWorld: WorldConfig = {
   removeChance: 0.004,
   teleportChance: 0.01,
 };
+
+describe('update prediction', () => {
+  it("predictEntity predicts each field as predictField does, with each extrapolated field's motion", () => {
+    const types = [player, rocket, sound];
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: types.length - 1 }),
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 16, maxLength: 16 }),
+        fc.integer({ min: 0, max: PREDICTION_TICKS + 2 }),
+        fc.integer({ min: 0, max: PREDICTION_TICKS + 2 }),
+        (t, draws, age, gap) => {
+          const type = types[t];
+          const n = type.fieldCount;
+          const base = new Int32Array(n);
+          const prev = new Int32Array(n);
+          for (let f = 0; f < n; f++) {
+            const span = type.hi[f] - type.lo[f];
+            base[f] = type.lo[f] + Math.floor(draws[2 * f] * (span + 1));
+            prev[f] = type.lo[f] + Math.floor(draws[2 * f + 1] * (span + 1));
+          }
+          const pred = new Float64Array(n);
+          const motion = new Float64Array(n);
+          predictEntity(type, base, 0, prev, 0, age, gap, pred, motion);
+          const extrapolated = gap !== 0 && gap <= PREDICTION_TICKS && age <= PREDICTION_TICKS;
+          for (let f = 0; f < n; f++) {
+            expect(pred[f]).toBe(predictField(type, f, base[f], prev[f], age, gap));
+            const kind = type.predict[f];
+            if (!extrapolated || kind === PREDICT_HOLD) expect(motion[f]).toBe(0);
+            else if (kind !== PREDICT_ANGLE) expect(motion[f]).toBe(base[f] - prev[f]);
+            else {
+              const m = type.hi[f] + 1;
+              expect(motion[f]).toBeGreaterThanOrEqual(-m / 2);
+              expect(motion[f]).toBeLessThan(m / 2);
+              expect((((base[f] - prev[f] - motion[f]) % m) + m) % m).toBe(0);
+            }
+          }
+        },
+      ),
+      { seed: SEED, numRuns: 2000 },
+    );
+  });
+});
 
 describe('snapshot codec over a bad network', () => {
   it('with an unlimited budget and infinite radius, every accepted frame is the whole world at its tick', () => {
