@@ -238,6 +238,8 @@ export const SHOT_TAIL_STRIDE = 2;
 const RECEIVED_RING = 1024;
 /** Ranges of consecutive commands remembered per packet (for acknowledgement); more go unrecorded. */
 const MAX_RANGES = 16;
+/** Command packets remembered for their acknowledgements (a power of two). */
+const PACKET_COMMANDS_RING = 1024;
 /** Command packets acknowledged before the measured loss is trusted alone, and the loss assumed at first. */
 export const STARTUP_PACKETS = 128;
 const STARTUP_LOSS = 0.2;
@@ -394,8 +396,8 @@ interface SentCommands {
   sentMs: number;
   entry: number;
   ranges: number;
-  lo: Float64Array;
-  hi: Float64Array;
+  /** Where its ranges are in the session's sentLo and sentHi (MAX_RANGES places a packet). */
+  readonly at: number;
 }
 
 /**
@@ -412,7 +414,7 @@ class Session<P, W> {
   readonly view: RemoteView;
   adaptiveDelay: AdaptiveDelay | null;
   /** Newest command carried by each sent packet, when it went and its packet history entry, by packet sequence. */
-  readonly packetCommands = new SequenceBuffer<SentCommands>(1024, () => ({
+  readonly packetCommands = new SequenceBuffer<SentCommands>(PACKET_COMMANDS_RING, (index) => ({
     // Fractions until sendCommands fills an entry: born with the double fields they end with
     // (createUserCommand says why; `newest` comes from a command's double sequence). Born small
     // integers, sendCommands was deoptimized at its first store into an entry and optimized
@@ -422,9 +424,14 @@ class Session<P, W> {
     sentMs: 0.5,
     entry: 0.5,
     ranges: 0.5,
-    lo: new Float64Array(MAX_RANGES),
-    hi: new Float64Array(MAX_RANGES),
+    at: index * MAX_RANGES,
   }));
+  /**
+   * The command ranges of the packets in packetCommands, MAX_RANGES places each: two arrays for
+   * the whole ring where two per packet made a session's 2,048 typed arrays.
+   */
+  readonly sentLo = new Float64Array(PACKET_COMMANDS_RING * MAX_RANGES);
+  readonly sentHi = new Float64Array(PACKET_COMMANDS_RING * MAX_RANGES);
   /** Commands known received by the server (a packet carrying them was acknowledged), by number. */
   readonly received = new Float64Array(RECEIVED_RING).fill(-1);
   /** The command packet (by count) each command last went out in (sentSeq tags the slot). */
@@ -912,7 +919,9 @@ export class GameClient<P, W> {
         session.newestAckedSentMs = sent.sentMs;
       }
       for (let r = 0; r < sent.ranges; r++) {
-        for (let seq = sent.lo[r]; seq <= sent.hi[r]; seq++) session.received[seq % RECEIVED_RING] = seq;
+        const hi = session.sentHi[sent.at + r];
+        for (let seq = session.sentLo[sent.at + r]; seq <= hi; seq++)
+          session.received[seq % RECEIVED_RING] = seq;
       }
       this.packets.acknowledged(sent.entry, this.nowMs - sent.sentMs);
     };
@@ -1027,8 +1036,8 @@ export class GameClient<P, W> {
     sent.sentMs = nowMs;
     sent.ranges = this.ranges;
     for (let r = 0; r < this.ranges; r++) {
-      sent.lo[r] = this.rangeLo[r];
-      sent.hi[r] = this.rangeHi[r];
+      session.sentLo[sent.at + r] = this.rangeLo[r];
+      session.sentHi[sent.at + r] = this.rangeHi[r];
     }
     const bytes = channel.stats.bytesSent - before;
     if (this.run.count > 0) {

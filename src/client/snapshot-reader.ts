@@ -34,40 +34,75 @@ export interface SnapshotReaderStats {
 /** Saturation of a decoded frame's `gap` (beyond PREDICTION_TICKS: no prediction). */
 const SPAN_MAX = 255;
 
+/** The entity indices a reader's frames have room for at first (grown as higher ones are read). */
+const FIRST_CAPACITY = 64;
+
 /**
  * One decoded frame: the entities in view at a tick and their values (stride values each), and
  * what their next update is predicted from: the frame tick whose entry brought the values
  * (`valueTick`), the values before that entry (`prev`) and the ticks between the two entries
- * (`gap`, 0: no older values; saturating at 255).
+ * (`gap`, 0: no older values; saturating at 255). Its arrays are indexed by entity and have room
+ * for the indices below `capacity`: the reader grows every frame it holds, in place, when it
+ * reads a higher one, so a frame's arrays may be replaced by larger ones (read them from the
+ * frame each time; never keep them).
  */
 export class DecodedFrame {
   // Fractions until the constructor sets them: laid out as doubles from the start
   // (createUserCommand says why).
   tick = 0.5;
   viewCount = 0.5;
-  readonly view: Uint16Array;
-  readonly inView: Uint8Array;
-  readonly type: Uint8Array;
-  readonly parity: Uint8Array;
-  readonly changed: Uint8Array;
-  readonly values: Int32Array;
-  readonly prev: Int32Array;
-  readonly valueTick: Float64Array;
-  readonly gap: Uint8Array;
-  constructor(maxEntities: number, stride: number) {
-    this.view = new Uint16Array(maxEntities);
-    this.inView = new Uint8Array(maxEntities);
-    this.type = new Uint8Array(maxEntities);
-    this.parity = new Uint8Array(maxEntities);
-    this.changed = new Uint8Array(maxEntities);
-    this.values = new Int32Array(maxEntities * stride);
-    this.prev = new Int32Array(maxEntities * stride);
-    this.valueTick = new Float64Array(maxEntities);
-    this.gap = new Uint8Array(maxEntities);
+  capacity = 0.5;
+  view: Uint16Array;
+  inView: Uint8Array;
+  type: Uint8Array;
+  parity: Uint8Array;
+  changed: Uint8Array;
+  values: Int32Array;
+  prev: Int32Array;
+  valueTick: Float64Array;
+  gap: Uint8Array;
+  constructor(capacity: number, stride: number) {
+    this.view = new Uint16Array(capacity);
+    this.inView = new Uint8Array(capacity);
+    this.type = new Uint8Array(capacity);
+    this.parity = new Uint8Array(capacity);
+    this.changed = new Uint8Array(capacity);
+    this.values = new Int32Array(capacity * stride);
+    this.prev = new Int32Array(capacity * stride);
+    this.valueTick = new Float64Array(capacity);
+    this.gap = new Uint8Array(capacity);
     this.tick = -1;
     this.viewCount = 0;
+    this.capacity = capacity;
+  }
+
+  /** Gives the frame room for `capacity` entity indices (more than it has), keeping what it holds. */
+  grow(capacity: number, stride: number): void {
+    const from = new DecodedFrame(capacity, stride);
+    from.view.set(this.view);
+    from.inView.set(this.inView);
+    from.type.set(this.type);
+    from.parity.set(this.parity);
+    from.changed.set(this.changed);
+    from.values.set(this.values);
+    from.prev.set(this.prev);
+    from.valueTick.set(this.valueTick);
+    from.gap.set(this.gap);
+    this.view = from.view;
+    this.inView = from.inView;
+    this.type = from.type;
+    this.parity = from.parity;
+    this.changed = from.changed;
+    this.values = from.values;
+    this.prev = from.prev;
+    this.valueTick = from.valueTick;
+    this.gap = from.gap;
+    this.capacity = capacity;
   }
 }
+
+/** The ring's empty slots: a frame of no tick and no room, never written (replaced when used). */
+const NO_FRAME = new DecodedFrame(0, 0);
 
 export class SnapshotReader {
   readonly schema: GameSchema;
@@ -90,6 +125,13 @@ export class SnapshotReader {
 
   private readonly maxEntities: number;
   private readonly stride: number;
+  /**
+   * The entity indices the ring's frames and the work frame have room for: a power of two from
+   * FIRST_CAPACITY (or maxEntities, if less), doubled when a snapshot names a higher index. The
+   * outputs have room for maxEntities. Ring slots hold NO_FRAME until a frame is first stored in
+   * them, so a reader's memory follows the indices its game uses and the frames it keeps.
+   */
+  private capacity: number;
   private readonly ring: DecodedFrame[];
   private readonly mask: number;
   private work: DecodedFrame;
@@ -112,13 +154,14 @@ export class SnapshotReader {
     const stride = schema.stride;
     this.maxEntities = n;
     this.stride = stride;
+    this.capacity = Math.min(FIRST_CAPACITY, n);
     this.ring = [];
-    for (let i = 0; i < frameHistory; i++) this.ring.push(new DecodedFrame(n, stride));
+    for (let i = 0; i < frameHistory; i++) this.ring.push(NO_FRAME);
     this.mask = frameHistory - 1;
-    this.work = new DecodedFrame(n, stride);
+    this.work = new DecodedFrame(this.capacity, stride);
     this.out = new DecodedFrame(n, stride);
-    this.views = [];
-    for (let i = 0; i < n; i++) this.views.push(this.out.values.subarray(i * stride, (i + 1) * stride));
+    // Made when first asked for (values).
+    this.views = new Array(n);
     this.created = new Uint16Array(n);
     this.removed = new Uint16Array(n);
     this.pendingCreated = new Uint16Array(n);
@@ -135,7 +178,7 @@ export class SnapshotReader {
    */
   reset(): void {
     this.resets++;
-    for (const f of this.ring) f.tick = -1;
+    for (const f of this.ring) if (f !== NO_FRAME) f.tick = -1;
     const out = this.out;
     for (let k = 0; k < out.viewCount; k++) out.inView[out.view[k]] = 0;
     out.viewCount = 0;
@@ -186,14 +229,20 @@ export class SnapshotReader {
   /** Stored values of in-view entity `index` in the frame last read (a view made once). */
   values(index: number): Int32Array {
     this.published();
-    return this.views[index];
+    let v = this.views[index];
+    if (v === undefined && index >= 0 && index < this.maxEntities) {
+      v = this.out.values.subarray(index * this.stride, (index + 1) * this.stride);
+      this.views[index] = v;
+    }
+    return v;
   }
 
   /**
    * Decodes the snapshot at the stream's position, for the frame of server tick `frameTick`
    * (from the frame header) and `baselineHint`, the writer's hint (-1: none). Returns true and updates the outputs on success; returns false and
    * counts the reason in `stats.dropped` otherwise (a duplicate or too-old frame, a bad tick, an
-   * unknown or too-old baseline, bad contents). Never throws on any bytes; allocation-free.
+   * unknown or too-old baseline, bad contents). Never throws on any bytes; allocation-free once
+   * the ring's slots have each held a frame and no higher entity index comes (each allocates once).
    */
   read(s: BitStream, frameTick: number, baselineHint = -1): boolean {
     if (!s.isReading) throw new RangeError('SnapshotReader.read: the stream is not reading');
@@ -243,6 +292,7 @@ export class SnapshotReader {
         if (runs) left = serializeRunLength(s, 0) - 1;
         if (!s.ok) return this.fail(s, newer);
         if (e + left >= this.maxEntities) return this.drop('index out of range', newer);
+        if (e + left >= this.capacity) this.grow(Math.max(e, e + left) + 1);
       }
       prev = e;
       const held = w.inView[e] !== 0;
@@ -285,12 +335,15 @@ export class SnapshotReader {
     // rebuilt in order.
     if (created > 0 || removed > 0) {
       let count = 0;
-      for (let e = 0; e < this.maxEntities; e++) if (w.inView[e] !== 0) w.view[count++] = e;
+      const capacity = this.capacity;
+      for (let e = 0; e < capacity; e++) if (w.inView[e] !== 0) w.view[count++] = e;
       w.viewCount = count;
     }
     w.tick = frameTick;
     const slot = frameTick & this.mask;
-    this.work = this.ring[slot];
+    const freed = this.ring[slot];
+    // A slot's first frame: the work frame takes a new one (the ring fills once, then reuses).
+    this.work = freed === NO_FRAME ? new DecodedFrame(this.capacity, stride) : freed;
     this.ring[slot] = w;
     // The outputs are copied from the frame when first asked for: a client's view draws from the
     // ring's frames, and most reads are never looked at through them.
@@ -306,6 +359,20 @@ export class SnapshotReader {
     this.stats.framesRead++;
     this.stats.lastBits = s.bitsProcessed - start;
     return true;
+  }
+
+  /**
+   * Gives the work frame and every frame of the ring room for `needed` entity indices (at most
+   * maxEntities): the next power of two, each frame keeping what it holds.
+   */
+  private grow(needed: number): void {
+    let capacity = this.capacity;
+    while (capacity < needed) capacity *= 2;
+    capacity = Math.min(capacity, this.maxEntities);
+    const stride = this.stride;
+    for (const f of this.ring) if (f !== NO_FRAME) f.grow(capacity, stride);
+    this.work.grow(capacity, stride);
+    this.capacity = capacity;
   }
 
   /** Empties the work frame and fills it with the baseline's entities, none marked changed. */
