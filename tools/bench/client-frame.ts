@@ -1,7 +1,10 @@
 // Benchmark section 3: one client's frame with 64 and with 128 remote players in view at 250 ms
 // RTT (receive, prediction replay, interpolation), and the replay cost by unacknowledged commands.
 
-import { getHeapStatistics } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { GameClient } from 'backstep/client';
+import { MemoryNetwork } from 'backstep/net';
 import { Match } from 'backstep/testing';
 import { BUTTON_JUMP } from '../../games/arena/shared/constants.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
@@ -167,8 +170,55 @@ function predictionReplay(): void {
   table('Client prediction: replaying unacknowledged commands (arena movement)', rows);
 }
 
-/** Prints the client frame table and the prediction replay table. */
+/** Clients made and connected at once for `clientSetup`. */
+const SETUP_CLIENTS = 50;
+
+/**
+ * What making and connecting an arena client costs (a bot harness makes hundreds): the time, and
+ * the heap and ArrayBuffers it holds after full collections, before any snapshot came.
+ */
+function clientSetup(): void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const measure = () => {
+    gc();
+    gc();
+    const m = process.memoryUsage();
+    return { heap: m.heapUsed, buffers: m.arrayBuffers };
+  };
+  const network = new MemoryNetwork({ seed: 1 });
+  const before = measure();
+  const clients: GameClient<ArenaPlayerState, ArenaWorld>[] = [];
+  const t0 = performance.now();
+  for (let i = 0; i < SETUP_CLIENTS; i++) {
+    const client = new GameClient(arenaGame, network.createEndpoint(`client${i}`), 'server', {});
+    client.connect(0);
+    clients.push(client);
+  }
+  const ms = (performance.now() - t0) / SETUP_CLIENTS;
+  const after = measure();
+  const mb = (bytes: number) => round(bytes / SETUP_CLIENTS / 1e6, 2);
+  table(
+    'Making a client: new GameClient and connect, arena game',
+    {
+      [`${clients.length} clients`]: {
+        'per client (ms)': round(ms, 2),
+        'memory held per client (MB)': mb(after.heap + after.buffers - before.heap - before.buffers),
+        'of which ArrayBuffers (MB)': mb(after.buffers - before.buffers),
+      },
+    },
+    [
+      'Memory held: heap and ArrayBuffers after full collections, less those before; before any snapshot',
+      "  came (the snapshot reader's frames are made as snapshots fill its ring: sized by the entity",
+      '  indices the game uses).',
+    ],
+  );
+  for (const client of clients) client.disconnect();
+}
+
+/** Prints the client frame table, the prediction replay table and the cost of making a client. */
 export function clientFrameSection(options: ClientFrameOptions = DEFAULT_CLIENT_FRAME_OPTIONS): void {
   for (const remotePlayers of options.remotePlayers) clientFrame(options, remotePlayers);
   predictionReplay();
+  clientSetup();
 }
