@@ -1,8 +1,7 @@
 // Benchmark section 3: one client's frame with 64 and with 128 remote players in view at 250 ms
 // RTT (receive, prediction replay, interpolation), and the replay cost by unacknowledged commands.
 
-import { getHeapStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { getHeapStatistics } from 'node:v8';
 import { GameClient } from 'backstep/client';
 import { MemoryNetwork } from 'backstep/net';
 import { Match } from 'backstep/testing';
@@ -15,7 +14,7 @@ import { createUserCommand, quantizeUserCommand } from '../../src/protocol/userc
 import { NO_EVENTS } from '../../src/sim/game.ts';
 import { Random } from '../../src/sim/random.ts';
 import { mean, percentile, Samples } from '../stats.ts';
-import { type Row, round, table, timed, timePerCall } from './report.ts';
+import { heldMemory, type Row, round, table, timed, timePerCall } from './report.ts';
 
 export interface ClientFrameOptions {
   /** Remote players each client sees (the match has one more), one table per count. */
@@ -178,16 +177,8 @@ const SETUP_CLIENTS = 50;
  * the heap and ArrayBuffers it holds after full collections, before any snapshot came.
  */
 function clientSetup(): void {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  const measure = () => {
-    gc();
-    gc();
-    const m = process.memoryUsage();
-    return { heap: m.heapUsed, buffers: m.arrayBuffers };
-  };
   const network = new MemoryNetwork({ seed: 1 });
-  const before = measure();
+  const before = heldMemory();
   const clients: GameClient<ArenaPlayerState, ArenaWorld>[] = [];
   const t0 = performance.now();
   for (let i = 0; i < SETUP_CLIENTS; i++) {
@@ -196,7 +187,7 @@ function clientSetup(): void {
     clients.push(client);
   }
   const ms = (performance.now() - t0) / SETUP_CLIENTS;
-  const after = measure();
+  const after = heldMemory();
   const mb = (bytes: number) => round(bytes / SETUP_CLIENTS / 1e6, 2);
   table(
     'Making a client: new GameClient and connect, arena game',

@@ -4,8 +4,6 @@
 
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import { GameClient } from 'backstep/client';
 import { MatchClientEndpoint, MemoryNetwork } from 'backstep/net';
@@ -13,7 +11,7 @@ import { MatchHost } from 'backstep/server';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import { arenaGame } from '../../games/arena/shared/game.ts';
 import type { MatchesWorkerData, MatchesWorkerResult } from './matches-worker.ts';
-import { type Row, round, table } from './report.ts';
+import { heldMemory, type Row, round, table } from './report.ts';
 
 export interface MatchesBenchOptions {
   players: number;
@@ -61,17 +59,9 @@ function runWorker(data: MatchesWorkerData): Promise<MatchesWorkerResult> {
 
 /** Server-side memory of one match with its players: heap and ArrayBuffers after GC, clients dropped. */
 function memoryPerMatch(o: MatchesBenchOptions): { bytes: number; heap: number; buffers: number } {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  const measure = () => {
-    gc();
-    gc();
-    const m = process.memoryUsage();
-    return { heap: m.heapUsed, buffers: m.arrayBuffers };
-  };
   const network = new MemoryNetwork({ seed: o.seed });
   const host = new MatchHost(network.createEndpoint('server'));
-  const before = measure();
+  const before = heldMemory();
   let clients: { client: GameClient<unknown, unknown>; close: () => void }[] = [];
   for (let id = 1; id <= o.memoryMatches; id++) {
     host.create(id, { game: arenaGame, config: { maxClients: o.players }, hooks: arenaRules() });
@@ -95,7 +85,7 @@ function memoryPerMatch(o: MatchesBenchOptions): { bytes: number; heap: number; 
   }
   for (const c of clients) c.close();
   clients = [];
-  const after = measure();
+  const after = heldMemory();
   const heap = (after.heap - before.heap) / o.memoryMatches;
   const buffers = (after.buffers - before.buffers) / o.memoryMatches;
   host.close();

@@ -3,7 +3,19 @@
 
 import { cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { Samples } from '../stats.ts';
+
+/** The heap and the ArrayBuffers in use after two full collections (bytes). */
+export function heldMemory(): { heap: number; buffers: number } {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  gc();
+  const m = process.memoryUsage();
+  return { heap: m.heapUsed, buffers: m.arrayBuffers };
+}
 
 /** A table row: column name (with its unit) to value. */
 export type Row = Record<string, string | number>;
