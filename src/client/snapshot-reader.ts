@@ -61,10 +61,13 @@ export class DecodedFrame {
   prev: Int32Array;
   valueTick: Float64Array;
   gap: Uint8Array;
+  /** The whole block, every array above: a frame is copied in one move. */
+  bytes: Uint8Array;
   constructor(capacity: number, stride: number) {
     // One block for all the arrays: a frame's memory is contiguous, one allocation instead of nine.
     const n = capacity;
     const block = new ArrayBuffer(n * 8 + n * stride * 8 + n * 2 + n * 5);
+    this.bytes = new Uint8Array(block);
     this.valueTick = new Float64Array(block, 0, n);
     this.values = new Int32Array(block, n * 8, n * stride);
     this.prev = new Int32Array(block, n * 8 + n * stride * 4, n * stride);
@@ -102,6 +105,7 @@ export class DecodedFrame {
     this.prev = from.prev;
     this.valueTick = from.valueTick;
     this.gap = from.gap;
+    this.bytes = from.bytes;
     this.capacity = capacity;
   }
 }
@@ -382,6 +386,14 @@ export class SnapshotReader {
 
   /** Empties the work frame and fills it with the baseline's entities, none marked changed. */
   private startFrame(w: DecodedFrame, base: DecodedFrame | null): void {
+    if (base !== null && base.capacity === w.capacity && base.viewCount * 4 >= w.capacity) {
+      // Most indices in view: the whole block in one copy beats a copy entity by entity. What
+      // the block holds for indices out of view is never read.
+      w.bytes.set(base.bytes);
+      w.changed.fill(0);
+      w.viewCount = base.viewCount;
+      return;
+    }
     for (let k = 0; k < w.viewCount; k++) w.inView[w.view[k]] = 0;
     w.viewCount = 0;
     if (base === null) return;

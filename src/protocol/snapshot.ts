@@ -144,7 +144,17 @@ export function createCodeTally(schema: GameSchema): CodeTally {
   };
 }
 
+/**
+ * x modulo n (n a positive integer), in [0, n). The values met here are within a turn or two of
+ * the range, which comparisons settle; `%` on doubles is a call into the runtime.
+ */
 function mod(x: number, n: number): number {
+  if (x >= 0) {
+    if (x < n) return x;
+    if (x < 2 * n) return x - n;
+  } else if (x > -n) {
+    return x + n;
+  }
   const r = x % n;
   return r < 0 ? r + n : r;
 }
@@ -257,7 +267,8 @@ function follow(
 
 /** The signed residual a zigzagged one stands for. */
 function signedOf(u: number): number {
-  return u % 2 === 0 ? u / 2 : -(u + 1) / 2;
+  // u & 1 is u's low bit for any integer below 2^53 (ToInt32 keeps the low 32 bits).
+  return (u & 1) === 0 ? u / 2 : -(u + 1) / 2;
 }
 
 /** The zigzagged short-way residual u in [0, hi - lo] of `value` against `prediction`. */
