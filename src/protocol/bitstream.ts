@@ -58,7 +58,8 @@ const textEncoder = new TextEncoder();
 const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function checkBits(method: string, bits: number): void {
-  if (!(bits >= 0 && bits <= 32) || Math.floor(bits) !== bits) {
+  // Within [0, 32], bits | 0 is bits exactly when it is whole (cheaper than Math.floor per call).
+  if (!(bits >= 0 && bits <= 32) || (bits | 0) !== bits) {
     throw new RangeError(`BitStream.${method}: bits must be an integer in [0, 32], got ${bits}`);
   }
 }
@@ -302,7 +303,8 @@ export class BitStream {
         return this.readBits(bits);
       case MODE_WRITE: {
         const max = bits === 32 ? 0xffffffff : (1 << bits) >>> 0;
-        if (!(value >= 0 && (bits === 32 ? value <= max : value < max)) || Math.floor(value) !== value) {
+        // Below 2^32, value >>> 0 is value exactly when it is whole.
+        if (!(value >= 0 && (bits === 32 ? value <= max : value < max)) || value >>> 0 !== value) {
           throw new RangeError(`BitStream.uint: ${value} does not fit in ${bits} bits`);
         }
         this.writeBits(value, bits);

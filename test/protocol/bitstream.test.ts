@@ -655,6 +655,14 @@ describe('BitStream writes', () => {
     expect(() => w.uint(256, 8), at).toThrow(/256 does not fit in 8 bits/);
     expect(() => w.uint(-1, 8), at).toThrow(/-1/);
     expect(() => w.uint(2 ** 32, 32), at).toThrow(RangeError);
+    expect(() => w.uint(2.5, 8), at).toThrow(/2\.5 does not fit in 8 bits/);
+    expect(() => w.uint(2 ** 32 - 0.5, 32), at).toThrow(RangeError);
+    expect(() => w.uint(2 ** 31 + 0.5, 32), at).toThrow(RangeError);
+    expect(() => w.uint(1, 2.5), at).toThrow(/bits must be an integer in \[0, 32\], got 2\.5/);
+    expect(() => w.uint(1, 33), at).toThrow(/got 33/);
+    expect(() => w.uint(1, -1), at).toThrow(/got -1/);
+    expect(w.uint(2 ** 32 - 1, 32), `${at}: the largest 32-bit value fits`).toBe(2 ** 32 - 1);
+    w.rewind(0);
     expect(() => w.varuint(-1), at).toThrow(/-1/);
     expect(() => w.varuint(11, 10), at).toThrow(/11 is outside \[0, 10\]/);
     expect(() => w.varuint(2 ** 32), at).toThrow(RangeError);
