@@ -156,6 +156,12 @@ export function priorityBucketFast(p: number): number {
  * NO_OP and `selected` clear where it set them; the rest means nothing between writes. `pos[e]`:
  * where entity e sits in the frame being written (set for its candidates only).
  */
+/**
+ * Bytes of the spill (FrameWork): a frame's measured entries are at most a packet and the one
+ * that did not fit; past that, entries are measured and encoded again when written.
+ */
+const SPILL_BYTES = 4096;
+
 class FrameWork {
   readonly pos: Uint16Array;
   readonly mark: Uint8Array;
@@ -167,6 +173,14 @@ class FrameWork {
   readonly selected: Uint32Array;
   readonly entryOf: Int32Array;
   readonly entryBits: Int32Array;
+  /**
+   * Entries the encode cache could not hold (their entity's slots were full), encoded once when
+   * measured and copied from here when written; `spillAt[e]`: where e's entry starts (-1: none).
+   */
+  readonly spill = new BitStream(SPILL_BYTES);
+  readonly spillAt: Int32Array;
+  /** Whether this write began the spill (it is begun when first needed: most frames never do). */
+  spillBegun = false;
   readonly need: Uint16Array;
   /** A write began and did not finish (it failed, or threw): the arrays are cleared whole before the next. */
   dirty = false;
@@ -181,6 +195,7 @@ class FrameWork {
     this.selected = new Uint32Array((n + 31) >>> 5);
     this.entryOf = new Int32Array(n);
     this.entryBits = new Int32Array(n);
+    this.spillAt = new Int32Array(n);
     this.need = new Uint16Array(n);
   }
 
@@ -344,7 +359,7 @@ export class SnapshotWriter {
   private readonly selected: Uint32Array;
   private readonly measure = new BitStream(0);
   private readonly header = createEntryHeader();
-  /** Per chosen entity: its entry in the cache, or -1 (encoded when written). */
+  /** Per chosen entity: its entry in the cache, or -1 (then copied from the spill, or encoded when written). */
   private readonly entryOf: Int32Array;
   /** Per chosen entity: the bits of its entry (after its index step). */
   private readonly entryBits: Int32Array;
@@ -571,6 +586,7 @@ export class SnapshotWriter {
     if (work.dirty) work.clear();
     work.dirty = true;
     this.header.tally = this.tally;
+    work.spillBegun = false;
 
     const start = s.bitsProcessed;
     const delta = base === null ? 0 : tick - base.tick;
@@ -804,6 +820,8 @@ export class SnapshotWriter {
   ): number {
     const sel = this.selected;
     const cache = this.cache;
+    const spill = this.work.spill;
+    const spillAt = this.work.spillAt;
     const maxHeldAge = this.config.maxHeldAgeTicks;
     let total = used;
     let k = 0;
@@ -821,9 +839,23 @@ export class SnapshotWriter {
         h === NOT_HELD ? NO_SPANS : spansAt(frame, this.pos[e], tick),
       );
       this.entryOf[e] = entry;
-      let bits: number;
+      spillAt[e] = -1;
+      let bits = -1;
       if (entry >= 0) bits = cache.bitsOf(entry);
-      else {
+      else if (this.tally === null && (!this.work.spillBegun || spill.ok)) {
+        // Encoded once: measured by writing it to the spill, copied from there if chosen.
+        if (!this.work.spillBegun) {
+          spill.beginWrite();
+          this.work.spillBegun = true;
+        }
+        const at = spill.bitsProcessed;
+        this.serializeOne(spill, e, cur, frame, tick);
+        if (spill.ok) {
+          bits = spill.bitsProcessed - at;
+          spillAt[e] = at;
+        }
+      }
+      if (bits < 0) {
         const m = this.measure.beginMeasure();
         this.serializeOne(m, e, cur, frame, tick);
         bits = m.bitsProcessed;
@@ -935,12 +967,14 @@ export class SnapshotWriter {
     sel.fill(0);
   }
 
-  /** Writes entity `e`'s entry (after its index step): a copy of its cached bits, or encoded. */
+  /** Writes entity `e`'s entry (after its index step): a copy of its cached or spilled bits, or encoded. */
   private writeEntry(s: BitStream, e: number, frame: Frame, cur: HistorySlot, tick: number): void {
     const entry = this.entryOf[e];
     // Code training counts the symbols it writes: those entries are encoded, not copied.
     if (entry >= 0 && this.tally === null) {
       s.copyBits(this.cache.bytes, this.cache.startOf(entry), this.cache.bitsOf(entry));
+    } else if (entry < 0 && this.work.spillAt[e] >= 0) {
+      s.copyBits(this.work.spill.buffer, this.work.spillAt[e], this.entryBits[e]);
     } else this.serializeOne(s, e, cur, frame, tick);
   }
 

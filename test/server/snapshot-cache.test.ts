@@ -63,6 +63,35 @@ describe('BitStream.copyBits', () => {
   });
 });
 
+/**
+ * `clients` writers sharing `cache` beside as many encoding alone: `write` writes client c's frame
+ * with both (full 1,200-byte packets) and checks that the bytes are the same.
+ */
+function writerPairs(store: EntityStore, cache: SnapshotEncodeCache, clients: number, seed: number) {
+  const shared: SnapshotWriter[] = [];
+  const alone: SnapshotWriter[] = [];
+  for (let c = 0; c < clients; c++) {
+    shared.push(new SnapshotWriter(store, {}, cache));
+    alone.push(new SnapshotWriter(store));
+  }
+  const a = new BitStream(1200);
+  const b = new BitStream(1200);
+  return {
+    shared,
+    write(c: number, tick: number, x: number): void {
+      a.beginWrite(1200);
+      b.beginWrite(1200);
+      shared[c].write(a, tick, x, 0, 0, 4000, -1);
+      alone[c].write(b, tick, x, 0, 0, 4000, -1);
+      expect([...a.bytes], `seed ${seed}, tick ${tick}, client ${c}`).toEqual([...b.bytes]);
+    },
+    acknowledge(c: number, tick: number): void {
+      shared[c].acknowledge(tick);
+      alone[c].acknowledge(tick);
+    },
+  };
+}
+
 describe('snapshot encode cache', () => {
   it('writers sharing a cache write the very bytes of writers encoding alone, sharing entries between clients that hold the same state', () => {
     const seed = 7;
@@ -72,14 +101,7 @@ describe('snapshot encode cache', () => {
     for (let i = 0; i < 120; i++) ids.push(store.create(0));
     const cache = new SnapshotEncodeCache(store);
     const clients = 12;
-    const shared: SnapshotWriter[] = [];
-    const alone: SnapshotWriter[] = [];
-    for (let c = 0; c < clients; c++) {
-      shared.push(new SnapshotWriter(store, {}, cache));
-      alone.push(new SnapshotWriter(store));
-    }
-    const a = new BitStream(1200);
-    const b = new BitStream(1200);
+    const pairs = writerPairs(store, cache, clients, seed);
     let compared = 0;
     for (let tick = 1; tick <= 300; tick++) {
       for (const e of ids) {
@@ -98,30 +120,51 @@ describe('snapshot encode cache', () => {
       for (let c = 0; c < clients; c++) {
         // Half the clients each tick, as the server's pacing spreads them; full packets.
         if ((tick + c) % 2 !== 0) continue;
-        a.beginWrite(1200);
-        b.beginWrite(1200);
-        const x = (c % 4) * 1000 - 2000;
-        shared[c].write(a, tick, x, 0, 0, 4000, -1);
-        alone[c].write(b, tick, x, 0, 0, 4000, -1);
-        expect([...a.bytes], `seed ${seed}, tick ${tick}, client ${c}`).toEqual([...b.bytes]);
+        pairs.write(c, tick, (c % 4) * 1000 - 2000);
         compared++;
         // Acks arrive for most frames, some late, some never: baselines differ between clients.
-        if (rng.chance(0.8)) {
-          const acked = tick - 2 * rng.int(0, 3);
-          shared[c].acknowledge(acked);
-          alone[c].acknowledge(acked);
-        }
+        if (rng.chance(0.8)) pairs.acknowledge(c, tick - 2 * rng.int(0, 3));
       }
     }
     expect(compared, `seed ${seed}`).toBe(1800);
     // Packets were full, so entries were chosen by cost, all of them from the cache.
     expect(
-      shared.some((w) => w.stats.lastDeferred > 0),
+      pairs.shared.some((w) => w.stats.lastDeferred > 0),
       `seed ${seed}`,
     ).toBe(true);
     expect(cache.stats.uncached, `seed ${seed}`).toBe(0);
     // Clients holding the same state for an entity share its entry.
     expect(cache.stats.reused, `seed ${seed}`).toBeGreaterThan(5000);
+  });
+});
+
+describe('snapshot encode cache, full', () => {
+  it("entries past an entity's cache slots are encoded once when measured and copied when written: the same bytes", () => {
+    const seed = 23;
+    const rng = new Random(seed);
+    const store = new EntityStore(schema);
+    const ids: number[] = [];
+    for (let i = 0; i < 60; i++) ids.push(store.create(0));
+    const cache = new SnapshotEncodeCache(store);
+    const clients = 48;
+    const pairs = writerPairs(store, cache, clients, seed);
+    for (let tick = 1; tick <= 200; tick++) {
+      for (const e of ids) {
+        if (rng.chance(0.7)) store.setField(e, 0, rng.range(-4000, 4000));
+        if (rng.chance(0.7)) store.setField(e, 1, rng.range(-4000, 4000));
+        if (rng.chance(0.3)) store.setField(e, 3, rng.range(0, 359));
+      }
+      store.commit(tick);
+      for (let c = 0; c < clients; c++) {
+        if ((tick + c) % 2 !== 0) continue;
+        pairs.write(c, tick, 0);
+        // Acks as over a jittery, lossy link: every client holds its own mix of ticks.
+        if (rng.chance(0.7)) pairs.acknowledge(c, tick - 2 * rng.int(0, 12));
+      }
+    }
+    // More distinct baselines than an entity's slots: those entries went the spill's way.
+    expect(cache.stats.uncached, `seed ${seed}`).toBeGreaterThan(1000);
+    expect(cache.stats.reused, `seed ${seed}`).toBeGreaterThan(1000);
   });
 });
 
