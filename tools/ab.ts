@@ -2,7 +2,7 @@
 // alternating half-seconds of simulated time, every server update of each timed.
 //
 //   git worktree add --detach /tmp/backstep-a REV && ln -s "$PWD/node_modules" /tmp/backstep-a/
-//   npm run ab -- /tmp/backstep-a . [arena|large] [bots] [chunks]
+//   npm run ab -- /tmp/backstep-a . [arena|large|mobile] [bots] [chunks]
 //
 // On a shared machine whose speed moves by a third from minute to minute, two benchmark runs one
 // after the other compare the machine's moments more than the code. Here the two matches take
@@ -32,11 +32,11 @@ interface Side {
 
 function usage(message: string): never {
   console.error(`ab: ${message}`);
-  console.error('usage: npm run ab -- TREE_A TREE_B [arena|large] [bots] [chunks]');
+  console.error('usage: npm run ab -- TREE_A TREE_B [arena|large|mobile] [bots] [chunks]');
   process.exit(2);
 }
 
-async function side(tree: string, scene: 'arena' | 'large', bots: number): Promise<Side> {
+async function side(tree: string, scene: 'arena' | 'large' | 'mobile', bots: number): Promise<Side> {
   const path = resolve(tree, 'tools/bench/server-tick.ts');
   let build: typeof TickScene;
   try {
@@ -46,7 +46,12 @@ async function side(tree: string, scene: 'arena' | 'large', bots: number): Promi
   }
   if (typeof build !== 'function')
     usage(`${path} does not export tickScene (a tree from before tools/ab.ts)`);
-  const match = build(scene, bots);
+  let match: ReturnType<typeof TickScene>;
+  try {
+    match = build(scene, bots);
+  } catch (e) {
+    usage(`${path} cannot build the ${scene} scene: ${(e as Error).message}`);
+  }
   const server = match.server;
   const s: Side = {
     name: tree,
@@ -71,7 +76,9 @@ async function side(tree: string, scene: 'arena' | 'large', bots: number): Promi
 async function main(): Promise<void> {
   const [treeA, treeB, sceneArg = 'large', botsArg = '512', chunksArg = '16'] = process.argv.slice(2);
   if (treeA === undefined || treeB === undefined) usage('two source trees are needed');
-  if (sceneArg !== 'arena' && sceneArg !== 'large') usage(`scene must be arena or large, got ${sceneArg}`);
+  if (sceneArg !== 'arena' && sceneArg !== 'large' && sceneArg !== 'mobile') {
+    usage(`scene must be arena, large or mobile, got ${sceneArg}`);
+  }
   const bots = Number(botsArg);
   if (!(Number.isInteger(bots) && bots >= 1 && bots <= 1024))
     usage(`bots must be a whole number in 1..1024, got ${botsArg}`);

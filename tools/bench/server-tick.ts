@@ -1,6 +1,7 @@
-// Benchmark section 2: the server's real CPU time per tick for 16 to 512 shooting bots, in two
-// scenes: the arena, where every player is in every other's view, and a large level whose
-// players see only those within a view radius (interest management at work); the mean number of
+// Benchmark section 2: the server's real CPU time per tick for 16 to 512 shooting bots, in three
+// scenes: the arena, where every player is in every other's view, a large level whose players
+// see only those within a view radius (interest management at work), and the arena again with
+// every bot on a mobile link (jitter and loss scatter the baselines clients hold); the mean number of
 // entities in each client's view, the players one core could hold at 64 Hz, and the figures
 // before the shared encode cache and the rewind-only-when-the-weapon-can-fire change (README).
 // First, two parts of every frame timed alone: the owner's state and the view radius query.
@@ -18,6 +19,7 @@ import {
 } from '../../games/arena/shared/player.ts';
 import { aimBot } from '../../games/arena/testing/shots.ts';
 import { serverCipher } from '../../src/net/node-packet-crypto.ts';
+import { type NetworkProfile, profileByName } from '../../src/net/profile.ts';
 import { MAX_PACKET_BYTES } from '../../src/net/transport.ts';
 import { BitStream } from '../../src/protocol/bitstream.ts';
 import { PlayerStateHistory } from '../../src/protocol/player-state.ts';
@@ -34,6 +36,8 @@ export interface ServerTickOptions {
   bots: readonly number[];
   /** Bot counts of the large-level scene. */
   largeBots: readonly number[];
+  /** Bot counts of the arena with every bot on the mobile link. */
+  mobileBots: readonly number[];
   seed: number;
   warmupMs: number;
   /** Measured simulated time per size, by bot count (counts not listed use `measureMs`). */
@@ -44,6 +48,7 @@ export interface ServerTickOptions {
 export const DEFAULT_SERVER_TICK_OPTIONS: ServerTickOptions = {
   bots: [16, 32, 64, 128, 256, 512],
   largeBots: [128, 256, 512],
+  mobileBots: [128, 256],
   seed: 1,
   warmupMs: 1500,
   measureMs: 8000,
@@ -79,15 +84,29 @@ interface Scene {
   name: string;
   game: GameDefinition<ArenaPlayerState, ArenaWorld>;
   server: Partial<ServerConfig>;
+  /** Every bot's link. */
+  profile: NetworkProfile;
 }
 
+type SceneName = 'arena' | 'large' | 'mobile';
+
+/** The mobile profile without its handover spike, so every measured second sees the same link. */
+const MOBILE_STEADY: NetworkProfile = { ...profileByName('mobile'), events: [] };
+
 const LARGE_LEVEL = largeLevel();
-const SCENES: Record<'arena' | 'large', Scene> = {
-  arena: { name: 'arena, all in view', game: arenaGame, server: {} },
+const SCENES: Record<SceneName, Scene> = {
+  arena: { name: 'arena, all in view', game: arenaGame, server: {}, profile: CLEAN_20MS },
   large: {
     name: `large level, view radius ${LARGE_VIEW_RADIUS}`,
     game: { ...arenaGame, createWorld: () => createLevelWorld(LARGE_LEVEL) },
     server: { snapshots: { viewRadius: LARGE_VIEW_RADIUS } },
+    profile: CLEAN_20MS,
+  },
+  mobile: {
+    name: 'arena, all in view, every bot on the mobile link (60 ms and 20 ms jitter each way, 2 % loss in bursts)',
+    game: arenaGame,
+    server: {},
+    profile: MOBILE_STEADY,
   },
 };
 
@@ -144,7 +163,7 @@ function playersPerCore(rows: readonly TickFigures[], pick: (f: TickFigures) => 
  * reached 32 snapshots a second. `tools/ab.ts` builds it from two source trees to compare them.
  */
 export function tickScene(
-  sceneName: 'arena' | 'large',
+  sceneName: SceneName,
   bots: number,
   o: Pick<ServerTickOptions, 'seed' | 'warmupMs'> = DEFAULT_SERVER_TICK_OPTIONS,
 ): Match<ArenaPlayerState, ArenaWorld> {
@@ -157,7 +176,7 @@ export function tickScene(
   );
   for (let i = 0; i < bots; i++) {
     match.addClient({
-      profile: CLEAN_20MS,
+      profile: scene.profile,
       drive: aimBot(o.seed * 7919 + i, { aimErrorUnits: 12 }),
       frameJitterMs: 2,
       // The bots seal with the server's cipher: what they cost is not measured, only slows the run.
@@ -183,7 +202,7 @@ export function tickScene(
 function measure(
   bots: number,
   o: ServerTickOptions,
-  sceneName: 'arena' | 'large',
+  sceneName: SceneName,
 ): { row: Row; figures: TickFigures } {
   const scene = SCENES[sceneName];
   const match = tickScene(sceneName, bots, o);
@@ -407,6 +426,7 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
   for (const [sceneName, sizes] of [
     ['arena', options.bots],
     ['large', options.largeBots],
+    ['mobile', options.mobileBots],
   ] as const) {
     if (sizes.length === 0) continue;
     const scene = SCENES[sceneName];
@@ -428,7 +448,7 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
         '  and writes the frames due (per client: packet header, frame header, own state, events, delta snapshot).',
         '  Each client gets a frame every other tick, spread over the ticks (frames/tick, mean and busiest), so a',
         '  tick costs with the frames due in it. The bots run in the same process over the memory transport (20 ms each',
-        '  way); only the server update is timed, but garbage collection caused by the bots can land in it (p99),',
+        '  way, or the mobile link); only the server update is timed, but garbage collection caused by the bots can land in it (p99),',
         "  so each update's collector pauses are measured too (V8's GCProfiler): GC is their mean per update and",
         '  the share of updates with one; p99 without GC is the p99 of each update less its pauses (what the',
         "  server's own work costs, the bots' garbage and the server's alike left out: a lower bound).",
