@@ -150,18 +150,18 @@ export function priorityBucketFast(p: number): number {
 }
 
 /**
+ * Bytes of the spill (FrameWork): a frame's measured entries are at most a packet and the one
+ * that did not fit; past that, entries are measured and encoded again when written.
+ */
+const SPILL_BYTES = 4096;
+
+/**
  * A write's scratch, one for every writer of a store (`workFor`), since writes never overlap:
  * shared, it stays in cache across the clients' frames, where each writer's own arrays (19,840
  * bytes a writer for 1,024 entities) would be read cold for every frame. A write leaves `mark` 0, `op`
  * NO_OP and `selected` clear where it set them; the rest means nothing between writes. `pos[e]`:
  * where entity e sits in the frame being written (set for its candidates only).
  */
-/**
- * Bytes of the spill (FrameWork): a frame's measured entries are at most a packet and the one
- * that did not fit; past that, entries are measured and encoded again when written.
- */
-const SPILL_BYTES = 4096;
-
 class FrameWork {
   readonly pos: Uint16Array;
   readonly mark: Uint8Array;
