@@ -18,7 +18,10 @@ import {
 } from '../protocol/snapshot.ts';
 import type { EntityStore, HistorySlot } from './entities.ts';
 
-/** Entries kept per entity per tick (distinct baselines); more are encoded each time, uncached. */
+/**
+ * Entries kept per entity per tick (distinct baselines); more go uncached: the frame's writer
+ * encodes each once, into the spill its store's writers share (snapshot-writer.ts).
+ */
 const SLOTS = 16;
 /** Bytes of encoded entries kept per tick (about 40,000 typical entries); more go uncached. */
 const DEFAULT_CAPACITY_BYTES = 1 << 19;
