@@ -13,12 +13,22 @@ export interface PredictionConfig {
   smoothingMs: number;
   /** A correction moving the player further than this snaps instead of blending. */
   snapDistance: number;
+  /**
+   * When an acknowledged state equals what this client predicted for that command, the stored
+   * predictions after it are what a replay would compute again (the move is deterministic), so
+   * `'on-mismatch'` replays only after a correction, as Source's `cl_pred_optimize 2` does;
+   * `'always'` replays on every new acknowledgement, the paper's loop as written. A game whose
+   * move reads world state that can change between a command's first run and its acknowledgement
+   * (a moving platform set from snapshots, say) uses `'always'`.
+   */
+  replay: 'on-mismatch' | 'always';
 }
 
 export const DEFAULT_PREDICTION_CONFIG: PredictionConfig = {
   windowSize: 256,
   smoothingMs: 100,
   snapDistance: 64,
+  replay: 'on-mismatch',
 };
 
 export interface PredictionStats {
@@ -39,6 +49,11 @@ export interface PredictionStats {
   snaps: number;
   /** Full replays from an acknowledged state. */
   replays: number;
+  /**
+   * New acknowledgements that equalled the prediction for their command, so that no replay was
+   * needed (`replay: 'on-mismatch'`).
+   */
+  confirmations: number;
   /** Commands run through the move function in total (first runs and replays). */
   commandsRun: number;
   /** Acknowledgements ignored: older than the current one, or naming a command never sent. */
@@ -60,6 +75,7 @@ export class Predictor<P, W> {
     visibleErrorMax: 0,
     snaps: 0,
     replays: 0,
+    confirmations: 0,
     commandsRun: 0,
     staleAcks: 0,
   };
@@ -87,13 +103,15 @@ export class Predictor<P, W> {
 
   constructor(player: PlayerDefinition<P, W>, world: W, config: Partial<PredictionConfig> = {}) {
     this.config = { ...DEFAULT_PREDICTION_CONFIG, ...config };
-    const { windowSize, smoothingMs, snapDistance } = this.config;
+    const { windowSize, smoothingMs, snapDistance, replay } = this.config;
     if (!Number.isInteger(windowSize) || windowSize < 2 || (windowSize & (windowSize - 1)) !== 0) {
       throw new RangeError(`prediction.windowSize must be a power of two >= 2, got ${windowSize}`);
     }
     if (!(smoothingMs >= 0)) throw new RangeError(`prediction.smoothingMs must be >= 0, got ${smoothingMs}`);
     if (!(snapDistance >= 0))
       throw new RangeError(`prediction.snapDistance must be >= 0, got ${snapDistance}`);
+    if (replay !== 'on-mismatch' && replay !== 'always')
+      throw new RangeError(`prediction.replay must be 'on-mismatch' or 'always', got ${String(replay)}`);
     this.player = player;
     this.world = world;
     this.current = player.create();
@@ -152,9 +170,11 @@ export class Predictor<P, W> {
     if (this.hasAck && sequence === this.ackedSequence && this.player.equals(this.acked, state)) return;
     this.player.copy(this.acked, state);
     const predicted = this.states.get(sequence);
+    let confirmed = false;
     if (predicted !== undefined) {
       this.player.copyClientOnly(this.acked, predicted);
-      if (!this.player.equals(predicted, state)) {
+      confirmed = this.player.equals(predicted, state);
+      if (!confirmed) {
         this.player.origin(predicted, this.scratchA);
         this.player.origin(state, this.scratchB);
         const d = distance(this.scratchA, this.scratchB);
@@ -165,12 +185,16 @@ export class Predictor<P, W> {
     }
     this.ackedSequence = sequence;
     this.hasAck = true;
-    this.dirty = true;
+    // A confirmed prediction leaves the stored states after it as a replay would make them; an
+    // earlier correction not yet replayed keeps `dirty` set, and the replay starts from here.
+    if (confirmed && this.config.replay === 'on-mismatch') this.stats.confirmations++;
+    else this.dirty = true;
   }
 
   /**
    * Re-runs every stored unacknowledged command from the acknowledged state (the paper's loop),
-   * if a new acknowledgement arrived since the last call; the new current state is what the
+   * if a new acknowledgement arrived since the last call (one that corrected the prediction,
+   * with `replay: 'on-mismatch'`); the new current state is what the
    * client renders. A change of the predicted position becomes a render offset that blends out
    * over `smoothingMs` (or snaps when larger than `snapDistance`).
    */

@@ -98,7 +98,7 @@ describe('Chromium over WebRTC', () => {
     expect(report.framesReceived, msg).toBeGreaterThan(20);
     expect(report.snapshotsRead, msg).toBeGreaterThan(20);
     expect(report.corrections, msg).toBe(0);
-    expect(report.replays, msg).toBeGreaterThan(10);
+    expect(report.confirmations, msg).toBeGreaterThan(10);
     expect(maxClients, msg).toBe(1);
     const rtcClients = [...executed.entries()].filter(([address]) => address.startsWith('rtc:'));
     expect(rtcClients.length, msg).toBe(1);

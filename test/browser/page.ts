@@ -17,7 +17,8 @@ export interface PageReport {
   snapshotsRead: number;
   commandsSent: number;
   corrections: number;
-  replays: number;
+  /** Acknowledged states equal to the prediction (no replay needed). */
+  confirmations: number;
   packetsSent: number;
   packetsReceived: number;
 }
@@ -38,7 +39,7 @@ const report: PageReport = {
   snapshotsRead: 0,
   commandsSent: 0,
   corrections: 0,
-  replays: 0,
+  confirmations: 0,
   packetsSent: 0,
   packetsReceived: 0,
 };
@@ -71,7 +72,7 @@ function play(endpoint: BrowserEndpoint): void {
     report.snapshotsRead = client.snapshots.stats.framesRead;
     report.commandsSent = client.stats.commandsSent;
     report.corrections = client.predictor.stats.corrections;
-    report.replays = client.predictor.stats.replays;
+    report.confirmations = client.predictor.stats.confirmations;
     report.packetsSent = endpoint.stats.packetsSent;
     report.packetsReceived = endpoint.stats.packetsReceived;
     const ended =

@@ -65,7 +65,7 @@ function serverState(n: number, start: Toy = { x: 0, steps: 0, bob: 0 }): Toy {
 
 describe('Predictor', () => {
   it('replays unacknowledged commands from the acknowledged state and agrees when nothing interferes', () => {
-    const p = new Predictor(toyPlayer(), null);
+    const p = new Predictor(toyPlayer(), null, { replay: 'always' });
     p.reset({ x: 0, steps: 0, bob: 0 }, 0);
     const events: number[] = [];
     const sink = { emit: (_t: number, p0: number) => events.push(p0) };
@@ -79,6 +79,73 @@ describe('Predictor', () => {
     expect(p.stats.corrections).toBe(0);
     // Replays play no effects: each command's step event came once, on its first run.
     expect(events).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
+  it("replays only after a correction with replay 'on-mismatch', and ends where 'always' does", () => {
+    const p = new Predictor(toyPlayer(), null);
+    expect(p.config.replay).toBe('on-mismatch');
+    p.reset({ x: 0, steps: 0, bob: 0 }, 0);
+    for (let i = 1; i <= 10; i++) p.addCommand(command(i), { emit() {} });
+    p.acknowledge(4, serverState(4));
+    p.predict(100);
+    expect(p.stats.confirmations).toBe(1);
+    expect(p.stats.replays).toBe(0);
+    expect([p.current.x, p.current.steps, p.current.bob]).toEqual([10, 10, 10]);
+    // A correction, then a newer acknowledgement that agrees with the stale prediction before the
+    // frame predicts: the correction is still replayed, from the newer state.
+    p.acknowledge(5, serverState(5, { x: -3, steps: 0, bob: 0 }));
+    const agrees = serverState(6);
+    p.acknowledge(6, agrees);
+    expect(p.stats.corrections).toBe(1);
+    p.predict(200);
+    expect(p.stats.replays).toBe(1);
+    expect([p.current.x, p.current.steps, p.current.bob]).toEqual([10, 10, 10]);
+  });
+
+  it("draws the same player with replay 'on-mismatch' as with 'always', through corrections", () => {
+    const always = new Predictor(toyPlayer(), null, { replay: 'always', smoothingMs: 50, snapDistance: 20 });
+    const lazy = new Predictor(toyPlayer(), null, {
+      replay: 'on-mismatch',
+      smoothingMs: 50,
+      snapDistance: 20,
+    });
+    const server = toyPlayer();
+    const truth = { x: 0, steps: 0, bob: 0 };
+    for (const p of [always, lazy]) p.reset(truth, 0);
+    // The server runs every command a few frames late and now and then pushes the player.
+    let seed = 12345;
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    let serverRan = 0;
+    const sent: UserCommand[] = [];
+    const out = { x: 0, y: 0, z: 0 };
+    const outLazy = { x: 0, y: 0, z: 0 };
+    for (let frame = 1; frame <= 400; frame++) {
+      const cmd = command(frame, Math.floor(next() * 200) - 100, 16);
+      sent.push(cmd);
+      for (const p of [always, lazy]) p.addCommand(cmd, { emit() {} });
+      while (serverRan < frame - 6) server.move(truth, sent[serverRan++], null, { emit() {} });
+      if (serverRan > 0 && next() < 0.5) {
+        if (next() < 0.05) truth.x += Math.floor(next() * 60) - 30;
+        for (const p of [always, lazy]) p.acknowledge(serverRan, { ...truth, bob: 0 });
+      }
+      for (const p of [always, lazy]) p.predict(frame * 16);
+      expect([lazy.current.x, lazy.current.steps, lazy.current.bob], `frame ${frame}`).toEqual([
+        always.current.x,
+        always.current.steps,
+        always.current.bob,
+      ]);
+      expect(lazy.renderOrigin(frame * 16, outLazy).x, `frame ${frame}`).toBe(
+        always.renderOrigin(frame * 16, out).x,
+      );
+    }
+    expect(always.stats.corrections).toBeGreaterThan(3);
+    expect(lazy.stats.corrections).toBe(always.stats.corrections);
+    expect(lazy.stats.visibleCorrections).toBe(always.stats.visibleCorrections);
+    expect(lazy.stats.replays).toBeLessThan(always.stats.replays / 4);
+    expect(lazy.stats.confirmations).toBeGreaterThan(50);
   });
 
   it('carries client-only state forward from its own history on acknowledgement', () => {
@@ -134,6 +201,8 @@ describe('Predictor', () => {
     expect(() => p.addCommand(command(2), { emit() {} })).toThrow(/command 2 does not follow 0/);
     expect(() => new Predictor(toyPlayer(), null, { windowSize: 100 })).toThrow(/windowSize/);
     expect(() => new Predictor(toyPlayer(), null, { smoothingMs: -1 })).toThrow(/smoothingMs/);
+    // @ts-expect-error: a value outside the type, as a plain-JavaScript caller could pass it
+    expect(() => new Predictor(toyPlayer(), null, { replay: 'never' })).toThrow(/prediction\.replay/);
   });
 
   it('keeps predicting from the current state when the window cannot reach the acknowledgement', () => {

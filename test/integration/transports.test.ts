@@ -154,7 +154,7 @@ describe('a match over real transports', () => {
     for (const p of players) {
       expect(p.client.state, msg(p)).toBe('connected');
       expect(p.client.predictor.stats.corrections, msg(p)).toBe(0);
-      expect(p.client.predictor.stats.replays, msg(p)).toBeGreaterThan(10);
+      expect(p.client.predictor.stats.confirmations, msg(p)).toBeGreaterThan(10);
       expect(p.client.stats.framesReceived, msg(p)).toBeGreaterThan(20);
       expect(executed.get(p.client.slot) ?? 0, msg(p)).toBeGreaterThan(100);
       const stats = server.clients[p.client.slot]!.commandStats;
