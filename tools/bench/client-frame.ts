@@ -1,8 +1,9 @@
 // Benchmark section 3: one client's frame with 64 and with 128 remote players in view at 250 ms
-// RTT (receive, prediction replay, interpolation), and the replay cost by unacknowledged commands.
+// RTT (receive, prediction, interpolation), timed in the match and alone (a few clients' packets
+// recorded and replayed into a fresh client), and the replay cost by unacknowledged commands.
 
 import { getHeapStatistics } from 'node:v8';
-import { GameClient } from 'backstep/client';
+import { type ClientConfig, GameClient } from 'backstep/client';
 import { MemoryNetwork } from 'backstep/net';
 import { Match } from 'backstep/testing';
 import { BUTTON_JUMP } from '../../games/arena/shared/constants.ts';
@@ -14,6 +15,13 @@ import { createUserCommand, quantizeUserCommand } from '../../src/protocol/userc
 import { NO_EVENTS } from '../../src/sim/game.ts';
 import { Random } from '../../src/sim/random.ts';
 import { mean, percentile, Samples } from '../stats.ts';
+import {
+  type ClientRecording,
+  createRecording,
+  recordingEndpoint,
+  replayInProcess,
+  withSeededRandom,
+} from './client-replay.ts';
 import { heldMemory, type Row, round, table, timed, timePerCall } from './report.ts';
 
 export interface ClientFrameOptions {
@@ -35,6 +43,9 @@ export const DEFAULT_CLIENT_FRAME_OPTIONS: ClientFrameOptions = {
 
 const FRAME_60_FPS_MS = 1000 / 60;
 
+/** Clients of the match whose datagrams and frames are recorded, each replayed alone afterwards. */
+const RECORDED_CLIENTS = 8;
+
 function timingRow(samples: Samples): Row {
   const sorted = samples.sorted();
   const m = mean(sorted) ?? 0;
@@ -47,8 +58,25 @@ function timingRow(samples: Samples): Row {
   };
 }
 
-/** Times every client's frame, prediction and remote view in a match where each sees `remotePlayers`. */
-function clientFrame(o: ClientFrameOptions, remotePlayers: number): void {
+/** Every client's configuration in the scene. */
+const CLIENT_CONFIG: Partial<ClientConfig> = { updateRate: 32, rateBytesPerSecond: 200_000 };
+
+interface MatchTimes {
+  rows: Record<string, Row>;
+  /** Per frame means, as lines of the table's notes. */
+  means: string[];
+  clients: number;
+}
+
+/**
+ * Times every client's frame, prediction and remote view in a match where each sees
+ * `remotePlayers`, and records the first RECORDED_CLIENTS clients into `recordings`.
+ */
+function timeInMatch(
+  o: ClientFrameOptions,
+  remotePlayers: number,
+  recordings: ClientRecording[],
+): MatchTimes {
   const players = remotePlayers + 1;
   const profile = parseProfile({
     name: `rtt-${o.rttMs}ms`,
@@ -60,15 +88,30 @@ function clientFrame(o: ClientFrameOptions, remotePlayers: number): void {
     maxClients: players,
     defaultUpdateRate: 32,
   });
+  const config = CLIENT_CONFIG;
   for (let i = 0; i < players; i++) {
-    match.addClient({
-      profile,
-      drive: runnerBot(o.seed * 7919 + i),
-      frameJitterMs: 2,
-      config: { updateRate: 32, rateBytesPerSecond: 200_000 },
-    });
+    const drive = runnerBot(o.seed * 7919 + i);
+    if (i >= RECORDED_CLIENTS) {
+      match.addClient({ profile, drive, frameJitterMs: 2, config });
+      continue;
+    }
+    const recording = createRecording(o.seed * 1000 + i);
+    recordings.push(recording);
+    withSeededRandom(recording.seed, () =>
+      match.addClient({
+        profile,
+        drive: (client, nowMs, input) => {
+          drive(client, nowMs, input);
+          recording.frames.push({ nowMs, input: { ...input } });
+        },
+        frameJitterMs: 2,
+        config: { ...config, seed: recording.seed },
+        wrapEndpoint: (endpoint) => recordingEndpoint(endpoint, recording),
+      }),
+    );
   }
   match.run(o.warmupMs);
+  for (const r of recordings) r.warmupFrames = r.frames.length;
   const frame = new Samples();
   const frameCpu = new Samples();
   const predict = new Samples();
@@ -111,25 +154,56 @@ function clientFrame(o: ClientFrameOptions, remotePlayers: number): void {
     };
   }
   match.run(o.measureMs);
+  for (const r of recordings) r.sentInFrames = r.sent.length;
   match.close();
   const n = Math.max(1, frames);
-  table(
-    `Client frame cost: ${remotePlayers} remote players in view, ${o.rttMs} ms RTT, 60 fps, 32 snapshots/s`,
-    {
+  return {
+    rows: {
       'GameClient.update (whole frame)': timingRow(frame),
       'the same, CPU time': timingRow(frameCpu),
       'of which Predictor.predict': timingRow(predict),
       'of which RemoteView.update': timingRow(view),
     },
-    [
+    means: [
       `Per frame means: ${round(pending / n, 1)} unacknowledged commands, ${round(drawn / n, 1)} remote entities drawn, RTT ${round(rtt / n, 0)} ms,`,
       `  ${round(allocated / Math.max(1, allocatedFrames), 0)} bytes allocated (heap growth across the frame and its timers; frames across which the heap shrank left out).`,
+    ],
+    clients: match.clients.length,
+  };
+}
+
+/**
+ * The client frame table for `remotePlayers`: every client timed in the match, then the recorded
+ * ones replayed alone, once the match's heap has been collected.
+ */
+async function clientFrame(o: ClientFrameOptions, remotePlayers: number): Promise<void> {
+  const recordings: ClientRecording[] = [];
+  const inMatch = timeInMatch(o, remotePlayers, recordings);
+  const alone = await replayInProcess({ recordings, config: CLIENT_CONFIG });
+  const aloneFrame = new Samples();
+  for (const ms of alone.wall) aloneFrame.add(ms);
+  table(
+    `Client frame cost: ${remotePlayers} remote players in view, ${o.rttMs} ms RTT, 60 fps, 32 snapshots/s`,
+    {
+      ...inMatch.rows,
+      [`one client alone (${recordings.length} replayed)`]: timingRow(aloneFrame),
+    },
+    [
+      ...inMatch.means,
       'A frame makes and predicts one command, sends commands, reads the packets due (decoding the frame header,',
-      '  events and delta snapshot), replays prediction (only when a new acknowledgement arrived, about 32 of',
-      `  60 frames: the p50 mixes both kinds) and interpolates every remote player. All ${match.clients.length} clients of`,
+      '  events and delta snapshot; about 32 of 60 frames read one: the p50 mixes both kinds), replays prediction',
+      '  after a correction (an acknowledged state that differs from the prediction) and interpolates every remote',
+      `  player. All ${inMatch.clients} clients of the match are timed (each sample is one client's frame; between two`,
+      `  frames of one, the server and the ${inMatch.clients - 1} others run in this process and take its caches);`,
+      `  warm-up ${o.warmupMs / 1000} s, ${o.measureMs / 1000} s measured; seed ${o.seed}.`,
+      `  Alone: ${recordings.length} of the clients had every datagram they received, every frame's time and input and every`,
+      '  datagram they sent recorded; after the match, a process of their own (as a browser tab is) replays each',
+      '  into a fresh client, once to warm its code up and three times timed (frames after the warm-up), and checks that',
+      '  it sends exactly what the recorded one sent. Its wall clock only: the process CPU time of those frames',
+      "  counts V8's compiler and collector threads too, which run beside the frame (with --single-threaded the",
+      '  two agree), and the process has a core to itself.',
       '  CPU time: the process CPU time the frame took (process.cpuUsage, 1 us steps, all threads), which a',
       '  descheduled process does not add to, unlike the wall clock of the rows around it.',
-      `  the match are timed (each sample is one client's frame); warm-up ${o.warmupMs / 1000} s, ${o.measureMs / 1000} s measured; seed ${o.seed}.`,
     ],
   );
 }
@@ -208,8 +282,10 @@ function clientSetup(): void {
 }
 
 /** Prints the client frame table, the prediction replay table and the cost of making a client. */
-export function clientFrameSection(options: ClientFrameOptions = DEFAULT_CLIENT_FRAME_OPTIONS): void {
-  for (const remotePlayers of options.remotePlayers) clientFrame(options, remotePlayers);
+export async function clientFrameSection(
+  options: ClientFrameOptions = DEFAULT_CLIENT_FRAME_OPTIONS,
+): Promise<void> {
+  for (const remotePlayers of options.remotePlayers) await clientFrame(options, remotePlayers);
   predictionReplay();
   clientSetup();
 }
