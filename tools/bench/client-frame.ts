@@ -15,13 +15,7 @@ import { createUserCommand, quantizeUserCommand } from '../../src/protocol/userc
 import { NO_EVENTS } from '../../src/sim/game.ts';
 import { Random } from '../../src/sim/random.ts';
 import { mean, percentile, Samples } from '../stats.ts';
-import {
-  type ClientRecording,
-  createRecording,
-  recordingEndpoint,
-  replayInProcess,
-  withSeededRandom,
-} from './client-replay.ts';
+import { addRecordedClient, type ClientRecording, replayInProcess } from './client-replay.ts';
 import { heldMemory, type Row, round, table, timed, timePerCall } from './report.ts';
 
 export interface ClientFrameOptions {
@@ -95,19 +89,8 @@ function timeInMatch(
       match.addClient({ profile, drive, frameJitterMs: 2, config });
       continue;
     }
-    const recording = createRecording(o.seed * 1000 + i);
-    recordings.push(recording);
-    withSeededRandom(recording.seed, () =>
-      match.addClient({
-        profile,
-        drive: (client, nowMs, input) => {
-          drive(client, nowMs, input);
-          recording.frames.push({ nowMs, input: { ...input } });
-        },
-        frameJitterMs: 2,
-        config: { ...config, seed: recording.seed },
-        wrapEndpoint: (endpoint) => recordingEndpoint(endpoint, recording),
-      }),
+    recordings.push(
+      addRecordedClient(match, o.seed * 1000 + i, { profile, drive, frameJitterMs: 2, config }),
     );
   }
   match.run(o.warmupMs);

@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { type ClientConfig, GameClient, type InputSample } from 'backstep/client';
 import type { DatagramEndpoint, PacketHandler } from 'backstep/net';
+import type { AddClientOptions, Match } from 'backstep/testing';
 import { arenaGame } from '../../games/arena/shared/game.ts';
 
 /** What one client of a match received, sent and was given each frame, from its first frame. */
@@ -24,8 +25,37 @@ export interface ClientRecording {
   sentInFrames: number;
 }
 
-export function createRecording(seed: number): ClientRecording {
-  return { seed, polls: [], sent: [], frames: [], warmupFrames: 0, sentInFrames: 0 };
+/**
+ * Adds a client to `match` (config seed `seed`, its key pair drawn from a stream seeded by it)
+ * whose datagrams and frames are recorded. Set the recording's `warmupFrames` and `sentInFrames`
+ * (its `frames` and `sent` lengths then) before replaying it.
+ */
+export function addRecordedClient<P, W>(
+  match: Match<P, W>,
+  seed: number,
+  options: AddClientOptions<P, W>,
+): ClientRecording {
+  const recording: ClientRecording = {
+    seed,
+    polls: [],
+    sent: [],
+    frames: [],
+    warmupFrames: 0,
+    sentInFrames: 0,
+  };
+  const drive = options.drive;
+  withSeededRandom(seed, () =>
+    match.addClient({
+      ...options,
+      drive: (client, nowMs, input) => {
+        drive?.(client, nowMs, input);
+        recording.frames.push({ nowMs, input: { ...input } });
+      },
+      config: { ...options.config, seed },
+      wrapEndpoint: (endpoint) => recordingEndpoint(endpoint, recording),
+    }),
+  );
+  return recording;
 }
 
 const NO_DATAGRAMS: { from: string; data: Uint8Array }[] = [];
@@ -35,7 +65,7 @@ const NO_DATAGRAMS: { from: string; data: Uint8Array }[] = [];
  * client's X25519 key pair is the only randomness it draws: a recorded client and its replay make
  * the same pair, so the replay can open the packets the server sealed for the recorded one.
  */
-export function withSeededRandom<T>(seed: number, fn: () => T): T {
+function withSeededRandom<T>(seed: number, fn: () => T): T {
   const crypto = globalThis.crypto;
   const real = crypto.getRandomValues;
   let x = seed >>> 0 || 1;
@@ -58,7 +88,7 @@ export function withSeededRandom<T>(seed: number, fn: () => T): T {
 }
 
 /** `endpoint` with everything it delivers and sends copied into `recording`. */
-export function recordingEndpoint(endpoint: DatagramEndpoint, recording: ClientRecording): DatagramEndpoint {
+function recordingEndpoint(endpoint: DatagramEndpoint, recording: ClientRecording): DatagramEndpoint {
   return {
     address: endpoint.address,
     send(to, data) {
