@@ -81,7 +81,7 @@ describe('Predictor', () => {
     expect(events).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   });
 
-  it("replays only after a correction with replay 'on-mismatch', and ends where 'always' does", () => {
+  it("replays only after a correction with replay 'on-mismatch', and ends where a full replay does", () => {
     const p = new Predictor(toyPlayer(), null);
     expect(p.config.replay).toBe('on-mismatch');
     p.reset({ x: 0, steps: 0, bob: 0 }, 0);

@@ -82,15 +82,19 @@ function timeInMatch(
     maxClients: players,
     defaultUpdateRate: 32,
   });
-  const config = CLIENT_CONFIG;
   for (let i = 0; i < players; i++) {
     const drive = runnerBot(o.seed * 7919 + i);
     if (i >= RECORDED_CLIENTS) {
-      match.addClient({ profile, drive, frameJitterMs: 2, config });
+      match.addClient({ profile, drive, frameJitterMs: 2, config: CLIENT_CONFIG });
       continue;
     }
     recordings.push(
-      addRecordedClient(match, o.seed * 1000 + i, { profile, drive, frameJitterMs: 2, config }),
+      addRecordedClient(match, o.seed * 1000 + i, {
+        profile,
+        drive,
+        frameJitterMs: 2,
+        config: CLIENT_CONFIG,
+      }),
     );
   }
   match.run(o.warmupMs);
@@ -157,7 +161,7 @@ function timeInMatch(
 
 /**
  * The client frame table for `remotePlayers`: every client timed in the match, then the recorded
- * ones replayed alone, once the match's heap has been collected.
+ * ones replayed alone in a process of their own.
  */
 async function clientFrame(o: ClientFrameOptions, remotePlayers: number): Promise<void> {
   const recordings: ClientRecording[] = [];

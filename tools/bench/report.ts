@@ -7,17 +7,12 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Samples } from '../stats.ts';
 
-/** Two full collections, without starting node with --expose-gc. */
-export function collectGarbage(): void {
+/** The heap and the ArrayBuffers in use after two full collections (bytes). */
+export function heldMemory(): { heap: number; buffers: number } {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as () => void;
   gc();
   gc();
-}
-
-/** The heap and the ArrayBuffers in use after two full collections (bytes). */
-export function heldMemory(): { heap: number; buffers: number } {
-  collectGarbage();
   const m = process.memoryUsage();
   return { heap: m.heapUsed, buffers: m.arrayBuffers };
 }
