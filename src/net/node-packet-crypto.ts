@@ -4,6 +4,7 @@
 import {
   createCipheriv,
   createDecipheriv,
+  createPrivateKey,
   createPublicKey,
   diffieHellman,
   generateKeyPairSync,
@@ -72,6 +73,10 @@ export function serverCipher(key: Uint8Array): PacketCipher {
 }
 
 const INFO = Buffer.from('backstep packet keys v1');
+/** Bytes of an X25519 secret key. */
+const SECRET_KEY_BYTES = 32;
+/** The DER (PKCS #8, RFC 8410) that precedes a raw X25519 secret key. */
+const X25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b656e04220420', 'hex');
 
 /**
  * The server's X25519 key pair (one per server, drawn at start, like the cookie secret) and the
@@ -82,10 +87,29 @@ export class ServerKeyExchange {
   readonly publicKey: Uint8Array;
   private readonly privateKey: KeyObject;
 
-  constructor() {
-    const pair = generateKeyPairSync('x25519');
-    this.privateKey = pair.privateKey;
-    const jwk = pair.publicKey.export({ format: 'jwk' });
+  /** `secretKey`: the 32-byte X25519 secret key to use (a fresh pair when omitted). */
+  constructor(secretKey?: Uint8Array) {
+    let publicKey: KeyObject;
+    if (secretKey === undefined) {
+      const pair = generateKeyPairSync('x25519');
+      this.privateKey = pair.privateKey;
+      publicKey = pair.publicKey;
+    } else {
+      if (!(secretKey instanceof Uint8Array) || secretKey.length !== SECRET_KEY_BYTES) {
+        throw new RangeError(
+          `server config: secretKey must be a Uint8Array of ${SECRET_KEY_BYTES} bytes, got ${
+            secretKey instanceof Uint8Array ? `${secretKey.length} bytes` : typeof secretKey
+          }`,
+        );
+      }
+      this.privateKey = createPrivateKey({
+        key: Buffer.concat([X25519_PKCS8_PREFIX, secretKey]),
+        format: 'der',
+        type: 'pkcs8',
+      });
+      publicKey = createPublicKey(this.privateKey);
+    }
+    const jwk = publicKey.export({ format: 'jwk' });
     this.publicKey = new Uint8Array(Buffer.from(jwk.x ?? '', 'base64url'));
     if (this.publicKey.length !== PUBLIC_KEY_BYTES) throw new Error('x25519 public key export failed');
   }

@@ -70,6 +70,8 @@ export interface ServerConnectionsConfig {
   maxPacketsPerSecond: number;
   /** Secret for challenge cookies (random when omitted). */
   cookieSecret?: Uint8Array;
+  /** The server's X25519 secret key, 32 bytes (ServerConfig.secretKey; a fresh one when omitted). */
+  secretKey?: Uint8Array;
   /**
    * Connect tokens (off when absent): the server then takes only clients presenting a token its
    * backend issued (connect-token.ts) for this server, unexpired and not used from another
@@ -225,7 +227,7 @@ export class ServerConnections {
   private readonly handler: ConnectionHandler;
   private readonly byAddress = new Map<string, ServerConnection>();
   private readonly cookies: CookieJar;
-  private readonly keyExchange = new ServerKeyExchange();
+  private readonly keyExchange: ServerKeyExchange;
   private readonly hs = createHandshakePacket();
   private readonly hsStream = createHandshakeStream();
   private readonly cookie = { hi: 0, lo: 0 };
@@ -271,6 +273,7 @@ export class ServerConnections {
         ? null
         : new ConnectTokenGate({ ...config.connectTokens, protocolId: config.protocolId });
     this.cookies = new CookieJar(config.cookieSecret);
+    this.keyExchange = new ServerKeyExchange(config.secretKey);
     this.handshakeAllowance = config.maxHandshakesPerSecond;
     this.retryAllowance = config.maxHandshakesPerSecond;
     this.keyAllowance = new Allowance(config.maxKeyExchangesPerSecond);

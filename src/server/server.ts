@@ -140,6 +140,13 @@ export interface ServerConfig {
   /** Secret for challenge cookies (random when omitted). */
   cookieSecret?: Uint8Array;
   /**
+   * The server's X25519 secret key, 32 bytes (a fresh one at every start when omitted). Give the
+   * same key at every start to keep the server's public key (`GameServer.publicKey`) the same,
+   * so clients can pin it (`ClientConfig.serverPublicKey`) across restarts; keep it as secret as
+   * the backend's token key. A recorded match replays against a server with the recorded key.
+   */
+  secretKey?: Uint8Array;
+  /**
    * Connect tokens (off by default): the backend's key and this server's name as tokens list it.
    * The server then takes only clients with a token from that backend, for this server, not
    * expired and not used from another address; `ServerClient.userId` names each player.
@@ -617,6 +624,7 @@ export class GameServer<P, W> {
         maxKeyExchangesPerSecond: c.maxKeyExchangesPerSecond,
         maxPacketsPerSecond: c.maxPacketsPerSecond,
         cookieSecret: c.cookieSecret,
+        secretKey: c.secretKey,
         connectTokens: c.connectTokens,
       },
       {

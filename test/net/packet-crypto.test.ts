@@ -1,6 +1,7 @@
 // Authenticated packets: the AEAD and key agreement (Node's crypto on the server, @noble in the
 // browser-safe client, interchangeable), sealed channels, and forged packets that move nothing.
 
+import { x25519 } from '@noble/curves/ed25519.js';
 import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { arenaGame } from '../../games/arena/shared/game.ts';
@@ -653,5 +654,38 @@ describe('a pinned server key', () => {
       /serverPublicKey/,
     );
     match.close();
+  });
+});
+
+describe("a server's secret key", () => {
+  it('keeps its public key across restarts, so a client pinning it connects to the restarted server', () => {
+    const seed = 37;
+    const secretKey = new Uint8Array(32).map((_, i) => (i * 29 + 5) & 0xff);
+    const first = new Match(arenaGame, seed, { secretKey });
+    const pinnedKey = first.server.publicKey.slice();
+    first.close();
+    // The key the secret key gives is X25519's (the browser client's implementation agrees).
+    expect(Buffer.from(pinnedKey).toString('hex')).toBe(
+      Buffer.from(x25519.getPublicKey(secretKey)).toString('hex'),
+    );
+    const restarted = new Match(arenaGame, seed + 1, { secretKey });
+    const fresh = new Match(arenaGame, seed + 2);
+    expect(Buffer.compare(fresh.server.publicKey, pinnedKey)).not.toBe(0);
+    const pinned = restarted.addClient({ config: { serverPublicKey: pinnedKey } });
+    const refused = fresh.addClient({ config: { serverPublicKey: pinnedKey, connectTimeoutMs: 1500 } });
+    restarted.run(2000);
+    fresh.run(2000);
+    expect(pinned.client.state, `seed ${seed}`).toBe('connected');
+    expect(refused.client.state, `seed ${seed}`).toBe('timed out');
+    restarted.close();
+    fresh.close();
+  });
+
+  it('must be 32 bytes: anything else is refused with a message naming it', () => {
+    for (const bad of [new Uint8Array(31), new Uint8Array(33), [1, 2, 3] as unknown as Uint8Array]) {
+      expect(() => new Match(arenaGame, 1, { secretKey: bad })).toThrow(
+        /secretKey must be a Uint8Array of 32 bytes/,
+      );
+    }
   });
 });
