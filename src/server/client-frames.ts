@@ -276,18 +276,16 @@ export class FrameWriter<P, W> {
   /** The log slot of each event the frame being written carries. */
   private readonly frameEventSlot = new Int32Array(MAX_EVENTS_PER_FRAME);
   /**
-   * Where each logged event's source player stands at tick `eventAtTick` (by log position, for
-   * `eventAtOf`): looked up once per tick for every client's frame. `eventFromPlayer` 0: the
-   * source is no connected player (the world's, or one who left), heard everywhere.
+   * Where each logged event's source player stands, four numbers per log slot: x, y, z and the
+   * client slot whose own prediction the event was (-1: nobody's). x is NaN when the source is no
+   * connected player (the world's, or one who left): heard everywhere, since every distance
+   * computed from it compares false. Looked up once per tick, for the log positions
+   * [locatedFrom, locatedTo) at tick `locatedTick`, for every client's frame.
    */
-  private readonly eventAtOf: Float64Array;
-  private readonly eventAtTick: Float64Array;
-  private readonly eventFromPlayer: Uint8Array;
-  /** The client slot whose own prediction each logged event was (-1: nobody's), with eventAtOf. */
-  private readonly eventOwner: Int32Array;
-  private readonly eventX: Float64Array;
-  private readonly eventY: Float64Array;
-  private readonly eventZ: Float64Array;
+  private readonly eventWhere: Float64Array;
+  private locatedTick = -1;
+  private locatedFrom = 0;
+  private locatedTo = 0;
   private tick = -1;
 
   constructor(
@@ -302,13 +300,7 @@ export class FrameWriter<P, W> {
     this.eventBits = new Int32Array(log.capacity);
     this.eventBitsOf = new Float64Array(log.capacity).fill(-1);
     this.eventCode = new Uint8Array(log.capacity * EVENT_CODE_BYTES);
-    this.eventAtOf = new Float64Array(log.capacity).fill(-1);
-    this.eventAtTick = new Float64Array(log.capacity).fill(-1);
-    this.eventFromPlayer = new Uint8Array(log.capacity);
-    this.eventOwner = new Int32Array(log.capacity);
-    this.eventX = new Float64Array(log.capacity);
-    this.eventY = new Float64Array(log.capacity);
-    this.eventZ = new Float64Array(log.capacity);
+    this.eventWhere = new Float64Array(log.capacity * 4);
     this.clients = clients;
     this.config = config;
     this.measure = measure;
@@ -396,15 +388,9 @@ export class FrameWriter<P, W> {
     const hz = here.z;
     const mask = log.capacity - 1;
     const me = client.slot;
-    const tick = this.tick;
-    const at = this.eventAtOf;
-    const atTick = this.eventAtTick;
-    const owner = this.eventOwner;
-    const fromPlayer = this.eventFromPlayer;
-    const ex = this.eventX;
-    const ey = this.eventY;
-    const ez = this.eventZ;
     const head = log.head;
+    this.locate(client.eventCursor, head);
+    const where = this.eventWhere;
     const bitsOf = this.eventBitsOf;
     const eventBits = this.eventBits;
     const frameSlots = this.frameEventSlot;
@@ -413,14 +399,12 @@ export class FrameWriter<P, W> {
     for (let p = client.eventCursor; p < head; p++) {
       // Heard: not the client's own predicted event, and the world's or a player's within the radius.
       const slot = p & mask;
-      if (at[slot] !== p || atTick[slot] !== tick) this.locateEvent(p, slot);
-      if (owner[slot] === me) continue;
-      if (fromPlayer[slot] !== 0) {
-        const dx = ex[slot] - hx;
-        const dy = ey[slot] - hy;
-        const dz = ez[slot] - hz;
-        if (dx * dx + dy * dy + dz * dz > r2) continue;
-      }
+      const w = slot * 4;
+      if (where[w + 3] === me) continue;
+      const dx = where[w] - hx;
+      const dy = where[w + 1] - hy;
+      const dz = where[w + 2] - hz;
+      if (dx * dx + dy * dy + dz * dz > r2) continue;
       if (bitsOf[slot] !== p) this.encodeEvent(log.at(p), slot, p, table);
       const bits = eventBits[slot];
       const size = bits < 0 ? -bits : bits;
@@ -473,25 +457,38 @@ export class FrameWriter<P, W> {
   }
 
   /**
-   * Looks up, once per tick, who logged event `position` (in log slot `slot`) and where its source
-   * player stands: `eventOwner` the slot whose own prediction it was (-1: nobody's), and
-   * `eventFromPlayer` 0 when the source is no connected player (the world's, or one who left:
-   * heard everywhere).
+   * Makes sure the log positions [from, to) are located at this tick (eventWhere): who logged
+   * each and where its source player stands. The frames of a tick ask for nearly the same
+   * positions (each client's from its cursor to the log's head), so the located range only grows
+   * within a tick, and each event is located once per tick.
    */
-  private locateEvent(position: number, slot: number): void {
+  private locate(from: number, to: number): void {
+    if (this.locatedTick !== this.tick || to < this.locatedFrom || from > this.locatedTo) {
+      this.locatedTick = this.tick;
+      this.locatedFrom = from;
+      this.locatedTo = from;
+    }
+    for (let p = from; p < this.locatedFrom; p++) this.locateEvent(p);
+    if (from < this.locatedFrom) this.locatedFrom = from;
+    for (let p = this.locatedTo; p < to; p++) this.locateEvent(p);
+    if (to > this.locatedTo) this.locatedTo = to;
+  }
+
+  /** Notes in eventWhere who logged the event at log `position` and where its source player stands. */
+  private locateEvent(position: number): void {
     const log = this.log;
-    this.eventAtOf[slot] = position;
-    this.eventAtTick[slot] = this.tick;
-    this.eventOwner[slot] = log.ownerOf(position);
+    const w = (position & (log.capacity - 1)) * 4;
+    const where = this.eventWhere;
+    where[w + 3] = log.ownerOf(position);
     const source = log.at(position).source;
     const from = source < this.clients.length ? this.clients[source] : null;
-    if (from === null || from === undefined) this.eventFromPlayer[slot] = 0;
-    else {
-      const o = this.game.player.origin(from.state, this.sourceOrigin);
-      this.eventFromPlayer[slot] = 1;
-      this.eventX[slot] = o.x;
-      this.eventY[slot] = o.y;
-      this.eventZ[slot] = o.z;
+    if (from === null || from === undefined) {
+      where[w] = Number.NaN;
+      return;
     }
+    const o = this.game.player.origin(from.state, this.sourceOrigin);
+    where[w] = o.x;
+    where[w + 1] = o.y;
+    where[w + 2] = o.z;
   }
 }

@@ -22,7 +22,7 @@ import { nodeCipher } from '../../src/net/node-packet-crypto.ts';
 import type { PacketCipher } from '../../src/net/packet-crypto.ts';
 import { parseProfile } from '../../src/net/profile.ts';
 import type { BitStream } from '../../src/protocol/bitstream.ts';
-import { MAX_MESSAGES_PER_TICK } from '../../src/server/server.ts';
+import { MAX_MESSAGES_PER_TICK, WORLD_EVENT_SOURCE } from '../../src/server/server.ts';
 import { Random } from '../../src/sim/random.ts';
 
 type Client = GameClient<ArenaPlayerState, ArenaWorld>;
@@ -99,6 +99,44 @@ describe('a session', () => {
     expect(steps, `seed ${seed}`).toBeGreaterThan(20);
     // Two players never stand within one unit of each other: nothing of the other is heard.
     expect(heard, `seed ${seed}`).toBe(0);
+    match.close();
+  });
+
+  it("sends the world's events to every client, however far", () => {
+    const seed = 16;
+    let heardWorld = 0;
+    let heardPlayer = 0;
+    let emitted = 0;
+    // The world (the server's own tick) makes a sound every half second; the players run apart.
+    const match = new Match(
+      arenaGame,
+      seed,
+      { eventRadius: 1 },
+      {
+        onTick: (server, tick) => {
+          if (tick % 32 !== 0) return;
+          server.events.emit(EVENT_FOOTSTEP, 200, 0, 0, 0);
+          emitted++;
+        },
+      },
+    );
+    match.addClient({
+      profile,
+      drive: runner,
+      hooks: {
+        onEvent: (e, predicted) => {
+          if (predicted || e.type !== EVENT_FOOTSTEP) return;
+          if (e.source === WORLD_EVENT_SOURCE) heardWorld++;
+          else heardPlayer++;
+        },
+      },
+    });
+    match.addClient({ profile, drive: runner });
+    match.run(10_000);
+    expect(emitted, `seed ${seed}`).toBeGreaterThan(15);
+    // All but those sent in the last frames or lost with their packet (2 % loss).
+    expect(heardWorld, `seed ${seed}`).toBeGreaterThan(emitted * 0.8);
+    expect(heardPlayer, `seed ${seed}`).toBe(0);
     match.close();
   });
 
