@@ -44,6 +44,8 @@ export interface MatchOptions {
    * follow the order in which handshakes complete (which the network decides).
    */
   slotsInCreationOrder: boolean;
+  /** Wraps the server's endpoint (to record every datagram it receives and sends, say). */
+  wrapServerEndpoint?: (endpoint: DatagramEndpoint) => DatagramEndpoint;
 }
 
 export interface AddClientOptions<P, W> {
@@ -87,7 +89,8 @@ export class Match<P, W> {
     this.options = { slotsInCreationOrder: false, ...options };
     this.random = new Random(seed);
     this.network = new MemoryNetwork({ seed: this.random.nextU32() });
-    const endpoint = this.network.createEndpoint('server');
+    let endpoint: DatagramEndpoint = this.network.createEndpoint('server');
+    if (options.wrapServerEndpoint) endpoint = options.wrapServerEndpoint(endpoint);
     this.server = new GameServer(
       game,
       endpoint,

@@ -11,6 +11,7 @@ import type { DatagramEndpoint, PacketHandler } from 'backstep/net';
 import type { AddClientOptions, Match } from 'backstep/testing';
 import { arenaGame } from '../../games/arena/shared/game.ts';
 import { Random } from '../../src/sim/random.ts';
+import { withRandom } from './seeded-random.ts';
 
 /** What one client of a match received, sent and was given each frame, from its first frame. */
 export interface ClientRecording {
@@ -62,25 +63,12 @@ export function addRecordedClient<P, W>(
 const NO_DATAGRAMS: { from: string; data: Uint8Array }[] = [];
 
 /**
- * Runs `fn` with crypto.getRandomValues drawing from the engine's Random seeded by `seed`. A
- * client's X25519 key pair is the only randomness it draws: a recorded client and its replay make
- * the same pair, so the replay can open the packets the server sealed for the recorded one.
+ * Runs `fn` drawing from a stream seeded by `seed`. A client's X25519 key pair is the only
+ * randomness it draws: a recorded client and its replay make the same pair, so the replay can
+ * open the packets the server sealed for the recorded one.
  */
 function withSeededRandom<T>(seed: number, fn: () => T): T {
-  const crypto = globalThis.crypto;
-  const real = crypto.getRandomValues;
-  const random = new Random(seed);
-  crypto.getRandomValues = <A extends ArrayBufferView | null>(array: A): A => {
-    if (array === null) return array;
-    const bytes = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-    for (let i = 0; i < bytes.length; i++) bytes[i] = random.nextU32() & 0xff;
-    return array;
-  };
-  try {
-    return fn();
-  } finally {
-    crypto.getRandomValues = real;
-  }
+  return withRandom(new Random(seed), fn);
 }
 
 /** `endpoint` with everything it delivers and sends copied into `recording`. */

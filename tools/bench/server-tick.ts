@@ -8,6 +8,8 @@
 
 import { performance } from 'node:perf_hooks';
 import { GCProfiler, getHeapStatistics } from 'node:v8';
+import type { DatagramEndpoint } from 'backstep/net';
+import { GameServer } from 'backstep/server';
 import { Match } from 'backstep/testing';
 import { arenaRules } from '../../games/arena/server/rules.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
@@ -31,6 +33,16 @@ import { Random } from '../../src/sim/random.ts';
 import { mean, percentile, Samples } from '../stats.ts';
 import { type Row, round, table, timePerCall } from './report.ts';
 import { CLEAN_20MS } from './scene.ts';
+import {
+  beginMeasured,
+  createServerRecording,
+  endMeasured,
+  fastestPerUpdate,
+  recordingServerEndpoint,
+  recordServerUpdates,
+  replayServerInProcess,
+  type ServerRecording,
+} from './server-replay.ts';
 
 export interface ServerTickOptions {
   bots: readonly number[];
@@ -43,6 +55,11 @@ export interface ServerTickOptions {
   /** Measured simulated time per size, by bot count (counts not listed use `measureMs`). */
   measureMs: number;
   measureMsFor: Readonly<Record<number, number>>;
+  /**
+   * The scene and size whose server is recorded and replayed alone (server-replay.ts), and how
+   * many timed passes; null: none.
+   */
+  replay: { scene: SceneName; bots: number; passes: number } | null;
 }
 
 export const DEFAULT_SERVER_TICK_OPTIONS: ServerTickOptions = {
@@ -53,6 +70,7 @@ export const DEFAULT_SERVER_TICK_OPTIONS: ServerTickOptions = {
   warmupMs: 1500,
   measureMs: 8000,
   measureMsFor: { 256: 6000, 512: 4000 },
+  replay: { scene: 'large', bots: 512, passes: 5 },
 };
 
 /** Half the width of the large level's floor; the arena's is 1008. */
@@ -88,7 +106,7 @@ interface Scene {
   profile: NetworkProfile;
 }
 
-type SceneName = 'arena' | 'large' | 'mobile';
+export type SceneName = 'arena' | 'large' | 'mobile';
 
 /** The mobile profile without its handover spike, so every measured second sees the same link. */
 const MOBILE_STEADY: NetworkProfile = { ...profileByName('mobile'), events: [] };
@@ -133,6 +151,7 @@ const TICK_BUDGET_MS = 1000 / TICK_RATE;
 interface TickFigures {
   bots: number;
   meanMs: number;
+  p50Ms: number;
   p99Ms: number;
 }
 
@@ -156,6 +175,37 @@ function playersPerCore(rows: readonly TickFigures[], pick: (f: TickFigures) => 
   return `> ${rows[rows.length - 1].bots}`;
 }
 
+/** The bench server's secret key: a replay of a recorded server needs the recorded one's. */
+const BENCH_SECRET_KEY = new Uint8Array(32).fill(11);
+
+/** The server configuration of `sceneName` with `bots` players. */
+function sceneServerConfig(sceneName: SceneName, bots: number): Partial<ServerConfig> {
+  return {
+    tickRate: TICK_RATE,
+    maxClients: bots,
+    defaultUpdateRate: UPDATE_RATE,
+    cookieSecret: new Uint8Array(32).fill(7),
+    secretKey: BENCH_SECRET_KEY,
+    ...SCENES[sceneName].server,
+  };
+}
+
+/** A fresh server of `sceneName` with `bots` players on `endpoint`, as its matches make it (for replays). */
+export function sceneServer(
+  sceneName: string,
+  bots: number,
+  endpoint: DatagramEndpoint,
+): GameServer<unknown, unknown> {
+  if (!Object.hasOwn(SCENES, sceneName)) throw new RangeError(`server tick: no scene '${sceneName}'`);
+  const name = sceneName as SceneName;
+  return new GameServer(
+    SCENES[name].game,
+    endpoint,
+    sceneServerConfig(name, bots),
+    arenaRules({ respawnMs: 1000 }),
+  ) as unknown as GameServer<unknown, unknown>;
+}
+
 /**
  * A match of the benchmark's scene (arena or large level) with `bots` shooting bots, run through
  * the warm-up and then until the snapshot writers' frame pools are full (the steady state: no
@@ -166,14 +216,17 @@ export function tickScene(
   sceneName: SceneName,
   bots: number,
   o: Pick<ServerTickOptions, 'seed' | 'warmupMs'> = DEFAULT_SERVER_TICK_OPTIONS,
+  recording: ServerRecording | null = null,
 ): Match<ArenaPlayerState, ArenaWorld> {
   const scene = SCENES[sceneName];
   const match = new Match<ArenaPlayerState, ArenaWorld>(
     scene.game,
     o.seed,
-    { tickRate: TICK_RATE, maxClients: bots, defaultUpdateRate: UPDATE_RATE, ...scene.server },
+    sceneServerConfig(sceneName, bots),
     arenaRules({ respawnMs: 1000 }),
+    recording === null ? {} : { wrapServerEndpoint: (e) => recordingServerEndpoint(e, recording) },
   );
+  if (recording !== null) recordServerUpdates(match.server, recording);
   for (let i = 0; i < bots; i++) {
     match.addClient({
       profile: scene.profile,
@@ -203,9 +256,10 @@ function measure(
   bots: number,
   o: ServerTickOptions,
   sceneName: SceneName,
+  recording: ServerRecording | null = null,
 ): { row: Row; figures: TickFigures } {
   const scene = SCENES[sceneName];
-  const match = tickScene(sceneName, bots, o);
+  const match = tickScene(sceneName, bots, o, recording);
   const server = match.server;
   const all = new Samples();
   const cpu = new Samples();
@@ -273,7 +327,9 @@ function measure(
     all.add(ms);
   };
   const measureMs = o.measureMsFor[bots] ?? o.measureMs;
+  if (recording !== null) beginMeasured(recording);
   match.run(measureMs);
+  if (recording !== null) endMeasured(recording);
   server.update = update;
   const ticks = server.stats.ticks - ticksBefore;
   const phase = server.stats.phaseMs;
@@ -335,7 +391,7 @@ function measure(
       'deferred (/frame)': perFrame(deferred),
       'entries shared (%)': round(encoded + reused > 0 ? (reused / (encoded + reused)) * 100 : 0, 1),
     },
-    figures: { bots, meanMs: m, p99Ms: p99 },
+    figures: { bots, meanMs: m, p50Ms: percentile(sorted, 0.5) ?? 0, p99Ms: p99 },
   };
 }
 
@@ -421,7 +477,9 @@ function framePartsTable(): void {
 }
 
 /** Prints the server tick cost table of each scene and its players-per-core estimate. */
-export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TICK_OPTIONS): void {
+export async function serverTickSection(
+  options: ServerTickOptions = DEFAULT_SERVER_TICK_OPTIONS,
+): Promise<void> {
   framePartsTable();
   for (const [sceneName, sizes] of [
     ['arena', options.bots],
@@ -432,10 +490,16 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
     const scene = SCENES[sceneName];
     const rows: Record<string, Row> = {};
     const figures: TickFigures[] = [];
+    const replay = options.replay?.scene === sceneName ? options.replay : null;
+    let recording: ServerRecording | null = null;
+    let recorded: TickFigures | null = null;
     for (const bots of sizes) {
-      const r = measure(bots, options, sceneName);
+      const record = replay !== null && replay.bots === bots;
+      if (record) recording = createServerRecording(options.seed);
+      const r = measure(bots, options, sceneName, record ? recording : null);
       rows[`${bots} bots`] = r.row;
       figures.push(r.figures);
+      if (record) recorded = r.figures;
     }
     table(
       `Server tick cost, ${scene.name}: wall clock and CPU time of GameServer.update per ${TICK_RATE} Hz tick, shooting bots, ${UPDATE_RATE} snapshots/s each`,
@@ -473,5 +537,61 @@ export function serverTickSection(options: ServerTickOptions = DEFAULT_SERVER_TI
           ` keeping p99 within a tick: ${playersPerCore(figures, (f) => f.p99Ms)}.`,
       ],
     );
+    if (replay !== null && recording !== null && recorded !== null) {
+      await replayTable(scene.name, sceneName, replay.bots, replay.passes, recording, recorded);
+    }
   }
+}
+
+/**
+ * The recorded server of one scene and size replayed alone (server-replay.ts): its updates timed
+ * in every pass, and each update's fastest run, beside the same updates timed in the match.
+ */
+async function replayTable(
+  title: string,
+  sceneName: SceneName,
+  bots: number,
+  passes: number,
+  recording: ServerRecording,
+  inMatch: TickFigures,
+): Promise<void> {
+  const result = await replayServerInProcess({ recording, scene: sceneName, bots, passes });
+  const every = new Samples();
+  for (const pass of result.passes) for (const ms of pass) every.add(ms);
+  const fastest = new Samples();
+  for (const ms of fastestPerUpdate(result)) fastest.add(ms);
+  const figures = (s: Samples): Row => {
+    const sorted = s.sorted();
+    return {
+      updates: s.count,
+      'p50 (ms)': round(percentile(sorted, 0.5) ?? 0, 3),
+      'p99 (ms)': round(percentile(sorted, 0.99) ?? 0, 3),
+      'mean (ms)': round(mean(sorted) ?? 0, 3),
+      'within the tick at p99': (percentile(sorted, 0.99) ?? 0) <= TICK_BUDGET_MS ? 'yes' : 'no',
+    };
+  };
+  const updates = recording.measureTo - recording.measureFrom;
+  table(
+    `The server alone, ${title}, ${bots} bots: the match's server replayed in a process of its own`,
+    {
+      'in the match (above)': {
+        updates,
+        'p50 (ms)': round(inMatch.p50Ms, 3),
+        'p99 (ms)': round(inMatch.p99Ms, 3),
+        'mean (ms)': round(inMatch.meanMs, 3),
+        'within the tick at p99': inMatch.p99Ms <= TICK_BUDGET_MS ? 'yes' : 'no',
+      },
+      [`alone, every run (${passes} passes)`]: figures(every),
+      [`alone, each update's fastest of ${passes}`]: figures(fastest),
+    },
+    [
+      "The match's server was recorded: every datagram each update received, the update times, and a checksum of",
+      `  all ${recording.sent} datagrams it sent by the last timed update (server-replay.ts). A child process that has run`,
+      '  nothing else builds a fresh server of the scene with the same secret key and feeds it the same datagrams at',
+      '  the same times, once to warm up and then once per pass after a full collection; every pass sent exactly the',
+      "  recorded datagrams (checked: it throws otherwise), so every pass does the same work. Each update's fastest",
+      "  run is the best estimate of what it costs when the machine's other work (8 engineers share 2 cores) does not",
+      '  land in it.',
+    ],
+  );
 }

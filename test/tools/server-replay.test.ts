@@ -1,0 +1,92 @@
+// The server tick benchmark's replay (tools/bench/server-replay.ts): the server of a match whose
+// clients shoot over a jittery, lossy link, recorded, is replayed into a fresh server with the same
+// secret key that sends the same datagrams, byte for byte (the server is a function of its
+// datagrams, update times and randomness); a recording with one received byte changed is not.
+
+import { describe, expect, it } from 'vitest';
+import { arenaRules } from '../../games/arena/server/rules.ts';
+import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../games/arena/shared/game.ts';
+import { aimBot } from '../../games/arena/testing/shots.ts';
+import { NAMED_PROFILES } from '../../src/net/profile.ts';
+import { GameServer, type ServerConfig } from '../../src/server/server.ts';
+import { Match } from '../../src/testing/match.ts';
+import {
+  beginMeasured,
+  createServerRecording,
+  endMeasured,
+  fastestPerUpdate,
+  recordingServerEndpoint,
+  recordServerUpdates,
+  replayServerPasses,
+  type ServerFactory,
+  type ServerRecording,
+} from '../../tools/bench/server-replay.ts';
+
+const SEED = 43;
+const CONFIG: Partial<ServerConfig> = {
+  maxClients: 6,
+  cookieSecret: new Uint8Array(32).fill(3),
+  secretKey: new Uint8Array(32).fill(9),
+};
+
+function recordMatch(): ServerRecording {
+  const recording = createServerRecording(SEED);
+  const match = new Match<ArenaPlayerState, ArenaWorld>(arenaGame, SEED, CONFIG, arenaRules(), {
+    wrapServerEndpoint: (e) => recordingServerEndpoint(e, recording),
+  });
+  recordServerUpdates(match.server, recording);
+  for (let i = 0; i < 6; i++) {
+    match.addClient({ profile: NAMED_PROFILES.mobile, drive: aimBot(SEED * 31 + i), frameJitterMs: 3 });
+  }
+  match.run(1500);
+  beginMeasured(recording);
+  match.run(2000);
+  endMeasured(recording);
+  match.close();
+  return recording;
+}
+
+const makeServer: ServerFactory = (endpoint) =>
+  new GameServer(arenaGame, endpoint, CONFIG, arenaRules()) as unknown as GameServer<unknown, unknown>;
+
+describe('a recorded server replayed alone', () => {
+  const recording = recordMatch();
+
+  it('sends what the recorded server sent, byte for byte, on every pass', () => {
+    const msg = `seed ${SEED}`;
+    // Six players connected (their resume tokens drawn from the recording's stream) and played.
+    expect(recording.sent, msg).toBeGreaterThan(500);
+    expect(recording.measureTo - recording.measureFrom, msg).toBe(128);
+    const result = replayServerPasses(recording, makeServer, 2);
+    expect(result.passes.length, msg).toBe(2);
+    for (const pass of result.passes) expect(pass.length, msg).toBe(128);
+    const fastest = fastestPerUpdate(result);
+    for (let i = 0; i < fastest.length; i++) {
+      expect(fastest[i], msg).toBe(Math.min(result.passes[0][i], result.passes[1][i]));
+    }
+  });
+
+  it('refuses a recording with one received byte changed: the replay diverges', () => {
+    // A datagram the server received in the timed updates, one byte of its sealed payload
+    // flipped: the replayed server drops it as forged, and what it acknowledges next differs.
+    const polls = recording.polls.map((batch) => batch.map((d) => ({ from: d.from, data: d.data.slice() })));
+    const late = polls.findIndex((batch, i) => i > recording.measureFrom && batch.length > 0);
+    expect(late, `seed ${SEED}`).toBeGreaterThan(0);
+    const d = polls[late][0].data;
+    d[d.length - 20] ^= 0x40;
+    expect(() => replayServerPasses({ ...recording, polls }, makeServer, 1)).toThrow(
+      /the replayed server sent \d+ datagrams \(CRC-32 \d+\), the recorded one \d+/,
+    );
+  });
+
+  it('refuses a server with another secret key: nothing it sends is what the recorded one sent', () => {
+    const other: ServerFactory = (endpoint) =>
+      new GameServer(
+        arenaGame,
+        endpoint,
+        { ...CONFIG, secretKey: new Uint8Array(32).fill(10) },
+        arenaRules(),
+      ) as unknown as GameServer<unknown, unknown>;
+    expect(() => replayServerPasses(recording, other, 1)).toThrow(/the replayed server sent/);
+  });
+});

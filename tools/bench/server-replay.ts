@@ -1,0 +1,250 @@
+// Recording the server of a bench match and replaying it alone: every datagram it received (each
+// poll's), the time of every update and a checksum of everything it sent, replayed into a fresh
+// server, with the recorded secret key, in a process of its own (whose code has run no bot, as on
+// a dedicated host). The replay must send exactly what the recorded server sent. Since it does the
+// same work every time, each update can be timed several times: the fastest of its runs is what
+// the update costs without the machine's other work, which on a shared machine is most of the
+// spread of the update times (their p99).
+
+import { fork } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import type { DatagramEndpoint, PacketHandler } from 'backstep/net';
+import type { GameServer } from 'backstep/server';
+import { crc32 } from '../../src/net/crc32.ts';
+import { Random } from '../../src/sim/random.ts';
+import { withRandom } from './seeded-random.ts';
+
+/** What a server received and sent, from its construction. */
+export interface ServerRecording {
+  /** The seed of the stream the server's randomness (resume tokens) is drawn from. */
+  seed: number;
+  /** The datagrams of each poll of the server's endpoint, in order (one poll per update). */
+  polls: { from: string; data: Uint8Array }[][];
+  /** The time of each update. */
+  updates: number[];
+  /** The updates to time: [measureFrom, measureTo). Replays run the updates up to measureTo. */
+  measureFrom: number;
+  measureTo: number;
+  /** How many datagrams the server sent by the end of update measureTo - 1, and their CRC-32 chained. */
+  sent: number;
+  sentCrc: number;
+  /** The same, counting on (what the server sent so far). */
+  sentSoFar: number;
+  sentCrcSoFar: number;
+}
+
+export function createServerRecording(seed: number): ServerRecording {
+  return {
+    seed,
+    polls: [],
+    updates: [],
+    measureFrom: 0,
+    measureTo: 0,
+    sent: 0,
+    sentCrc: 0,
+    sentSoFar: 0,
+    sentCrcSoFar: 0,
+  };
+}
+
+/**
+ * `endpoint` with every poll's datagrams copied into `recording` and every datagram sent counted
+ * into its checksum (Match's `wrapServerEndpoint`, so it sees the server's first poll).
+ */
+export function recordingServerEndpoint(
+  endpoint: DatagramEndpoint,
+  recording: ServerRecording,
+): DatagramEndpoint {
+  return {
+    address: endpoint.address,
+    send(to, data) {
+      recording.sentCrcSoFar = crc32(data, 0, data.length, recording.sentCrcSoFar);
+      recording.sentSoFar++;
+      endpoint.send(to, data);
+    },
+    poll(nowMs, onPacket) {
+      const batch: { from: string; data: Uint8Array }[] = [];
+      endpoint.poll(nowMs, (from, data) => {
+        batch.push({ from, data: data.slice() });
+        onPacket(from, data);
+      });
+      recording.polls.push(batch);
+    },
+    close: () => endpoint.close(),
+    hostOf: endpoint.hostOf?.bind(endpoint),
+    drop: endpoint.drop?.bind(endpoint),
+    established: endpoint.established?.bind(endpoint),
+  };
+}
+
+/**
+ * Records `server`'s update times, each update drawing its randomness from the recording's
+ * seeded stream (so a replay draws the same resume tokens). Call before its first update.
+ */
+export function recordServerUpdates<P, W>(server: GameServer<P, W>, recording: ServerRecording): void {
+  const update = server.update.bind(server);
+  const random = new Random(recording.seed);
+  server.update = (nowMs: number) => {
+    recording.updates.push(nowMs);
+    withRandom(random, () => update(nowMs));
+  };
+}
+
+/** Marks the updates recorded from now on as the ones a replay times. */
+export function beginMeasured(recording: ServerRecording): void {
+  recording.measureFrom = recording.updates.length;
+}
+
+/** Ends the timed updates and notes what the server had sent by then. */
+export function endMeasured(recording: ServerRecording): void {
+  recording.measureTo = recording.updates.length;
+  recording.sent = recording.sentSoFar;
+  recording.sentCrc = recording.sentCrcSoFar;
+}
+
+/** Builds a fresh server like the recorded one (same game, config with its secret key, and hooks) on `endpoint`. */
+export type ServerFactory = (endpoint: DatagramEndpoint) => GameServer<unknown, unknown>;
+
+/** Bytes the replay's endpoint keeps of the datagrams sent in one update (checked after it). */
+const SENT_POOL_BYTES = 8 << 20;
+const SENT_POOL_DATAGRAMS = 1 << 16;
+
+/**
+ * Replays `recording` into a server from `make`, once; returns the wall clock (ms) of each update
+ * in [measureFrom, measureTo). Throws if it sent anything other than what the recorded server sent.
+ * The datagrams sent are copied into a pool made once (as a socket copies them into the kernel:
+ * no garbage) and checked after each update, outside the timing.
+ */
+export function replayServer(recording: ServerRecording, make: ServerFactory): number[] {
+  const pool = new Uint8Array(SENT_POOL_BYTES);
+  const lengths = new Uint32Array(SENT_POOL_DATAGRAMS);
+  let used = 0;
+  let count = 0;
+  let sent = 0;
+  let crc = 0;
+  let overflow = false;
+  let poll = 0;
+  const endpoint: DatagramEndpoint = {
+    address: 'replay',
+    send(_to, data) {
+      if (count === SENT_POOL_DATAGRAMS || used + data.length > SENT_POOL_BYTES) {
+        overflow = true;
+        return;
+      }
+      pool.set(data, used);
+      used += data.length;
+      lengths[count++] = data.length;
+    },
+    poll(_nowMs, onPacket: PacketHandler) {
+      const batch = recording.polls[poll++];
+      if (batch === undefined) return;
+      for (let i = 0; i < batch.length; i++) onPacket(batch[i].from, batch[i].data);
+    },
+    close() {},
+  };
+  const server = make(endpoint);
+  const random = new Random(recording.seed);
+  const wall: number[] = [];
+  const { updates, measureFrom, measureTo } = recording;
+  for (let u = 0; u < measureTo; u++) {
+    const nowMs = updates[u];
+    if (u < measureFrom) withRandom(random, () => server.update(nowMs));
+    else {
+      withRandom(random, () => {
+        const t0 = performance.now();
+        server.update(nowMs);
+        wall.push(performance.now() - t0);
+      });
+    }
+    if (overflow) throw new Error(`server replay: update ${u} sent more than the replay's pool holds`);
+    for (let i = 0, at = 0; i < count; i++) {
+      crc = crc32(pool, at, at + lengths[i], crc);
+      at += lengths[i];
+    }
+    sent += count;
+    used = 0;
+    count = 0;
+  }
+  if (sent !== recording.sent || crc !== recording.sentCrc) {
+    throw new Error(
+      `server replay: the replayed server sent ${sent} datagrams (CRC-32 ${crc >>> 0}), the recorded one ${recording.sent} (${recording.sentCrc >>> 0})`,
+    );
+  }
+  return wall;
+}
+
+export interface ServerReplayResult {
+  /** Each pass's wall clock per timed update, ms. */
+  passes: number[][];
+}
+
+/**
+ * Replays `recording` once untimed (the code warms up), then `passes` times, each after a full
+ * collection when the process exposes one (each pass starts with the last pass's server gone).
+ */
+export function replayServerPasses(
+  recording: ServerRecording,
+  make: ServerFactory,
+  passes: number,
+): ServerReplayResult {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  replayServer(recording, make);
+  const result: ServerReplayResult = { passes: [] };
+  for (let p = 0; p < passes; p++) {
+    gc?.();
+    result.passes.push(replayServer(recording, make));
+  }
+  return result;
+}
+
+/** Each timed update's fastest run over the passes. */
+export function fastestPerUpdate(result: ServerReplayResult): number[] {
+  const [first, ...rest] = result.passes;
+  const fastest = first.slice();
+  for (const pass of rest)
+    for (let i = 0; i < fastest.length; i++) fastest[i] = Math.min(fastest[i], pass[i]);
+  return fastest;
+}
+
+/** What the replay process is sent: the recording and the bench scene to build its server from. */
+export interface ServerReplayJob {
+  recording: ServerRecording;
+  scene: string;
+  bots: number;
+  passes: number;
+}
+
+/**
+ * Replays `job` in a child process of its own (TypeScript through tsx, as the benchmarks run,
+ * with the collector exposed): nothing else runs in it, as nothing else runs on a dedicated server.
+ */
+export function replayServerInProcess(job: ServerReplayJob): Promise<ServerReplayResult> {
+  const entry = fileURLToPath(new URL('./server-replay-process.ts', import.meta.url));
+  const child = fork(entry, [], {
+    execArgv: ['--import', 'tsx', '--conditions=backstep-source', '--expose-gc'],
+    serialization: 'advanced',
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    let result: ServerReplayResult | null = null;
+    let failure: string | null = null;
+    child.once('message', (message) => {
+      const m = message as { result?: ServerReplayResult; error?: string };
+      if (m.error !== undefined) failure = m.error;
+      else result = m.result ?? null;
+      child.disconnect();
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (result !== null) resolve(result);
+      else
+        reject(
+          new Error(
+            failure ?? `server replay: the replay process exited with code ${code} before its result`,
+          ),
+        );
+    });
+    child.send(job);
+  });
+}
