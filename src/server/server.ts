@@ -143,7 +143,7 @@ export interface ServerConfig {
    * The server's X25519 secret key, 32 bytes (a fresh one at every start when omitted). Give the
    * same key at every start to keep the server's public key (`GameServer.publicKey`) the same,
    * so clients can pin it (`ClientConfig.serverPublicKey`) across restarts; keep it as secret as
-   * the backend's token key. A recorded match replays against a server with the recorded key.
+   * the backend's token key.
    */
   secretKey?: Uint8Array;
   /**
@@ -1354,5 +1354,17 @@ function validateServerConfig(c: ServerConfig): void {
   }
   if (typeof c.spreadFrames !== 'boolean') {
     throw new TypeError(`server config: spreadFrames must be true or false, got ${String(c.spreadFrames)}`);
+  }
+  if (c.secretKey !== undefined) {
+    if (!(c.secretKey instanceof Uint8Array)) {
+      throw new TypeError(
+        `server config: secretKey must be a Uint8Array of 32 bytes, got ${typeof c.secretKey}`,
+      );
+    }
+    if (c.secretKey.length !== 32) {
+      throw new RangeError(
+        `server config: secretKey must be a Uint8Array of 32 bytes, got ${c.secretKey.length} bytes`,
+      );
+    }
   }
 }

@@ -102,10 +102,10 @@ describe('a session', () => {
     match.close();
   });
 
-  it("sends the world's events to every client, however far", () => {
+  it("sends the world's events to every client, however far, and a player's only within hearing", () => {
     const seed = 16;
-    let heardWorld = 0;
-    let heardPlayer = 0;
+    const heardWorld = [0, 0];
+    const heardPlayer = [0, 0];
     let emitted = 0;
     // The world (the server's own tick) makes a sound every half second; the players run apart.
     const match = new Match(
@@ -120,23 +120,27 @@ describe('a session', () => {
         },
       },
     );
-    match.addClient({
-      profile,
-      drive: runner,
-      hooks: {
-        onEvent: (e, predicted) => {
-          if (predicted || e.type !== EVENT_FOOTSTEP) return;
-          if (e.source === WORLD_EVENT_SOURCE) heardWorld++;
-          else heardPlayer++;
+    for (const i of [0, 1]) {
+      match.addClient({
+        profile,
+        drive: runner,
+        hooks: {
+          onEvent: (e, predicted) => {
+            if (predicted || e.type !== EVENT_FOOTSTEP) return;
+            if (e.source === WORLD_EVENT_SOURCE) heardWorld[i]++;
+            else heardPlayer[i]++;
+          },
         },
-      },
-    });
-    match.addClient({ profile, drive: runner });
+      });
+    }
     match.run(10_000);
     expect(emitted, `seed ${seed}`).toBeGreaterThan(15);
-    // All but those sent in the last frames or lost with their packet (2 % loss).
-    expect(heardWorld, `seed ${seed}`).toBeGreaterThan(emitted * 0.8);
-    expect(heardPlayer, `seed ${seed}`).toBe(0);
+    for (const i of [0, 1]) {
+      // All but those sent in the last frames or lost with their packet (2 % loss).
+      expect(heardWorld[i], `seed ${seed}, client ${i}`).toBeGreaterThan(emitted * 0.8);
+      // The other runner's footsteps, logged all along, are never within one unit.
+      expect(heardPlayer[i], `seed ${seed}, client ${i}`).toBe(0);
+    }
     match.close();
   });
 

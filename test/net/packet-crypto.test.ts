@@ -682,10 +682,14 @@ describe("a server's secret key", () => {
   });
 
   it('must be 32 bytes: anything else is refused with a message naming it', () => {
-    for (const bad of [new Uint8Array(31), new Uint8Array(33), [1, 2, 3] as unknown as Uint8Array]) {
+    for (const bad of [new Uint8Array(31), new Uint8Array(33)]) {
+      expect(() => new Match(arenaGame, 1, { secretKey: bad })).toThrow(RangeError);
       expect(() => new Match(arenaGame, 1, { secretKey: bad })).toThrow(
-        /secretKey must be a Uint8Array of 32 bytes/,
+        /secretKey must be a Uint8Array of 32 bytes, got 3[13] bytes/,
       );
     }
+    const notBytes = [1, 2, 3] as unknown as Uint8Array;
+    expect(() => new Match(arenaGame, 1, { secretKey: notBytes })).toThrow(TypeError);
+    expect(() => new Match(arenaGame, 1, { secretKey: notBytes })).toThrow(/secretKey must be a Uint8Array/);
   });
 });

@@ -32,6 +32,11 @@ export interface ServerRecording {
   /** The same, counting on (what the server sent so far). */
   sentSoFar: number;
   sentCrcSoFar: number;
+  /**
+   * Runs each recorded update (`update(nowMs)`) for a caller that times it: the recording's own
+   * work (the checksum of what the update sent, the seeded stream) stays outside. Unset: runs it.
+   */
+  around?: (nowMs: number, update: (nowMs: number) => void) => void;
 }
 
 export function createServerRecording(seed: number): ServerRecording {
@@ -48,19 +53,74 @@ export function createServerRecording(seed: number): ServerRecording {
   };
 }
 
+/** Bytes of the datagrams one update sends, held until its checksum is taken (after it). */
+const SENT_POOL_BYTES = 8 << 20;
+const SENT_POOL_DATAGRAMS = 1 << 16;
+
 /**
- * `endpoint` with every poll's datagrams copied into `recording` and every datagram sent counted
- * into its checksum (Match's `wrapServerEndpoint`, so it sees the server's first poll).
+ * The datagrams an update sends, copied into buffers made once (as a socket copies them into the
+ * kernel: no garbage), chained into a CRC-32 after the update, each after its destination.
+ */
+class SentDatagrams {
+  private readonly pool = new Uint8Array(SENT_POOL_BYTES);
+  private readonly lengths = new Uint32Array(SENT_POOL_DATAGRAMS);
+  private readonly to: string[] = [];
+  private used = 0;
+  private count = 0;
+  private overflow = false;
+
+  add(to: string, data: Uint8Array): void {
+    if (this.count === SENT_POOL_DATAGRAMS || this.used + data.length > SENT_POOL_BYTES) {
+      this.overflow = true;
+      return;
+    }
+    this.pool.set(data, this.used);
+    this.used += data.length;
+    this.lengths[this.count] = data.length;
+    this.to[this.count++] = to;
+  }
+
+  /** Chains the held datagrams onto `crc` and forgets them: their count and the new CRC. */
+  take(crc: number): [number, number] {
+    if (this.overflow) throw new Error('server replay: an update sent more than the pool holds');
+    const n = this.count;
+    for (let i = 0, at = 0; i < n; i++) {
+      const to = Buffer.from(this.to[i]);
+      crc = crc32(to, 0, to.length, crc);
+      crc = crc32(this.pool, at, at + this.lengths[i], crc);
+      at += this.lengths[i];
+    }
+    this.used = 0;
+    this.count = 0;
+    return [n, crc];
+  }
+}
+
+const held = new WeakMap<ServerRecording, SentDatagrams>();
+
+function heldFor(recording: ServerRecording): SentDatagrams {
+  let sent = held.get(recording);
+  if (sent === undefined) {
+    sent = new SentDatagrams();
+    held.set(recording, sent);
+  }
+  return sent;
+}
+
+/**
+ * `endpoint` with every poll's datagrams copied into `recording` (a transport may reuse its
+ * buffers) and every datagram sent held for the update's checksum (Match's `wrapServerEndpoint`,
+ * so it sees the server's first poll; then `recordServerUpdates`).
  */
 export function recordingServerEndpoint(
   endpoint: DatagramEndpoint,
   recording: ServerRecording,
 ): DatagramEndpoint {
+  const sent = heldFor(recording);
   return {
     address: endpoint.address,
     send(to, data) {
-      recording.sentCrcSoFar = crc32(data, 0, data.length, recording.sentCrcSoFar);
-      recording.sentSoFar++;
+      sent.add(to, data);
       endpoint.send(to, data);
     },
     poll(nowMs, onPacket) {
@@ -79,15 +139,21 @@ export function recordingServerEndpoint(
 }
 
 /**
- * Records `server`'s update times, each update drawing its randomness from the recording's
- * seeded stream (so a replay draws the same resume tokens). Call before its first update.
+ * Records `server`'s update times and, after each update, what it sent, destination included.
+ * Each update draws its randomness from the recording's seeded stream (so a replay draws the
+ * same resume tokens). Call before its first update.
  */
 export function recordServerUpdates<P, W>(server: GameServer<P, W>, recording: ServerRecording): void {
   const update = server.update.bind(server);
   const random = new Random(recording.seed);
+  const sent = heldFor(recording);
   server.update = (nowMs: number) => {
     recording.updates.push(nowMs);
-    withRandom(random, () => update(nowMs));
+    const around = recording.around;
+    withRandom(random, () => (around === undefined ? update(nowMs) : around(nowMs, update)));
+    const [n, crc] = sent.take(recording.sentCrcSoFar);
+    recording.sentSoFar += n;
+    recording.sentCrcSoFar = crc;
   };
 }
 
@@ -106,36 +172,19 @@ export function endMeasured(recording: ServerRecording): void {
 /** Builds a fresh server like the recorded one (same game, config with its secret key, and hooks) on `endpoint`. */
 export type ServerFactory = (endpoint: DatagramEndpoint) => GameServer<unknown, unknown>;
 
-/** Bytes the replay's endpoint keeps of the datagrams sent in one update (checked after it). */
-const SENT_POOL_BYTES = 8 << 20;
-const SENT_POOL_DATAGRAMS = 1 << 16;
-
 /**
  * Replays `recording` into a server from `make`, once; returns the wall clock (ms) of each update
- * in [measureFrom, measureTo). Throws if it sent anything other than what the recorded server sent.
- * The datagrams sent are copied into a pool made once (as a socket copies them into the kernel:
- * no garbage) and checked after each update, outside the timing.
+ * in [measureFrom, measureTo). Throws if it sent anything other than what the recorded server
+ * sent (checked after each update, outside the timing).
  */
 export function replayServer(recording: ServerRecording, make: ServerFactory): number[] {
-  const pool = new Uint8Array(SENT_POOL_BYTES);
-  const lengths = new Uint32Array(SENT_POOL_DATAGRAMS);
-  let used = 0;
-  let count = 0;
+  const sentNow = new SentDatagrams();
   let sent = 0;
   let crc = 0;
-  let overflow = false;
   let poll = 0;
   const endpoint: DatagramEndpoint = {
     address: 'replay',
-    send(_to, data) {
-      if (count === SENT_POOL_DATAGRAMS || used + data.length > SENT_POOL_BYTES) {
-        overflow = true;
-        return;
-      }
-      pool.set(data, used);
-      used += data.length;
-      lengths[count++] = data.length;
-    },
+    send: (to, data) => sentNow.add(to, data),
     poll(_nowMs, onPacket: PacketHandler) {
       const batch = recording.polls[poll++];
       if (batch === undefined) return;
@@ -157,14 +206,9 @@ export function replayServer(recording: ServerRecording, make: ServerFactory): n
         wall.push(performance.now() - t0);
       });
     }
-    if (overflow) throw new Error(`server replay: update ${u} sent more than the replay's pool holds`);
-    for (let i = 0, at = 0; i < count; i++) {
-      crc = crc32(pool, at, at + lengths[i], crc);
-      at += lengths[i];
-    }
-    sent += count;
-    used = 0;
-    count = 0;
+    const [n, c] = sentNow.take(crc);
+    sent += n;
+    crc = c;
   }
   if (sent !== recording.sent || crc !== recording.sentCrc) {
     throw new Error(
