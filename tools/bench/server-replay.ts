@@ -96,6 +96,8 @@ class SentDatagrams {
   }
 }
 
+// Each recording's held datagrams live beside it, not in it: the recording goes to the replay
+// process as a structured clone, and the pool (8 MB) would go with it.
 const held = new WeakMap<ServerRecording, SentDatagrams>();
 
 function heldFor(recording: ServerRecording): SentDatagrams {
