@@ -53,6 +53,21 @@ export function quantizeAngle(degrees: number, bits: number): number {
   return (q * 360) / scale;
 }
 
+/** Notes one write in `notes` (BitStream.notes), or voids them when their arrays are full. */
+function noteWrite(notes: WriteNotes, start: number, value: number, bits: number): void {
+  const n = notes.fieldCount;
+  if (n === notes.fieldStart.length) {
+    notes.fieldCount = -1;
+    return;
+  }
+  notes.fieldStart[n] = start;
+  notes.fieldBits[n] = bits;
+  // The low `bits` bits of the value as a 32-bit integer: what the stream packs. A mask, not
+  // `% 2 ** bits` (a floating-point remainder: two thirds of what recording a state took).
+  notes.fieldValue[n] = bits >= 32 ? value >>> 0 : (value & ((1 << bits) - 1)) >>> 0;
+  notes.fieldCount = n + 1;
+}
+
 const textEncoder = new TextEncoder();
 // ignoreBOM keeps a leading U+FEFF in the decoded string, so every string round-trips.
 const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -70,6 +85,18 @@ function checkByteLength(method: string, name: string, value: number): void {
   }
 }
 
+/**
+ * Where a writing stream notes each primitive write (`BitStream.notes`): its first bit, its width
+ * and its value's low bits, in arrays of one length. PlayerStateHistory's field delta reads them.
+ */
+export interface WriteNotes {
+  /** Writes noted so far; -1 once more came than the arrays hold (the notes then say nothing). */
+  fieldCount: number;
+  readonly fieldStart: Uint16Array;
+  readonly fieldBits: Uint8Array;
+  readonly fieldValue: Uint32Array;
+}
+
 export class BitStream {
   mode: StreamMode = MODE_MEASURE;
   /** False once a read failed or a write overflowed the buffer. */
@@ -80,6 +107,12 @@ export class BitStream {
   private readonly own: Uint8Array;
   private bitPos = 0;
   private bitLimit = 0;
+  /**
+   * While set, every write is noted there (null: none). One stream class with an optional note,
+   * not a subclass that notes: a subclass would make every call site of the primitives in a
+   * game's serialize see two stream classes, and V8 would inline both (or neither).
+   */
+  notes: WriteNotes | null = null;
 
   constructor(capacityBytes = 1500) {
     this.own = new Uint8Array(capacityBytes);
@@ -173,7 +206,9 @@ export class BitStream {
     this.error = '';
   }
 
-  protected writeBits(value: number, bits: number): void {
+  private writeBits(value: number, bits: number): void {
+    const notes = this.notes;
+    if (notes !== null && notes.fieldCount >= 0) noteWrite(notes, this.bitPos, value, bits);
     if (this.bitPos + bits > this.bitLimit) {
       this.fail('write overflow');
       this.bitPos = this.bitLimit;

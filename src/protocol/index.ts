@@ -9,6 +9,7 @@ export {
   quantize,
   quantizeAngle,
   type StreamMode,
+  type WriteNotes,
 } from './bitstream.ts';
 export {
   CHUNK_END,

@@ -76,27 +76,6 @@ class Slot {
 /** Bytes of one slot's arrays (field values, starts, widths and the state's bytes), 4-aligned. */
 const SLOT_BYTES = (7 * PLAYER_STATE_MAX_FIELDS + PLAYER_STATE_MAX_BYTES + 3) & ~3;
 
-/** A write stream that notes where each primitive write starts and how wide it is. */
-class FieldRecorder extends BitStream {
-  slot: Slot | null = null;
-
-  protected override writeBits(value: number, bits: number): void {
-    const slot = this.slot;
-    if (slot !== null && slot.fieldCount >= 0) {
-      if (slot.fieldCount === PLAYER_STATE_MAX_FIELDS) slot.fieldCount = -1;
-      else {
-        slot.fieldStart[slot.fieldCount] = this.bitsProcessed;
-        slot.fieldBits[slot.fieldCount] = bits;
-        // The low `bits` bits of the value as a 32-bit integer: what the stream packs. A mask, not
-        // `% 2 ** bits` (a floating-point remainder: two thirds of what recording a state took).
-        slot.fieldValue[slot.fieldCount] = bits >= 32 ? value >>> 0 : (value & ((1 << bits) - 1)) >>> 0;
-        slot.fieldCount++;
-      }
-    }
-    super.writeBits(value, bits);
-  }
-}
-
 /** Stores `value` into the `bits`-bit field at bit `start` of `bytes`. */
 function writeField(bytes: Uint8Array, start: number, bits: number, value: number): void {
   if (bits <= 24) {
@@ -166,7 +145,7 @@ export class PlayerStateHistory<P> {
   private readonly slots: Slot[];
   private readonly mask: number;
   private readonly scratch = new BitStream(0);
-  private readonly recorder = new FieldRecorder(0);
+  private readonly recorder = new BitStream(0);
   private readonly work = new Uint8Array(PLAYER_STATE_MAX_BYTES);
 
   constructor(serialize: (s: BitStream, state: P) => boolean, frameHistory: number) {
@@ -204,9 +183,9 @@ export class PlayerStateHistory<P> {
     slot.baseTick = -1;
     slot.fieldCount = 0;
     const s = this.recorder.beginWrite(PLAYER_STATE_MAX_BYTES, slot.bytes);
-    this.recorder.slot = slot;
+    this.recorder.notes = slot;
     slot.bits = this.codec.serialize(s, state) && s.ok ? s.bitsProcessed : -1;
-    this.recorder.slot = null;
+    this.recorder.notes = null;
     if (slot.bits < 0) slot.fieldCount = -1;
     slot.bytes.fill(0, (s.bitsProcessed + 7) >>> 3);
   }

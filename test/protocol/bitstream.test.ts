@@ -699,6 +699,39 @@ describe('BitStream writes', () => {
     expect(s.bitsProcessed, at).toBe(0);
   });
 
+  it('notes give each write its first bit, width and low bits, and go void when their arrays are full', () => {
+    const notes = {
+      fieldCount: 0,
+      fieldStart: new Uint16Array(4),
+      fieldBits: new Uint8Array(4),
+      fieldValue: new Uint32Array(4),
+    };
+    const s = new BitStream(64).beginWrite();
+    s.notes = notes;
+    s.bool(true);
+    s.int(-3, -8, 7);
+    s.float(1.25, -2, 2, 1 / 4);
+    s.uint(0xfedcba98, 32);
+    expect(notes.fieldCount).toBe(4);
+    expect([...notes.fieldStart]).toEqual([0, 1, 5, 10]);
+    expect([...notes.fieldBits]).toEqual([1, 4, 5, 32]);
+    expect([...notes.fieldValue]).toEqual([1, 5, 13, 0xfedcba98]);
+    s.bool(false);
+    expect(notes.fieldCount).toBe(-1);
+    s.bool(true);
+    expect(notes.fieldCount).toBe(-1);
+    // Unset, the stream notes nothing and writes the same bits.
+    s.notes = null;
+    const again = new BitStream(64).beginWrite();
+    again.bool(true);
+    again.int(-3, -8, 7);
+    again.float(1.25, -2, 2, 1 / 4);
+    again.uint(0xfedcba98, 32);
+    again.bool(false);
+    again.bool(true);
+    expect(again.bytes).toEqual(s.bytes);
+  });
+
   it('beginWrite uses the stream’s own buffer, never the data last given to beginRead', () => {
     const received = Uint8Array.from([1, 2, 3, 4]);
     const s = new BitStream(16);

@@ -194,6 +194,51 @@ describe('player state delta', () => {
     }
   });
 
+  it('a state of more fields than a slot notes goes as changed bytes, exact through loss', () => {
+    const FIELDS = 130; // PLAYER_STATE_MAX_FIELDS is 128
+    const serialize = (s: BitStream, v: Int32Array): boolean => {
+      for (let i = 0; i < FIELDS; i++) v[i] = s.int(v[i], -64, 63);
+      return s.ok;
+    };
+    const server = new PlayerStateHistory(serialize, 16);
+    const client = new PlayerStateHistory(serialize, 16);
+    const rng = new Random(SEED ^ 11);
+    const state = new Int32Array(FIELDS);
+    const got: PlayerFrame<Int32Array> = {
+      serverTick: 0,
+      ackedCommand: 0,
+      playerBaseline: -1,
+      player: new Int32Array(FIELDS),
+    };
+    const w = new BitStream(256);
+    let acked = -1;
+    for (let tick = 2; tick < 600; tick += 2) {
+      for (let n = rng.int(0, 4); n > 0; n--) state[rng.int(0, FIELDS - 1)] = rng.int(-64, 63);
+      const out: PlayerFrame<Int32Array> = {
+        serverTick: tick,
+        ackedCommand: tick,
+        playerBaseline: acked,
+        player: state,
+      };
+      server.record(tick, state, tick);
+      w.beginWrite();
+      expect(server.serialize(w, out)).toBe(true);
+      // Against the frame before, at most 4 fields (8 bytes, each at most 21 bits) changed: far
+      // less than the whole state (130 x 7 bits).
+      if (out.playerBaseline === tick - 2) {
+        expect(w.bitsProcessed, `seed ${SEED} tick ${tick}`).toBeLessThan(250);
+      }
+      if (rng.chance(0.3)) continue; // lost
+      got.serverTick = tick;
+      expect(
+        client.serialize(new BitStream(0).beginRead(w.bytes.slice()), got),
+        `seed ${SEED} tick ${tick}`,
+      ).toBe(true);
+      expect([...got.player], `seed ${SEED} tick ${tick}`).toEqual([...state]);
+      acked = tick;
+    }
+  });
+
   it('a baseline the reader does not hold fails and asks for a full update; the next full state clears it', () => {
     const server = new PlayerStateHistory(serializeArenaPlayerState, 64);
     const client = new PlayerStateHistory(serializeArenaPlayerState, 64);
