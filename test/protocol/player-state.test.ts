@@ -30,6 +30,38 @@ function frame(player: ArenaPlayerState): PlayerFrame<ArenaPlayerState> {
   return { serverTick: 0, ackedCommand: 0, playerBaseline: -1, player };
 }
 
+/**
+ * The server records `state` as frame `tick`'s and writes the frame's player part against
+ * `baseline` into `w`; returns the frame written (its playerBaseline as the writer used it).
+ */
+function writePart<P>(
+  server: PlayerStateHistory<P>,
+  state: P,
+  tick: number,
+  baseline: number,
+  w: BitStream,
+): PlayerFrame<P> {
+  const out: PlayerFrame<P> = {
+    serverTick: tick,
+    ackedCommand: tick,
+    playerBaseline: baseline,
+    player: state,
+  };
+  server.record(tick, state, tick);
+  w.beginWrite();
+  expect(server.serialize(w, out)).toBe(true);
+  return out;
+}
+
+/** The client reads the player part in `w` as frame `tick`'s into `got`; expects it read. */
+function readPart<P>(client: PlayerStateHistory<P>, w: BitStream, tick: number, got: PlayerFrame<P>): void {
+  got.serverTick = tick;
+  expect(
+    client.serialize(new BitStream(0).beginRead(w.bytes.slice()), got),
+    `seed ${SEED} tick ${tick}`,
+  ).toBe(true);
+}
+
 describe('player state delta', () => {
   it('every state read equals the one written, through loss and late acknowledgements', () => {
     const rng = new Random(SEED);
@@ -175,20 +207,8 @@ describe('player state delta', () => {
     for (let tick = 2; tick < 2000; tick += 2) {
       state.count = rng.chance(0.5) ? rng.int(0, 127) : rng.int(128, 16383);
       state.flag = rng.chance(0.5);
-      const out: PlayerFrame<Odd> = {
-        serverTick: tick,
-        ackedCommand: tick,
-        playerBaseline: baseline,
-        player: state,
-      };
-      server.record(tick, state, tick);
-      w.beginWrite();
-      expect(server.serialize(w, out)).toBe(true);
-      got.serverTick = tick;
-      expect(
-        client.serialize(new BitStream(0).beginRead(w.bytes.slice()), got),
-        `seed ${SEED} tick ${tick}`,
-      ).toBe(true);
+      writePart(server, state, tick, baseline, w);
+      readPart(client, w, tick, got);
       expect(got.player, `seed ${SEED} tick ${tick}`).toEqual(state);
       baseline = tick;
     }
@@ -214,26 +234,14 @@ describe('player state delta', () => {
     let acked = -1;
     for (let tick = 2; tick < 600; tick += 2) {
       for (let n = rng.int(0, 4); n > 0; n--) state[rng.int(0, FIELDS - 1)] = rng.int(-64, 63);
-      const out: PlayerFrame<Int32Array> = {
-        serverTick: tick,
-        ackedCommand: tick,
-        playerBaseline: acked,
-        player: state,
-      };
-      server.record(tick, state, tick);
-      w.beginWrite();
-      expect(server.serialize(w, out)).toBe(true);
+      const out = writePart(server, state, tick, acked, w);
       // Against the frame before, at most 4 fields (8 bytes, each at most 21 bits) changed: far
       // less than the whole state (130 x 7 bits).
       if (out.playerBaseline === tick - 2) {
         expect(w.bitsProcessed, `seed ${SEED} tick ${tick}`).toBeLessThan(250);
       }
       if (rng.chance(0.3)) continue; // lost
-      got.serverTick = tick;
-      expect(
-        client.serialize(new BitStream(0).beginRead(w.bytes.slice()), got),
-        `seed ${SEED} tick ${tick}`,
-      ).toBe(true);
+      readPart(client, w, tick, got);
       expect([...got.player], `seed ${SEED} tick ${tick}`).toEqual([...state]);
       acked = tick;
     }
