@@ -1,11 +1,12 @@
 // Benchmarks: `npm run bench [-- SECTION...] [--page-seconds N]` prints each section's tables
-// (bandwidth, server, client, matches, spectators, page, crypto, demo; all by default). Figures are compared
-// as ratios within one run, never asserted in tests.
+// (bandwidth, server, client, matches, spectators, page, crypto, demo by default; inlining only
+// when named). Figures are compared as ratios within one run, never asserted in tests.
 
 import { performance } from 'node:perf_hooks';
 import { bandwidthSection } from './bench/bandwidth.ts';
 import { clientFrameSection } from './bench/client-frame.ts';
 import { demoSection } from './bench/demo.ts';
+import { inliningSection } from './bench/inlining.ts';
 import { matchesSection } from './bench/matches.ts';
 import { packetCryptoSection } from './bench/packet-crypto.ts';
 import { pageSection } from './bench/page.ts';
@@ -16,7 +17,8 @@ import { spectatorSection } from './bench/spectators.ts';
 /** Seconds the page section measures frames for (--page-seconds). */
 let pageSeconds = 60;
 
-const SECTIONS: Record<string, { title: string; run: () => void | Promise<void> }> = {
+/** `only`: run when named, not by default (a long comparison rather than a figure of the release). */
+const SECTIONS: Record<string, { title: string; run: () => void | Promise<void>; only?: true }> = {
   bandwidth: { title: '1. Bandwidth', run: () => bandwidthSection() },
   server: { title: '2. Server tick cost', run: () => serverTickSection() },
   client: { title: '3. Client frame cost', run: () => clientFrameSection() },
@@ -25,12 +27,19 @@ const SECTIONS: Record<string, { title: string; run: () => void | Promise<void> 
   page: { title: '6. The browser game: bundle size and frame time', run: () => pageSection(pageSeconds) },
   crypto: { title: '7. Authenticated packets: cost per packet', run: () => packetCryptoSection() },
   demo: { title: '8. Demo playback: open, seek, draw', run: () => demoSection() },
+  inlining: {
+    title: "9. The server in four forms: modules or one bundle, V8's inlining budgets default or raised",
+    run: () => inliningSection(),
+    only: true,
+  },
 };
 
 function usage(): string {
-  const rows = Object.entries(SECTIONS).map(([name, s]) => `  ${name.padEnd(12)} ${s.title}`);
+  const rows = Object.entries(SECTIONS).map(
+    ([name, s]) => `  ${name.padEnd(12)} ${s.title}${s.only ? ' (only when named)' : ''}`,
+  );
   return [
-    'npm run bench [-- SECTION...] [--page-seconds N]: the benchmarks, every section by default',
+    'npm run bench [-- SECTION...] [--page-seconds N]: the benchmarks, every section but inlining by default',
     '',
     ...rows,
     '',
@@ -66,7 +75,7 @@ async function main(): Promise<void> {
       process.exit(2);
     }
   }
-  const names = asked.length > 0 ? asked : Object.keys(SECTIONS);
+  const names = asked.length > 0 ? asked : Object.keys(SECTIONS).filter((name) => !SECTIONS[name].only);
   console.log(`Backstep benchmarks: ${machineHeader()}`);
   const start = performance.now();
   for (const name of names) {

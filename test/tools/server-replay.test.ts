@@ -17,10 +17,12 @@ import {
   fastestPerUpdate,
   recordingServerEndpoint,
   recordServerUpdates,
+  replayServerInProcess,
   replayServerPasses,
   type ServerFactory,
   type ServerRecording,
 } from '../../tools/bench/server-replay.ts';
+import { tickScene } from '../../tools/bench/server-tick.ts';
 
 const SEED = 43;
 const CONFIG: Partial<ServerConfig> = {
@@ -89,4 +91,38 @@ describe('a recorded server replayed alone', () => {
       ) as unknown as GameServer<unknown, unknown>;
     expect(() => replayServerPasses(recording, other, 1)).toThrow(/the replayed server sent/);
   });
+});
+
+describe("the bench's replay in a process of its own", () => {
+  it('replays a bench scene byte for byte with its code bundled into one module, and with V8 flags', async () => {
+    const recording = createServerRecording(SEED);
+    const match = tickScene('arena', 4, { seed: SEED, warmupMs: 500 }, recording);
+    beginMeasured(recording);
+    match.run(500);
+    endMeasured(recording);
+    match.close();
+    // A replay that sent other bytes would reject (server-replay.ts checks every pass).
+    const result = await replayServerInProcess({
+      recording,
+      scene: 'arena',
+      bots: 4,
+      passes: 1,
+      form: 'bundle',
+      nodeFlags: ['--max-inlined-bytecode-size=800'],
+    });
+    expect(result.passes.length, `seed ${SEED}`).toBe(1);
+    expect(result.passes[0].length, `seed ${SEED}`).toBe(recording.measureTo - recording.measureFrom);
+    // The same recording with one update's time moved is another server's: the bundle refuses it.
+    const updates = recording.updates.slice();
+    updates[recording.measureFrom] += 40;
+    await expect(
+      replayServerInProcess({
+        recording: { ...recording, updates },
+        scene: 'arena',
+        bots: 4,
+        passes: 1,
+        form: 'bundle',
+      }),
+    ).rejects.toThrow(/the replayed server sent/);
+  }, 120_000);
 });

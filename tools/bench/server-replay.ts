@@ -7,6 +7,8 @@
 // spread of the update times (their p99).
 
 import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { DatagramEndpoint, PacketHandler } from 'backstep/net';
@@ -259,16 +261,25 @@ export interface ServerReplayJob {
   scene: string;
   bots: number;
   passes: number;
+  /** Node's and V8's flags for the replay process, beside --expose-gc (none: []). */
+  nodeFlags?: readonly string[];
+  /**
+   * How the replay process loads the code: 'modules', through tsx one module a file (as the
+   * benchmarks run), or 'bundle', engine and game as one esbuild bundle. Default 'modules'.
+   */
+  form?: 'modules' | 'bundle';
 }
 
 /**
  * Replays `job` in a child process of its own (TypeScript through tsx, as the benchmarks run,
  * with the collector exposed): nothing else runs in it, as nothing else runs on a dedicated server.
  */
-export function replayServerInProcess(job: ServerReplayJob): Promise<ServerReplayResult> {
+export async function replayServerInProcess(job: ServerReplayJob): Promise<ServerReplayResult> {
   const entry = fileURLToPath(new URL('./server-replay-process.ts', import.meta.url));
-  const child = fork(entry, [], {
-    execArgv: ['--import', 'tsx', '--conditions=backstep-source', '--expose-gc'],
+  const flags = ['--expose-gc', ...(job.nodeFlags ?? [])];
+  const bundled = job.form === 'bundle';
+  const child = fork(bundled ? await bundleReplayProcess(entry) : entry, [], {
+    execArgv: bundled ? flags : ['--import', 'tsx', '--conditions=backstep-source', ...flags],
     serialization: 'advanced',
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -291,6 +302,41 @@ export function replayServerInProcess(job: ServerReplayJob): Promise<ServerRepla
           ),
         );
     });
-    child.send(job);
+    // A child that died before taking the job says so by its exit (above), not by a send error.
+    child.send(job, (e) => {
+      if (e !== null) failure ??= `server replay: the replay process did not take its job (${e.message})`;
+    });
   });
+}
+
+/**
+ * Builds the replay process's code, engine and game, into one ES module with esbuild (the
+ * project's packages left external) under node_modules/.cache, where those packages resolve;
+ * returns its path.
+ */
+async function bundleReplayProcess(entry: string): Promise<string> {
+  const { build } = await import('esbuild');
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+    optionalDependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
+  };
+  const outfile = join(root, 'node_modules', '.cache', 'backstep-bench', 'server-replay-process.mjs');
+  await build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    conditions: ['backstep-source'],
+    external: Object.keys({ ...pkg.dependencies, ...pkg.optionalDependencies, ...pkg.devDependencies }),
+    // Packages that load others with require() need one in an ES module.
+    banner: {
+      js: "import { createRequire as backstepRequire } from 'node:module'; const require = backstepRequire(import.meta.url);",
+    },
+    logLevel: 'error',
+  });
+  return outfile;
 }
