@@ -124,5 +124,9 @@ describe("the bench's replay in a process of its own", () => {
         form: 'bundle',
       }),
     ).rejects.toThrow(/the replayed server sent/);
+    // The flags reach the child's node: one it does not know stops it before it replays anything.
+    await expect(
+      replayServerInProcess({ recording, scene: 'arena', bots: 4, passes: 1, nodeFlags: ['--no-such-flag'] }),
+    ).rejects.toThrow(/replay process/);
   }, 120_000);
 });

@@ -1,7 +1,7 @@
 // The 512-player large-level server replayed alone in four forms: its code through tsx one module a
 // file or as one esbuild bundle, each with V8's default inlining budgets and with them raised. Not
 // in the default run (`npm run bench -- inlining`): it records the match once and replays it in
-// eight processes, about a quarter of an hour.
+// eight processes, about 12 minutes on this machine.
 
 import { mean, percentile, Samples } from '../stats.ts';
 import { type Row, round, table } from './report.ts';

@@ -271,8 +271,9 @@ export interface ServerReplayJob {
 }
 
 /**
- * Replays `job` in a child process of its own (TypeScript through tsx, as the benchmarks run,
- * with the collector exposed): nothing else runs in it, as nothing else runs on a dedicated server.
+ * Replays `job` in a child process of its own (its code through tsx as the benchmarks run, or
+ * bundled: `job.form`; the collector exposed, and `job.nodeFlags`): nothing else runs in it, as
+ * nothing else runs on a dedicated server.
  */
 export async function replayServerInProcess(job: ServerReplayJob): Promise<ServerReplayResult> {
   const entry = fileURLToPath(new URL('./server-replay-process.ts', import.meta.url));
