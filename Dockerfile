@@ -34,4 +34,4 @@ EXPOSE 7777/udp 7777/tcp
 HEALTHCHECK --interval=5s --timeout=2s --start-period=10s --retries=3 \
   CMD node -e "require('http').get('http://127.0.0.1:7777/healthz', r => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1))"
 
-CMD ["node", "build/arena/main.js", "--host", "0.0.0.0", "--port", "7777"]
+CMD ["node", "--single-threaded-gc", "build/arena/main.js", "--host", "0.0.0.0", "--port", "7777"]

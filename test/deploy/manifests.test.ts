@@ -88,8 +88,10 @@ describe('the Dockerfile', () => {
     const entries = (bundle?.[1] ?? '').trim().split(/\s+/);
     for (const entry of entries) expect(existsSync(join(ROOT, entry)), entry).toBe(true);
     const outputs = entries.map((e) => `${bundle?.[2]}/${basename(e, '.ts')}.js`);
-    const command = /CMD \["node", "([^"]+)"/.exec(docker)?.[1];
+    const command = /CMD \["node", (?:"--[^"]+", )*"([^"]+)"/.exec(docker)?.[1];
     expect(outputs).toContain(command);
+    // A server given one core collects on its own thread (docs/deployment.md, "One core each").
+    expect(docker).toMatch(/CMD \["node", "--single-threaded-gc", /);
     // The server's worker threads load the match module from next to it.
     expect(outputs).toContain(`${bundle?.[2]}/match.js`);
     expect(docker).not.toMatch(/CMD .*tsx/);

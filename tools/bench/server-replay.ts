@@ -70,6 +70,7 @@ class SentDatagrams {
   private used = 0;
   private count = 0;
   private overflow = false;
+  private readonly address = new Uint8Array(512);
 
   add(to: string, data: Uint8Array): void {
     if (this.count === SENT_POOL_DATAGRAMS || this.used + data.length > SENT_POOL_BYTES) {
@@ -82,13 +83,31 @@ class SentDatagrams {
     this.to[this.count++] = to;
   }
 
+  /**
+   * Puts `to`'s UTF-16 code units into `address` (one byte each below 0x80, else two) and returns
+   * how many bytes: the destination goes into the checksum without a Buffer per datagram, whose
+   * garbage would bring the collector into the timed updates.
+   */
+  private addressBytes(to: string): number {
+    let n = 0;
+    for (let i = 0; i < to.length && n + 2 <= this.address.length; i++) {
+      const c = to.charCodeAt(i);
+      if (c < 0x80) this.address[n++] = c;
+      else {
+        this.address[n++] = c & 0xff;
+        this.address[n++] = c >>> 8;
+      }
+    }
+    return n;
+  }
+
   /** Chains the held datagrams onto `crc` and forgets them: their count and the new CRC. */
   take(crc: number): [number, number] {
     if (this.overflow) throw new Error('server replay: an update sent more than the pool holds');
     const n = this.count;
     for (let i = 0, at = 0; i < n; i++) {
-      const to = Buffer.from(this.to[i]);
-      crc = crc32(to, 0, to.length, crc);
+      const bytes = this.addressBytes(this.to[i]);
+      crc = crc32(this.address, 0, bytes, crc);
       crc = crc32(this.pool, at, at + this.lengths[i], crc);
       at += this.lengths[i];
     }
