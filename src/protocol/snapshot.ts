@@ -320,8 +320,8 @@ export function serializeIndexStep(s: BitStream, step: number): number {
       s.uint(0, 2);
       const v = step - 1;
       const n = 32 - Math.clz32(v);
-      s.uint(2 ** (n - 1), n);
-      if (n > 1) s.uint(v - 2 ** (n - 1), n - 1);
+      s.uint(1 << (n - 1), n);
+      if (n > 1) s.uint(v - (1 << (n - 1)), n - 1);
     }
     return step;
   }
@@ -335,7 +335,7 @@ export function serializeIndexStep(s: BitStream, step: number): number {
       return 0;
     }
   }
-  return (zeros === 0 ? 1 : 2 ** zeros + s.uint(0, zeros)) + 1;
+  return (zeros === 0 ? 1 : (1 << zeros) + s.uint(0, zeros)) + 1;
 }
 
 /** Bits of a run of `length` (>= 1) consecutive entries' length (serializeRunLength). */
@@ -353,8 +353,8 @@ export function serializeRunLength(s: BitStream, length: number): number {
   if (!s.isReading) {
     const v = length;
     const n = 32 - Math.clz32(v);
-    s.uint(2 ** (n - 1), n);
-    if (n > 1) s.uint(v - 2 ** (n - 1), n - 1);
+    s.uint(1 << (n - 1), n);
+    if (n > 1) s.uint(v - (1 << (n - 1)), n - 1);
     return length;
   }
   let zeros = 0;
@@ -365,7 +365,7 @@ export function serializeRunLength(s: BitStream, length: number): number {
       return 0;
     }
   }
-  return zeros === 0 ? 1 : 2 ** zeros + s.uint(0, zeros);
+  return zeros === 0 ? 1 : (1 << zeros) + s.uint(0, zeros);
 }
 
 /**
