@@ -193,7 +193,9 @@ export class ViewCache {
       views[j] = null;
       this.count--;
     }
-    const i = (end ^ Math.imul(start, 7)) & this.mask;
+    // start + end: one slot per length for a buffer's bodies (one start) and for its tags (one
+    // length), where a hash of both put lengths of a thousand packets in each other's slots.
+    const i = (start + end) & this.mask;
     const held = views[i];
     this.used[i] = now;
     if (held !== null && this.starts[i] === start && this.ends[i] === end) return held;

@@ -217,6 +217,14 @@ describe('packet ciphers', () => {
     for (let end = 16; end <= MAX_PACKET_BYTES; end++) made.add(wide.get(buffer, 3, end));
     expect(wide.size).toBe(MAX_PACKET_BYTES - 15);
     for (let end = 16; end <= MAX_PACKET_BYTES; end++) expect(made.has(wide.get(buffer, 3, end))).toBe(true);
+    // ... and every packet's tag (16 bytes at each start) apart as well: no length takes another's slot.
+    const tags = new ViewCache(4096);
+    const tagViews = new Set<Uint8Array>();
+    for (let start = 3; start + 16 <= MAX_PACKET_BYTES; start++)
+      tagViews.add(tags.get(buffer, start, start + 16));
+    expect(tags.size).toBe(MAX_PACKET_BYTES - 18);
+    for (let start = 3; start + 16 <= MAX_PACKET_BYTES; start++)
+      expect(tagViews.has(tags.get(buffer, start, start + 16))).toBe(true);
     expect(() => new ViewCache(100)).toThrow(/slots must be a power of two/);
     expect(() => new ViewCache(64, 0)).toThrow(/idleGets must be an integer/);
   });
