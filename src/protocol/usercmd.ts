@@ -323,19 +323,38 @@ function serializeMsecStep(s: BitStream, msec: number, baseMsec: number): number
   return s.int(msec, CMD_MSEC_MIN, CMD_MSEC_MAX);
 }
 
-/** A changed angle: `bool` short, then a step of -255..255 units from the base's (wrapped), or 16 bits. */
-function serializeAngleStep(s: BitStream, angle: number, baseAngle: number): number {
-  const units = Math.round((angle * ANGLE_UNITS) / 360);
-  const baseUnits = Math.round((baseAngle * ANGLE_UNITS) / 360);
-  let step = (units - baseUnits) % ANGLE_UNITS;
-  if (step > ANGLE_UNITS / 2) step -= ANGLE_UNITS;
-  else if (step < -ANGLE_UNITS / 2) step += ANGLE_UNITS;
-  if (s.bool(step >= -ANGLE_STEP_MAX && step <= ANGLE_STEP_MAX)) {
-    const d = s.int(step, -ANGLE_STEP_MAX, ANGLE_STEP_MAX);
-    const u = (((baseUnits + d) % ANGLE_UNITS) + ANGLE_UNITS) % ANGLE_UNITS;
-    return (u * 360) / ANGLE_UNITS;
+/** Which view angle of a command serializeAngleField carries. */
+const PITCH = 0;
+const YAW = 1;
+const ROLL = 2;
+
+/**
+ * One view angle of `c` (`which`: PITCH, YAW or ROLL) against `base`'s: `bool` changed; if so,
+ * `bool` short, then a step of -255..255 units from the base's (wrapped), or 16 bits. The angle is
+ * read from and written to the command's field here, so no angle crosses a call as a number (V8
+ * puts each one that does in a heap box of its own: a server reads a thousand commands a tick).
+ */
+function serializeAngleField(s: BitStream, c: UserCommand, base: UserCommand, which: number): void {
+  const angle = which === PITCH ? c.pitch : which === YAW ? c.yaw : c.roll;
+  const baseAngle = which === PITCH ? base.pitch : which === YAW ? base.yaw : base.roll;
+  let v = baseAngle;
+  if (s.bool(angle !== baseAngle)) {
+    const units = Math.round((angle * ANGLE_UNITS) / 360);
+    const baseUnits = Math.round((baseAngle * ANGLE_UNITS) / 360);
+    let step = (units - baseUnits) % ANGLE_UNITS;
+    if (step > ANGLE_UNITS / 2) step -= ANGLE_UNITS;
+    else if (step < -ANGLE_UNITS / 2) step += ANGLE_UNITS;
+    if (s.bool(step >= -ANGLE_STEP_MAX && step <= ANGLE_STEP_MAX)) {
+      const d = s.int(step, -ANGLE_STEP_MAX, ANGLE_STEP_MAX);
+      const u = (((baseUnits + d) % ANGLE_UNITS) + ANGLE_UNITS) % ANGLE_UNITS;
+      v = (u * 360) / ANGLE_UNITS;
+    } else {
+      v = s.angle(angle, CMD_ANGLE_BITS);
+    }
   }
-  return s.angle(angle, CMD_ANGLE_BITS);
+  if (which === PITCH) c.pitch = v;
+  else if (which === YAW) c.yaw = v;
+  else c.roll = v;
 }
 
 function zigzag(n: number): number {
@@ -462,8 +481,8 @@ export function serializeCompactUserCommand(
   tickMs: number,
 ): boolean {
   c.msec = serializeMsecStep(s, c.msec, base.msec);
-  c.pitch = s.bool(c.pitch !== base.pitch) ? serializeAngleStep(s, c.pitch, base.pitch) : base.pitch;
-  c.yaw = s.bool(c.yaw !== base.yaw) ? serializeAngleStep(s, c.yaw, base.yaw) : base.yaw;
+  serializeAngleField(s, c, base, PITCH);
+  serializeAngleField(s, c, base, YAW);
   const sameInput =
     c.roll === base.roll &&
     c.forwardMove === base.forwardMove &&
@@ -481,7 +500,7 @@ export function serializeCompactUserCommand(
     c.impulse = base.impulse;
     c.lerpMsec = base.lerpMsec;
   } else {
-    c.roll = s.bool(c.roll !== base.roll) ? serializeAngleStep(s, c.roll, base.roll) : base.roll;
+    serializeAngleField(s, c, base, ROLL);
     serializeInput(s, c, base);
     c.lerpMsec = s.bool(c.lerpMsec !== base.lerpMsec)
       ? s.int(c.lerpMsec, 0, CMD_LERP_MSEC_MAX)

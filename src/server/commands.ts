@@ -9,11 +9,12 @@ import {
   CMD_MSEC_MAX,
   CMD_MSEC_MIN,
   CMD_VIEW_DELTA_MAX,
+  CMD_VIEW_FRACTION_MAX,
+  CMD_VIEW_FRACTION_STEPS,
   CMD_VIEW_NEWEST_MAX,
   CommandRing,
   copyUserCommand,
   createUserCommand,
-  quantizeViewFraction,
   type UserCommand,
 } from '../protocol/usercmd.ts';
 
@@ -616,12 +617,22 @@ export function sanitize(cmd: UserCommand): boolean {
     cmd.msec = cmd.msec < CMD_MSEC_MIN ? CMD_MSEC_MIN : CMD_MSEC_MAX;
     changed = true;
   }
-  for (const key of MOVE_KEYS) {
-    const v = cmd[key];
-    if (v > CMD_MOVE_MAX || v < -CMD_MOVE_MAX) {
-      cmd[key] = v > 0 ? CMD_MOVE_MAX : -CMD_MOVE_MAX;
-      changed = true;
-    }
+  // Each field by name, and the fraction's rounding here: a number that crosses a call, or a field
+  // read by a key that varies, is a heap box of its own (a server checks a thousand commands a tick).
+  const forward = cmd.forwardMove;
+  if (forward > CMD_MOVE_MAX || forward < -CMD_MOVE_MAX) {
+    cmd.forwardMove = forward > 0 ? CMD_MOVE_MAX : -CMD_MOVE_MAX;
+    changed = true;
+  }
+  const side = cmd.sideMove;
+  if (side > CMD_MOVE_MAX || side < -CMD_MOVE_MAX) {
+    cmd.sideMove = side > 0 ? CMD_MOVE_MAX : -CMD_MOVE_MAX;
+    changed = true;
+  }
+  const up = cmd.upMove;
+  if (up > CMD_MOVE_MAX || up < -CMD_MOVE_MAX) {
+    cmd.upMove = up > 0 ? CMD_MOVE_MAX : -CMD_MOVE_MAX;
+    changed = true;
   }
   if (cmd.lerpMsec > CMD_LERP_MSEC_MAX) {
     cmd.lerpMsec = CMD_LERP_MSEC_MAX;
@@ -635,12 +646,16 @@ export function sanitize(cmd: UserCommand): boolean {
     cmd.viewNewest = cmd.viewTickB;
     changed = true;
   }
-  const f = quantizeViewFraction(cmd.viewFraction);
-  if (f !== cmd.viewFraction) {
-    cmd.viewFraction = f;
+  // quantizeViewFraction (usercmd.ts), written out.
+  const fraction = cmd.viewFraction;
+  let q = Math.round(fraction * CMD_VIEW_FRACTION_STEPS);
+  if (!(q > 0)) q = 0;
+  if (q > VIEW_FRACTION_MAX_STEPS) q = VIEW_FRACTION_MAX_STEPS;
+  if (q / CMD_VIEW_FRACTION_STEPS !== fraction) {
+    cmd.viewFraction = q / CMD_VIEW_FRACTION_STEPS;
     changed = true;
   }
   return changed;
 }
 
-const MOVE_KEYS = ['forwardMove', 'sideMove', 'upMove'] as const;
+const VIEW_FRACTION_MAX_STEPS = CMD_VIEW_FRACTION_MAX * CMD_VIEW_FRACTION_STEPS;
