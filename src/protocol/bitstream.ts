@@ -41,7 +41,9 @@ export function quantize(value: number, min: number, max: number, precision: num
   let q = Math.round((value - min) / precision);
   if (!(q >= 0)) q = 0; // also catches NaN
   if (q > steps) q = steps;
-  return min + q * precision;
+  // On the grid already: the caller's own number back (V8 boxes a number a call returns), -0 as 0.
+  const r = min + q * precision;
+  return r === value && r !== 0 ? value : r;
 }
 
 /** Angles are carried in degrees; this is the degree value an angle of `bits` bits decodes to. */
@@ -50,7 +52,9 @@ export function quantizeAngle(degrees: number, bits: number): number {
   const wrapped = degrees - 360 * Math.floor(degrees / 360);
   let q = Math.round((wrapped * scale) / 360);
   if (!(q > 0) || q >= scale) q = 0; // also turns -0 (from a tiny negative angle) into 0
-  return (q * 360) / scale;
+  // On the grid already: the caller's own number back, as quantize does.
+  const a = (q * 360) / scale;
+  return a === degrees && a !== 0 ? degrees : a;
 }
 
 /** Notes one write in `notes` (BitStream.notes), or voids them when their arrays are full. */
@@ -412,7 +416,11 @@ export class BitStream {
         if (!(q >= 0)) q = 0;
         if (q > steps) q = steps;
         this.writeBits(q, bits);
-        return min + q * precision;
+        // A value already on the grid (a game's state, quantized as it moves) is handed back as
+        // it came: the caller's own number, not a new one (V8 boxes a number a call returns).
+        // Zero is returned as computed, so -0 comes back as 0.
+        const r = min + q * precision;
+        return r === value && r !== 0 ? value : r;
       }
       default:
         this.bitPos += bits;
@@ -431,7 +439,8 @@ export class BitStream {
       case MODE_WRITE: {
         const a = quantizeAngle(value, bits);
         this.writeBits((a * scale) / 360, bits);
-        return a;
+        // As float: the caller's own number when it is already on the grid (-0 becomes 0).
+        return a === value && a !== 0 ? value : a;
       }
       default:
         this.bitPos += bits;

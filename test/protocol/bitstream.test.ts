@@ -273,6 +273,32 @@ describe('bitsRequired, quantize and quantizeAngle', () => {
     expect(quantizeAngle(Number.NaN, 16), at).toBe(0);
     expect(quantizeAngle(Number.POSITIVE_INFINITY, 16), at).toBe(0);
   });
+
+  it('a value on the grid comes back as itself, and -0 as 0, from the functions and from writes', () => {
+    // toBe is Object.is: -0 is not 0.
+    expect(quantize(-0, -10, 10, 0.5), at).toBe(0);
+    expect(quantize(-0, 0, 10, 0.5), at).toBe(0);
+    expect(quantizeAngle(-0, 16), at).toBe(0);
+    expect(quantizeAngle(-1e-9, 16), at).toBe(0);
+    const s = new BitStream(64);
+    s.beginWrite();
+    expect(s.float(-0, -10, 10, 0.5), at).toBe(0);
+    expect(s.angle(-0, 16), at).toBe(0);
+    fc.assert(
+      fc.property(fc.integer({ min: -20, max: 20 }), fc.integer({ min: 0, max: 65535 }), (q, u) => {
+        const v = q * 0.5;
+        const degrees = (u * 360) / 65536;
+        s.beginWrite();
+        return (
+          Object.is(quantize(v, -10, 10, 0.5), v) &&
+          Object.is(s.float(v, -10, 10, 0.5), v) &&
+          Object.is(quantizeAngle(degrees, 16), degrees) &&
+          Object.is(s.angle(degrees, 16), degrees)
+        );
+      }),
+      opts,
+    );
+  });
 });
 
 describe('BitStream primitives round-trip', () => {
