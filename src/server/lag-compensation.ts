@@ -161,7 +161,7 @@ export class LagCompensator<P, W> {
   private readonly start = vec3();
   private readonly end = vec3();
   /** The current command's shot (beginTargets): SEG_* below. */
-  private readonly seg = new Float64Array(9);
+  private readonly seg = new Float64Array(10);
   /** Scratch points of addTarget (two positions). */
   private readonly points = new Float64Array(6);
   /**
@@ -422,7 +422,8 @@ export class LagCompensator<P, W> {
       p[0] += dx * mid;
       p[1] += dy * mid;
       p[2] += dz * mid;
-      if (!nearSegment(seg, p, 0, bound * bound)) return;
+      seg[SEG_R2] = bound * bound;
+      if (!nearSegment(seg, p, 0)) return;
     }
     const drawn = drawEntity(
       type,
@@ -448,13 +449,17 @@ export class LagCompensator<P, W> {
     p[0] = v[o + position[0]];
     p[1] = position[1] < 0 ? 0 : v[o + position[1]];
     p[2] = position[2] < 0 ? 0 : v[o + position[2]];
-    if (!nearSegment(seg, p, 0, reach * reach)) return;
+    seg[SEG_R2] = reach * reach;
+    if (!nearSegment(seg, p, 0)) return;
     this.stats.targetsRewound++;
     this.report.entities[this.report.count++] = e;
   }
 }
 
-/** `seg` of LagCompensator: the shot's start, its direction (end - start), its squared length, reach, fraction. */
+/**
+ * `seg` of LagCompensator: the shot's start, its direction (end - start), its squared length,
+ * reach, fraction, and the squared distance nearSegment tests.
+ */
 const SEG_X = 0;
 const SEG_Y = 1;
 const SEG_Z = 2;
@@ -464,9 +469,11 @@ const SEG_DZ = 5;
 const SEG_LEN2 = 6;
 const SEG_REACH = 7;
 const SEG_FRACTION = 8;
+/** nearSegment's squared distance, set before each call (a number passed to a call is a heap box). */
+const SEG_R2 = 9;
 
-/** True when point `p[at .. at + 3)` is within squared distance `r2` of the segment in `seg`. */
-function nearSegment(seg: Float64Array, p: Float64Array, at: number, r2: number): boolean {
+/** True when point `p[at .. at + 3)` is within squared distance `seg[SEG_R2]` of the segment in `seg`. */
+function nearSegment(seg: Float64Array, p: Float64Array, at: number): boolean {
   const px = p[at] - seg[SEG_X];
   const py = p[at + 1] - seg[SEG_Y];
   const pz = p[at + 2] - seg[SEG_Z];
@@ -480,7 +487,7 @@ function nearSegment(seg: Float64Array, p: Float64Array, at: number, r2: number)
   const cx = px - dx * t;
   const cy = py - dy * t;
   const cz = pz - dz * t;
-  return cx * cx + cy * cy + cz * cz <= r2;
+  return cx * cx + cy * cy + cz * cz <= seg[SEG_R2];
 }
 
 function validate(c: LagCompensationConfig): void {
