@@ -364,7 +364,12 @@ export class FrameWriter<P, W> {
     const client = this.current as FrameClient<P>;
     const v = this.game.player.origin(client.state, this.viewer);
     const budget = Math.min(s.bitsRemaining, this.endBits - s.bitsProcessed);
-    client.snapshots.write(s, tick, v.x, v.y, v.z, budget, client.entity, hint);
+    const snapshots = client.snapshots;
+    const viewer = snapshots.viewer;
+    viewer[0] = v.x;
+    viewer[1] = v.y;
+    viewer[2] = v.z;
+    snapshots.writeForViewer(s, tick, budget, client.entity, hint);
     return s.ok;
   }
 

@@ -24,6 +24,8 @@ export class InterestGrid {
   /** Entities indexed by the last rebuild. */
   count = 0;
   private readonly members: Uint16Array;
+  /** query's position, handed to queryFrom. */
+  private readonly at = new Float64Array(3);
   private readonly px: Float64Array;
   private readonly py: Float64Array;
   private readonly pz: Float64Array;
@@ -126,6 +128,21 @@ export class InterestGrid {
    * Infinity takes every entity; a NaN position is never in range.
    */
   query(x: number, y: number, z: number, radius: number, out: Uint16Array): number {
+    const at = this.at;
+    at[0] = x;
+    at[1] = y;
+    at[2] = z;
+    return this.queryFrom(at, radius, out);
+  }
+
+  /**
+   * `query` around the position in `position[0..3)` (x, y, z): the snapshot writers' way, since a
+   * position passed to a call as three numbers is three heap boxes.
+   */
+  queryFrom(position: Float64Array, radius: number, out: Uint16Array): number {
+    const x = position[0];
+    const y = position[1];
+    const z = position[2];
     if (!(radius >= 0)) return 0;
     const limit = out.length;
     const r2 = radius * radius;

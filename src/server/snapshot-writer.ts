@@ -359,6 +359,8 @@ export class SnapshotWriter {
   private readonly selected: Uint32Array;
   private readonly measure = new BitStream(0);
   private readonly header = createEntryHeader();
+  /** The viewer's position (x, y, z) for writeForViewer; write sets it from its arguments. */
+  readonly viewer = new Float64Array(3);
   /** Per chosen entity: its entry in the cache, or -1 (then copied from the spill, or encoded when written). */
   private readonly entryOf: Int32Array;
   /** Per chosen entity: the bits of its entry (after its index step). */
@@ -561,6 +563,24 @@ export class SnapshotWriter {
     viewerEntity = -1,
     baselineHint = -1,
   ): boolean {
+    const viewer = this.viewer;
+    viewer[0] = viewerX;
+    viewer[1] = viewerY;
+    viewer[2] = viewerZ;
+    return this.writeForViewer(s, tick, budgetBits, viewerEntity, baselineHint);
+  }
+
+  /**
+   * `write` for the viewer whose position is in `viewer` (x, y, z: set them first). A server's
+   * frames come this way: a position passed to a call as three numbers is three heap boxes.
+   */
+  writeForViewer(
+    s: BitStream,
+    tick: number,
+    budgetBits: number,
+    viewerEntity = -1,
+    baselineHint = -1,
+  ): boolean {
     const store = this.store;
     if (tick !== store.lastCommitTick) {
       throw new RangeError(
@@ -598,8 +618,8 @@ export class SnapshotWriter {
 
     // What the client holds starts as what the baseline says (a copy of it) and the entities
     // coming into view after it; the frame then changes only what it sends.
-    const candidateCount = this.gatherCandidates(frame, base, cur, viewerX, viewerY, viewerZ, viewerEntity);
-    const needCount = this.classify(frame, cur, tick, candidateCount, viewerX, viewerY, viewerZ);
+    const candidateCount = this.gatherCandidates(frame, base, cur, viewerEntity);
+    const needCount = this.classify(frame, cur, tick, candidateCount);
     const chosen = this.choose(
       frame,
       cur,
@@ -666,15 +686,7 @@ export class SnapshotWriter {
    * holds it, then the live entities in range but `skip` that it does not hold (NOT_HELD), and
    * notes each one's position in `pos`. Returns how many.
    */
-  private gatherCandidates(
-    frame: Frame,
-    base: Frame | null,
-    cur: HistorySlot,
-    x: number,
-    y: number,
-    z: number,
-    skip: number,
-  ): number {
+  private gatherCandidates(frame: Frame, base: Frame | null, cur: HistorySlot, skip: number): number {
     const mark = this.mark;
     const pos = this.pos;
     const found = this.found;
@@ -688,7 +700,7 @@ export class SnapshotWriter {
       }
     }
     // The entities coming into view, kept at the front of `found` in the order found.
-    const foundCount = this.store.interest.query(x, y, z, this.config.viewRadius, found);
+    const foundCount = this.store.interest.queryFrom(this.viewer, this.config.viewRadius, found);
     let fresh = 0;
     for (let k = 0; k < foundCount; k++) {
       const e = found[k];
@@ -732,15 +744,11 @@ export class SnapshotWriter {
    * candidates with no calls but the history look-ups of an update: an unchanged entity costs a
    * few array reads and one write, since the frame already holds its baseline's state.
    */
-  private classify(
-    frame: Frame,
-    cur: HistorySlot,
-    tick: number,
-    candidateCount: number,
-    x: number,
-    y: number,
-    z: number,
-  ): number {
+  private classify(frame: Frame, cur: HistorySlot, tick: number, candidateCount: number): number {
+    const viewer = this.viewer;
+    const x = viewer[0];
+    const y = viewer[1];
+    const z = viewer[2];
     const store = this.store;
     const typePriority = this.typePriority;
     const interest = store.interest;
