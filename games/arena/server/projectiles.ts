@@ -8,7 +8,7 @@ import { vec3 } from 'backstep/sim';
 import { EVENT_PROJECTILE_FIRED, WEAPON_LAUNCHER } from '../shared/constants.ts';
 import { PROJECTILE_ENTITY, PROJECTILE_ENTITY_TYPE } from '../shared/entities.ts';
 import type { ArenaPlayerState, ArenaWorld } from '../shared/game.ts';
-import { createHitTargets, createRayHit, rayVsTargets } from '../shared/hitboxes.ts';
+import { createHitTarget, createRayHit, type HitTarget, rayVsTargets } from '../shared/hitboxes.ts';
 import { damageArenaPlayer, writeHitTarget } from '../shared/player.ts';
 import { createTraceResult } from '../shared/trace.ts';
 import { unpackUnitVector, WEAPONS } from '../shared/weapons.ts';
@@ -56,21 +56,25 @@ const POINT = vec3();
 /** All live projectiles of one server. */
 export class Projectiles {
   readonly config: ProjectileConfig;
-  /** Projectiles fired, exploded (on anything), and players damaged by blasts. */
+  /** Projectiles fired, exploded (on anything), that struck a player, and players damaged by blasts. */
   fired = 0;
   exploded = 0;
+  directHits = 0;
   blastHits = 0;
   kills = 0;
   /** Live projectiles in live[0 .. liveCount); records are reused, never freed. */
   private readonly live: Projectile[] = [];
   private liveCount = 0;
   private targetCount = 0;
+  /** Whether `targets` holds this tick's players (gathered when a projectile first moves). */
+  private targetsFresh = false;
   private eventCursor = 0;
   private readonly trace = createTraceResult();
   private readonly start = vec3();
   private readonly end = vec3();
   private readonly dir = vec3();
-  private readonly targets = createHitTargets(64);
+  /** One per server slot, made when the server's slots are first seen (a 512-slot server: 512). */
+  private readonly targets: HitTarget[] = [];
   private readonly hit = createRayHit();
   private readonly onDeath: (server: Server, victim: Client, killer: Client | null) => void;
 
@@ -88,7 +92,7 @@ export class Projectiles {
 
   /** Spawns projectiles for the launcher shots fired since the last call, then moves them all. */
   tick(server: Server): void {
-    this.gatherTargets(server);
+    this.targetsFresh = false;
     const log = server.events;
     if (this.eventCursor < log.tail) this.eventCursor = log.tail;
     for (; this.eventCursor < log.head; this.eventCursor++) {
@@ -154,6 +158,7 @@ export class Projectiles {
     e.y = p.y + p.vy * dt;
     e.z = p.z + p.vz * dt;
     server.world.trace(s, e, POINT, POINT, this.trace);
+    if (!this.targetsFresh) this.gatherTargets(server);
     const dx = e.x - s.x;
     const dy = e.y - s.y;
     const dz = e.z - s.z;
@@ -163,6 +168,7 @@ export class Projectiles {
     this.dir.y = (e.y - s.y) / (length || 1);
     this.dir.z = (e.z - s.z) / (length || 1);
     if (length > 0 && rayVsTargets(s, this.dir, reach, this.targets, this.targetCount, p.owner, this.hit)) {
+      this.directHits++;
       this.explode(server, p, this.hit.point.x, this.hit.point.y, this.hit.point.z);
       return true;
     }
@@ -177,14 +183,21 @@ export class Projectiles {
     return false;
   }
 
-  /** The players in the present (projectiles are not lag compensated) as hit targets. */
+  /**
+   * Every player in the present (projectiles are not lag compensated) as a hit target: indexed
+   * loops, and records made once, as many as the server has slots.
+   */
   private gatherTargets(server: Server): void {
+    const clients = server.clients;
+    const targets = this.targets;
+    while (targets.length < clients.length) targets.push(createHitTarget());
     let count = 0;
-    for (const c of server.clients) {
-      if (c === null || count === this.targets.length) continue;
-      writeHitTarget(c.state, c.entity, this.targets[count++]);
+    for (let i = 0; i < clients.length; i++) {
+      const c = clients[i];
+      if (c !== null) writeHitTarget(c.state, c.entity, targets[count++]);
     }
     this.targetCount = count;
+    this.targetsFresh = true;
   }
 
   private place(server: Server, p: Projectile): void {
@@ -199,7 +212,9 @@ export class Projectiles {
     const shooter = server.clients[p.ownerSlot] ?? null;
     const killer = shooter !== null && shooter.entity === p.owner ? shooter : null;
     const { blastRadius, blastDamage } = this.config;
-    for (const c of server.clients) {
+    const clients = server.clients;
+    for (let i = 0; i < clients.length; i++) {
+      const c = clients[i];
       if (c === null || c.state.health <= 0) continue;
       // Distance to the player's middle.
       const dx = c.state.originX - x;

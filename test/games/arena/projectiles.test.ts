@@ -5,10 +5,16 @@ import { Match } from 'backstep/testing';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_PROJECTILE_CONFIG } from '../../../games/arena/server/projectiles.ts';
 import { arenaRules } from '../../../games/arena/server/rules.ts';
-import { EVENT_PROJECTILE_FIRED, WEAPON_LAUNCHER } from '../../../games/arena/shared/constants.ts';
+import {
+  BUTTON_ATTACK,
+  EVENT_PROJECTILE_FIRED,
+  WEAPON_LAUNCHER,
+} from '../../../games/arena/shared/constants.ts';
 import { PROJECTILE_ENTITY, PROJECTILE_ENTITY_TYPE } from '../../../games/arena/shared/entities.ts';
 import { PROJECTILE_FIRED_EVENT } from '../../../games/arena/shared/events.ts';
 import { type ArenaPlayerState, type ArenaWorld, arenaGame } from '../../../games/arena/shared/game.ts';
+import { eyeHeight } from '../../../games/arena/shared/player.ts';
+import { createTraceResult } from '../../../games/arena/shared/trace.ts';
 import { unpackUnitVector, WEAPONS } from '../../../games/arena/shared/weapons.ts';
 import { aimBot } from '../../../games/arena/testing/shots.ts';
 import type { GameClient } from '../../../src/client/client.ts';
@@ -164,5 +170,72 @@ describe('launcher projectiles', () => {
     expect(Math.min(...advanced.launches.map((l) => l.advanceMs)), msg).toBeGreaterThan(cap - 0.5);
     plain.match.close();
     advanced.match.close();
+  });
+
+  it('strike a player in any slot: a 66-player server, the target in slot 64 or above', () => {
+    // Two players alive, the rest killed: the rocket has one player to strike, in a slot past 64.
+    const seed = 43;
+    const msg = `seed ${seed}`;
+    const rules = arenaRules({ respawnMs: 1e9 });
+    const match = new Match(arenaGame, seed, { maxClients: 66 }, rules);
+    let shooter: Client | null = null;
+    let aimAt: ArenaPlayerState | null = null;
+    const shooterState = () =>
+      match.server.clients.find((c) => c !== null && c.slot === shooter?.slot)?.state;
+    for (let i = 0; i < 66; i++) {
+      match.addClient({
+        drive: (c, _now, input) => {
+          if (c !== shooter || aimAt === null) return;
+          input.impulse = 0;
+          input.buttons &= ~BUTTON_ATTACK;
+          if (c.predictor.current.activeWeapon !== WEAPON_LAUNCHER) {
+            input.impulse = 3;
+            return;
+          }
+          const me = shooterState() as ArenaPlayerState;
+          const dx = aimAt.originX - me.originX;
+          const dy = aimAt.originY - me.originY;
+          const dz = aimAt.originZ + 36 - (me.originZ + eyeHeight(me));
+          input.yaw = (Math.atan2(dy, dx) * 180) / Math.PI;
+          input.pitch = (-Math.atan2(dz, Math.hypot(dx, dy)) * 180) / Math.PI;
+          input.buttons |= BUTTON_ATTACK;
+        },
+      });
+    }
+    match.run(3000);
+    const server = match.server;
+    expect(server.clientCount, msg).toBe(66);
+    const target = server.clients.find((c) => c !== null && c.slot >= 64);
+    expect(target, msg).toBeDefined();
+    if (target === undefined || target === null) return;
+    // A shooter in a slot below 64 that sees the target's middle from its eyes.
+    const from = vec3();
+    const to = vec3();
+    const point = vec3();
+    const trace = createTraceResult();
+    const seen = server.clients.find((c) => {
+      if (c === null || c.slot >= 64) return false;
+      from.x = c.state.originX;
+      from.y = c.state.originY;
+      from.z = c.state.originZ + eyeHeight(c.state);
+      to.x = target.state.originX;
+      to.y = target.state.originY;
+      to.z = target.state.originZ + 36;
+      server.world.trace(from, to, point, point, trace);
+      return trace.fraction === 1 && Math.hypot(to.x - from.x, to.y - from.y) > 200;
+    });
+    expect(seen, msg).toBeDefined();
+    if (seen === undefined || seen === null) return;
+    shooter = match.clients.find((m) => m.client.slot === seen.slot)?.client ?? null;
+    expect(shooter, msg).not.toBeNull();
+    for (const c of server.clients) if (c !== null && c !== seen && c !== target) c.state.health = 0;
+    aimAt = target.state;
+    match.run(3000);
+    const p = rules.projectiles;
+    expect(p.fired, msg).toBeGreaterThan(0);
+    // The rocket struck the target itself (not the wall behind it), and its blast hurt it.
+    expect(p.directHits, `${msg}: target in slot ${target.slot}`).toBeGreaterThan(0);
+    expect(target.state.health, msg).toBeLessThan(100);
+    match.close();
   });
 });
