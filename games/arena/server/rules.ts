@@ -35,10 +35,15 @@ type Client = ServerClient<ArenaPlayerState>;
 /** The arena's rules as server hooks (combine them with others via `combineHooks`). */
 export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
   const respawnMs = config.respawnMs ?? 2000;
-  /** When the player in each slot died (-1: alive). */
+  /**
+   * When the player in each slot died (-1: alive). Grown with -1 to the slots seen, never with
+   * holes: a read of an array with holes gives V8 a number that may be undefined, which it boxes
+   * (the tick reads every slot while anyone is dead).
+   */
   const diedAtMs: number[] = [];
   let dead = 0;
   const died = (server: Server, victim: Client) => {
+    while (diedAtMs.length <= victim.slot) diedAtMs.push(-1);
     if (!(diedAtMs[victim.slot] >= 0)) dead++;
     diedAtMs[victim.slot] = server.timeMs;
   };
@@ -80,10 +85,11 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
     onTick(server: Server) {
       projectiles.tick(server);
       if (dead === 0) return;
+      const nowMs = server.timeMs;
       for (let slot = 0; slot < diedAtMs.length; slot++) {
         const at = diedAtMs[slot];
         const c = server.clients[slot];
-        if (!(at >= 0) || c === null || server.timeMs - at < respawnMs) continue;
+        if (!(at >= 0) || c === null || nowMs - at < respawnMs) continue;
         diedAtMs[slot] = -1;
         dead--;
         // A fresh loadout and health at a spawn point; never blended from where it died.
@@ -91,6 +97,7 @@ export function arenaRules(config: Partial<ArenaRulesConfig> = {}): ArenaRules {
       }
     },
     onDisconnect(_server: Server, client: Client) {
+      if (client.slot >= diedAtMs.length) return;
       if (diedAtMs[client.slot] >= 0) dead--;
       diedAtMs[client.slot] = -1;
     },
