@@ -72,6 +72,9 @@ function noteWrite(notes: WriteNotes, start: number, value: number, bits: number
   notes.fieldCount = n + 1;
 }
 
+/** Bytes beginWrite clears in a loop of its own rather than with fill (a call into the runtime). */
+const SMALL_CLEAR_BYTES = 64;
+
 const textEncoder = new TextEncoder();
 // ignoreBOM keeps a leading U+FEFF in the decoded string, so every string round-trips.
 const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -126,17 +129,25 @@ export class BitStream {
   /**
    * Starts writing into the stream's own buffer (or `target`), at most `limitBytes` bytes
    * (default and cap: that buffer's length). Never writes into data given to `beginRead`.
+   * `dirtyBytes`, for a caller that keeps a buffer of its own: only that many leading bytes of it
+   * may be other than zero (a write leaves every byte past its last bit as it found it), so only
+   * they are cleared. Default: the whole limit.
    */
-  beginWrite(limitBytes?: number, target?: Uint8Array): this {
-    this.buf = target ?? this.own;
-    if (limitBytes === undefined || limitBytes > this.buf.length) limitBytes = this.buf.length;
+  beginWrite(limitBytes?: number, target?: Uint8Array, dirtyBytes?: number): this {
+    const buf = target ?? this.own;
+    this.buf = buf;
+    if (limitBytes === undefined || limitBytes > buf.length) limitBytes = buf.length;
     checkByteLength('beginWrite', 'limitBytes', limitBytes);
     this.mode = MODE_WRITE;
     this.ok = true;
     this.error = '';
     this.bitPos = 0;
     this.bitLimit = limitBytes * 8;
-    this.buf.fill(0, 0, limitBytes);
+    const clear =
+      dirtyBytes !== undefined && dirtyBytes >= 0 && dirtyBytes < limitBytes ? dirtyBytes : limitBytes;
+    // A few bytes are cleared in a loop the compiler keeps inline; more, by fill.
+    if (clear <= SMALL_CLEAR_BYTES) for (let i = 0; i < clear; i++) buf[i] = 0;
+    else buf.fill(0, 0, clear);
     return this;
   }
 

@@ -52,6 +52,8 @@ class Slot {
   baseTick = 0.5;
   /** The serialization's fields: bit offsets and widths of each primitive write (-1: too many). */
   fieldCount = 0.5;
+  /** Leading bytes of `bytes` that may be other than zero (every byte after them is zero). */
+  dirtyBytes = 0;
   readonly fieldStart: Uint16Array;
   readonly fieldBits: Uint8Array;
   /** Each field's value as its bits read back (unsigned): the field delta reads them from here. */
@@ -182,12 +184,15 @@ export class PlayerStateHistory<P> {
     slot.acked = acked;
     slot.baseTick = -1;
     slot.fieldCount = 0;
-    const s = this.recorder.beginWrite(PLAYER_STATE_MAX_BYTES, slot.bytes);
+    // Past the last state recorded here, the slot's bytes are zero: only those before are cleared
+    // (all of them if a serialize threw on the way).
+    const s = this.recorder.beginWrite(PLAYER_STATE_MAX_BYTES, slot.bytes, slot.dirtyBytes);
+    slot.dirtyBytes = PLAYER_STATE_MAX_BYTES;
     this.recorder.notes = slot;
     slot.bits = this.codec.serialize(s, state) && s.ok ? s.bitsProcessed : -1;
     this.recorder.notes = null;
     if (slot.bits < 0) slot.fieldCount = -1;
-    slot.bytes.fill(0, (s.bitsProcessed + 7) >>> 3);
+    slot.dirtyBytes = (s.bitsProcessed + 7) >>> 3;
   }
 
   /**

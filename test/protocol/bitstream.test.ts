@@ -406,6 +406,42 @@ describe('BitStream messages', () => {
     );
   });
 
+  it('beginWrite with dirtyBytes clears only those bytes, and the bits written are those a cleared buffer gets', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 0xffffff }), { minLength: 1, maxLength: 40 }),
+        fc.array(fc.integer({ min: 0, max: 0x7fffff }), { minLength: 0, maxLength: 40 }),
+        (first, second) => {
+          const buffer = new Uint8Array(200);
+          const s = new BitStream();
+          s.beginWrite(buffer.length, buffer);
+          for (const v of first) s.uint(v, 24);
+          const dirty = (s.bitsProcessed + 7) >>> 3;
+          s.beginWrite(buffer.length, buffer, dirty);
+          for (const v of second) s.uint(v, 23);
+          const clean = new BitStream(200).beginWrite();
+          for (const v of second) clean.uint(v, 23);
+          expect([...buffer], at).toEqual([...clean.bytes, ...new Uint8Array(200 - clean.bytes.length)]);
+          // Past the last bit written, every byte is as it was: zero.
+          expect(
+            buffer.subarray((s.bitsProcessed + 7) >>> 3).every((b) => b === 0),
+            at,
+          ).toBe(true);
+        },
+      ),
+      { seed: SEED, numRuns: 300 },
+    );
+    // A dirty count past the limit, negative or missing clears the whole limit.
+    for (const dirty of [undefined, -1, 500]) {
+      const buffer = new Uint8Array(16).fill(0xff);
+      new BitStream().beginWrite(8, buffer, dirty);
+      expect([...buffer], `dirtyBytes ${dirty}`).toEqual([
+        ...new Uint8Array(8),
+        ...new Uint8Array(8).fill(0xff),
+      ]);
+    }
+  });
+
   it('rewind clears a write overflow so a smaller message can take its place', () => {
     const w = new BitStream(64).beginWrite(4);
     w.uint(5, 8);

@@ -235,6 +235,50 @@ describe('serializeCommandRun', () => {
     expect(plain - compact).toBe(8 - 3 + 2 * (16 - 10) + (7 - 1) - 1 - 1);
   });
 
+  it('writes a turn beyond the short step whole, in the 16 bits BitStream.angle gives the angle', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 360, noNaN: true }),
+        fc.double({ min: 0, max: 360, noNaN: true }),
+        (from, to) => {
+          const a = createUserCommand();
+          a.msec = 16;
+          a.yaw = from;
+          quantizeUserCommand(a);
+          const b = copyUserCommand(createUserCommand(), a);
+          b.yaw = to;
+          quantizeUserCommand(b);
+          const units = (yaw: number) => Math.round((yaw * 65536) / 360);
+          let step = (units(b.yaw) - units(a.yaw)) % 65536;
+          if (step > 32768) step -= 65536;
+          else if (step < -32768) step += 65536;
+          fc.pre(Math.abs(step) > 255);
+          const w = new BitStream().beginWrite();
+          const sent = copyUserCommand(createUserCommand(), b);
+          expect(serializeCompactUserCommand(w, sent, a, 0), at).toBe(true);
+          expect(sent.yaw, at).toBe(b.yaw);
+          // msec unchanged, pitch unchanged, yaw changed, not short: then the angle whole.
+          const r = new BitStream().beginRead(w.bytes);
+          expect([r.bool(false), r.bool(false), r.bool(false), r.bool(false)], at).toEqual([
+            true,
+            false,
+            true,
+            false,
+          ]);
+          const angle = new BitStream().beginWrite();
+          angle.angle(b.yaw, 16);
+          expect(r.uint(0, 16), at).toBe(new BitStream().beginRead(angle.bytes).uint(0, 16));
+          const read = createUserCommand();
+          read.sequence = sent.sequence;
+          const rr = new BitStream().beginRead(w.bytes);
+          expect(serializeCompactUserCommand(rr, read, a, 0), at).toBe(true);
+          expect(read.yaw, at).toBe(b.yaw);
+        },
+      ),
+      { seed: SEED, numRuns: 500 },
+    );
+  });
+
   it("writes a view that moved on by the previous command's msec in 3 bits", () => {
     // At 64 Hz and 32 snapshots a second the client draws between ticks two apart; a 16 ms frame
     // moves the view on by 16 / 15.625 ticks, past B: the next pair and a fraction near 0.26.
