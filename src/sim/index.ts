@@ -19,6 +19,7 @@ export {
   dcos,
   dot,
   dsin,
+  dsinCos,
   length,
   lerp,
   lerpAngle,

@@ -7,6 +7,7 @@ import {
   dcos,
   dot,
   dsin,
+  dsinCos,
   length,
   lerpAngle,
   type Vec3,
@@ -128,6 +129,31 @@ describe('dsin / dcos', () => {
         expect(bitsOf(dsin(a)), `${at} dsin(${a}) after other calls`).toBe(bitsOf(first));
       }),
       { seed: SEED, numRuns: 2000 },
+    );
+  });
+});
+
+describe('dsinCos', () => {
+  it('gives exactly dsin and dcos of the angle, at the offset asked, NaN for NaN and infinities', () => {
+    const out = new Float64Array(5).fill(7);
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          angles,
+          fc.constantFrom(0, -0, 90, 180, 270, -90, 360, 1e9 + 0.25, Number.NaN, Number.POSITIVE_INFINITY),
+        ),
+        fc.integer({ min: 0, max: 3 }),
+        (d, offset) => {
+          out.fill(7);
+          dsinCos(d, out, offset);
+          expect(Object.is(out[offset], dsin(d)), `${at} sin of ${d}`).toBe(true);
+          expect(Object.is(out[offset + 1], dcos(d)), `${at} cos of ${d}`).toBe(true);
+          for (let i = 0; i < out.length; i++) {
+            if (i !== offset && i !== offset + 1) expect(out[i], `${at} out[${i}] untouched`).toBe(7);
+          }
+        },
+      ),
+      { seed: SEED, numRuns: 5000 },
     );
   });
 });

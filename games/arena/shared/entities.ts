@@ -4,7 +4,8 @@
 import type { UserCommand } from 'backstep/protocol';
 import { defineEntityType, defineGameSchema, type FieldTable, typeIdOf } from 'backstep/protocol';
 import type { HitscanDefinition } from 'backstep/sim';
-import { dcos, dsin, type Vec3, vec3 } from 'backstep/sim';
+import { dsinCos, type Vec3, vec3 } from 'backstep/sim';
+
 import { PLAYER_CODE_COUNTS, PROJECTILE_CODE_COUNTS } from './codes.ts';
 import {
   ANGLE_BITS,
@@ -20,6 +21,9 @@ import {
 import { HITBOX_COUNT, type HitTarget, hitboxBounds, viewHeight } from './hitboxes.ts';
 import type { ArenaPlayerState, ArenaWorld } from './player.ts';
 import { commandMsec, WEAPONS } from './weapons.ts';
+
+/** shotSegment's sines and cosines: the pitch's, then the yaw's (dsinCos). */
+const shotSinCos = new Float64Array(4);
 
 /**
  * A player as other clients see it. `ducked` and `alive` are 0 or 1 and, like `weapon`, switch
@@ -182,10 +186,13 @@ export const arenaHitscan: HitscanDefinition<ArenaPlayerState, ArenaWorld> = {
     start.x = state.originX;
     start.y = state.originY;
     start.z = state.originZ + viewHeight(state.ducked);
-    const cp = dcos(cmd.pitch);
-    end.x = start.x + cp * dcos(cmd.yaw) * range;
-    end.y = start.y + cp * dsin(cmd.yaw) * range;
-    end.z = start.z - dsin(cmd.pitch) * range;
+    const t = shotSinCos;
+    dsinCos(cmd.pitch, t, 0);
+    dsinCos(cmd.yaw, t, 2);
+    const cp = t[1];
+    end.x = start.x + cp * t[3] * range;
+    end.y = start.y + cp * t[2] * range;
+    end.z = start.z - t[0] * range;
     // Spread widens the cone: at full range a pellet strays at most range * spread. The eye fires
     // after the command's movement: at most MAX_VELOCITY on each axis for the command's msec, plus
     // a step up, a snap to the ground and the eye height changing with a duck.

@@ -4,15 +4,14 @@
 // ground plane, stepSlideMove, stayOnGround, footsteps) or airMove (half gravity, air
 // acceleration, slideMove, half gravity); then snapOrigin puts the origin on the wire's grid and
 // groundTrace runs again from where the player now stands. Only IEEE-exact arithmetic and the
-// engine's dsin/dcos are used, and nothing is allocated.
+// engine's dsin/dcos (dsinCos) are used, and nothing is allocated.
 
 import type { UserCommand } from 'backstep/protocol';
 import { quantize, quantizeAngle } from 'backstep/protocol';
 import {
   copyVec3,
-  dcos,
   dot,
-  dsin,
+  dsinCos,
   type GameEventSink,
   NO_EVENTS,
   type TraceWorld,
@@ -133,6 +132,8 @@ const startOrigin = vec3();
 const liftedOrigin = vec3();
 const groundNormal = vec3();
 const forward = vec3();
+/** The yaw's sine and cosine (dsinCos). */
+const sinCos = new Float64Array(2);
 const right = vec3();
 const mins = vec3();
 const maxs = vec3();
@@ -680,8 +681,9 @@ export function movePlayer(
   state.yaw = quantizeViewAngle(cmd.yaw);
   state.roll = quantizeViewAngle(cmd.roll);
   // Movement follows the yaw only: forward and right on the horizontal plane.
-  const sinYaw = dsin(state.yaw);
-  const cosYaw = dcos(state.yaw);
+  dsinCos(state.yaw, sinCos);
+  const sinYaw = sinCos[0];
+  const cosYaw = sinCos[1];
   forward.x = cosYaw;
   forward.y = sinYaw;
   right.x = sinYaw;

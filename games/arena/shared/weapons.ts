@@ -21,7 +21,8 @@
 import type { UserCommand } from 'backstep/protocol';
 import { quantize } from 'backstep/protocol';
 import type { GameEventSink, TraceWorld } from 'backstep/sim';
-import { angleVectors, dcos, dsin, sharedRandom, type Vec3, vec3 } from 'backstep/sim';
+import { angleVectors, dsinCos, sharedRandom, type Vec3, vec3 } from 'backstep/sim';
+
 import {
   BUTTON_ATTACK,
   BUTTON_RELOAD,
@@ -49,6 +50,9 @@ import {
 import { createRayHit, type HitTarget, type RayHit, rayVsTargets, viewHeight } from './hitboxes.ts';
 import type { MovementState } from './movement.ts';
 import { createTraceResult } from './trace.ts';
+
+/** A pellet's direction round the aim: the sine and cosine of its angle (dsinCos). */
+const pelletSinCos = new Float64Array(2);
 
 /** One weapon's tuning (times in ms, distances in units). */
 export interface WeaponDefinition {
@@ -378,8 +382,9 @@ export function pelletDirection(
 ): Vec3 {
   const r = spread * Math.sqrt(sharedRandom(seed, 2 * pellet));
   const a = 360 * sharedRandom(seed, 2 * pellet + 1);
-  const side = r * dcos(a);
-  const lift = r * dsin(a);
+  dsinCos(a, pelletSinCos);
+  const side = r * pelletSinCos[1];
+  const lift = r * pelletSinCos[0];
   out.x = forwardDir.x + rightDir.x * side + upDir.x * lift;
   out.y = forwardDir.y + rightDir.y * side + upDir.y * lift;
   out.z = forwardDir.z + rightDir.z * side + upDir.z * lift;
