@@ -246,6 +246,7 @@ describe('entry point contents', () => {
       'gameSchemaHash',
       'dsin',
       'dcos',
+      'dsinCos',
       'lerpAngle',
       'Random',
       'sharedRandom',
