@@ -182,12 +182,16 @@ function checkDelayConfig(c: AdaptiveDelayConfig): void {
  */
 export class AdaptiveDelay {
   readonly config: Readonly<AdaptiveDelayConfig>;
-  /** Where the delay is heading, ms. */
-  targetDelayMs: number;
+  /**
+   * Where the delay is heading, ms. Set in the constructor; this field, ceilingMs and
+   * anchorDelayMs are declared with a fraction so each is laid out as a double from the start (a
+   * field declared bare starts as undefined, and V8 then boxes every fraction stored in it anew).
+   */
+  targetDelayMs = 0.5;
   /** Gaps left out as outages. */
   outages = 0;
   /** The ceiling the target was last held under, ms. */
-  ceilingMs: number;
+  ceilingMs = 0.5;
   /** Snapshots ignored because a time was not finite. */
   rejectedSamples = 0;
   /** What the loss model says covers the loss bursts (lossCoverage), ms; 0 without one. */
@@ -210,7 +214,7 @@ export class AdaptiveDelay {
   /** Staleness right after the last arrival, ms. */
   private staleAfterMs = 0;
   private anchorLocalMs = -Infinity;
-  private anchorDelayMs: number;
+  private anchorDelayMs = 0.5;
   private firstArrivalMs = Infinity;
   /** When a gap last outgrew the delay (the view ran past the newest snapshot). */
   private caughtOutAtMs = -Infinity;

@@ -244,8 +244,11 @@ export class RateController {
     samples: 0,
     pairs: 0,
   };
-  /** Bytes per second it may send now. */
-  rateBytesPerSecond: number;
+  /**
+   * Bytes per second it may send now. Set in the constructor; declared with a fraction so it is
+   * laid out as a double from the start (declared bare, V8 would box each value stored anew).
+   */
+  rateBytesPerSecond = 0.5;
   /** Smoothed round trip, its lowest of the window (the path without queues) and the difference, ms. */
   smoothedRttMs = 0;
   baseRttMs = Number.POSITIVE_INFINITY;

@@ -61,9 +61,13 @@ const EVENT_CODE_BYTES = 32;
  * counted as choke then.
  */
 export class FramePacing {
-  /** Snapshots per second and bytes per second this client gets. */
-  updateRate: number;
-  rateBytesPerSecond: number;
+  /**
+   * Snapshots per second and bytes per second this client gets. Set in the constructor; these and
+   * nextUpdateMs are declared with a fraction so each is laid out as a double from the start (a
+   * field declared bare starts as undefined, and V8 then boxes every fraction stored in it anew).
+   */
+  updateRate = 0.5;
+  rateBytesPerSecond = 0.5;
   /** What the link carries without a queue (null: the configured rate is trusted as it is). */
   readonly control: RateController | null;
   /** Frames sent, and frames held back by the rate (choke). */
@@ -71,7 +75,7 @@ export class FramePacing {
   choked = 0;
   /** Frames due by the update rate but held back by the rate since the last frame sent. */
   chokedSinceSent = 0;
-  private nextUpdateMs: number;
+  private nextUpdateMs = 0.5;
   private rateFreeMs = 0;
   /** When the last frame went (-Infinity: none yet). */
   private lastSentMs = Number.NEGATIVE_INFINITY;

@@ -218,8 +218,12 @@ export class CommandQueue {
   };
   /** The newest command executed or dropped: everything up to here is done. */
   lastDone = 0;
-  /** Milliseconds of simulation the client may still spend. */
-  budgetMs: number;
+  /**
+   * Milliseconds of simulation the client may still spend. Set in the constructor; this field and
+   * reorderWindowMs are declared with a fraction so each is laid out as a double from the start (a
+   * field declared bare starts as undefined, and V8 then boxes every fraction stored in it anew).
+   */
+  budgetMs = 0.5;
   /**
    * How long the command `next()` last returned waited in the queue since its first copy arrived
    * (real time, ms: the ticks' time passed to addRealTime since). Lag compensation bounds a view's
@@ -278,8 +282,8 @@ export class CommandQueue {
   private starved = false;
   /** Whether the command `next()` last returned was filled in for a lost one. */
   lastFilled = false;
-  /** The reorder window in use (ms): see CommandBudgetConfig.reorderWindowMs. */
-  reorderWindowMs: number;
+  /** The reorder window in use (ms): see CommandBudgetConfig.reorderWindowMs (a double from the start, as budgetMs). */
+  reorderWindowMs = 0.5;
   /**
    * The longest a missing command is waited for while the client is heard (ms):
    * CommandBudgetConfig.maxReorderWindowMs.

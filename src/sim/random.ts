@@ -2,7 +2,12 @@
 
 /** A small fast PRNG (mulberry32) with explicit state, for the conditioner, bots and tests. */
 export class Random {
-  private state: number;
+  /**
+   * Set in the constructor; declared with a fraction so it is laid out as a double from the start:
+   * half its values are past the small integers, and a field declared bare (undefined at first)
+   * would hold each of those in a new heap box.
+   */
+  private state = 0.5;
 
   constructor(seed: number) {
     this.state = seed >>> 0;
