@@ -349,11 +349,10 @@ function serializeAngleField(s: BitStream, c: UserCommand, base: UserCommand, wh
       const u = (((baseUnits + d) % ANGLE_UNITS) + ANGLE_UNITS) % ANGLE_UNITS;
       v = (u * 360) / ANGLE_UNITS;
     } else {
-      // BitStream.angle's bits (the angle wrapped into [0, 360) in whole units), passed as the
-      // whole number they are.
-      let q = Math.round(((angle - 360 * Math.floor(angle / 360)) * ANGLE_UNITS) / 360);
-      if (!(q > 0) || q >= ANGLE_UNITS) q = 0;
-      v = (s.uint(q, CMD_ANGLE_BITS) * 360) / ANGLE_UNITS;
+      // The angle whole: its units wrapped into [0, ANGLE_UNITS), the bits BitStream.angle gives a
+      // quantized angle, passed as the whole number they are.
+      const q = s.uint(((units % ANGLE_UNITS) + ANGLE_UNITS) % ANGLE_UNITS, CMD_ANGLE_BITS);
+      v = (q * 360) / ANGLE_UNITS;
     }
   }
   if (which === PITCH) c.pitch = v;

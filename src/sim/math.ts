@@ -190,13 +190,13 @@ export function length(a: Vec3): number {
   return Math.sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
 }
 
+/** angleVectors' sines and cosines (yaw, pitch, roll). */
+const angleScratch = new Float64Array(6);
+
 /**
  * Forward, right and up unit vectors for Quake-style angles (pitch, yaw, roll in degrees; yaw
  * about +z, pitch positive looking down). Any argument may be null.
  */
-/** angleVectors' sines and cosines (yaw, pitch, roll). */
-const angleScratch = new Float64Array(6);
-
 export function angleVectors(
   pitch: number,
   yaw: number,

@@ -5,7 +5,6 @@ import type { UserCommand } from 'backstep/protocol';
 import { defineEntityType, defineGameSchema, type FieldTable, typeIdOf } from 'backstep/protocol';
 import type { HitscanDefinition } from 'backstep/sim';
 import { dsinCos, type Vec3, vec3 } from 'backstep/sim';
-
 import { PLAYER_CODE_COUNTS, PROJECTILE_CODE_COUNTS } from './codes.ts';
 import {
   ANGLE_BITS,

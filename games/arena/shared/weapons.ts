@@ -22,7 +22,6 @@ import type { UserCommand } from 'backstep/protocol';
 import { quantize } from 'backstep/protocol';
 import type { GameEventSink, TraceWorld } from 'backstep/sim';
 import { angleVectors, dsinCos, sharedRandom, type Vec3, vec3 } from 'backstep/sim';
-
 import {
   BUTTON_ATTACK,
   BUTTON_RELOAD,
