@@ -46,6 +46,28 @@ export function quantize(value: number, min: number, max: number, precision: num
   return r === value && r !== 0 ? value : r;
 }
 
+/**
+ * `quantize` on `values[at .. at + count)`, in place, the same numbers: for code that keeps its
+ * numbers in arrays, so that none is passed to or returned from a call (V8 boxes a number that
+ * crosses a call it does not inline: see BitStream.floats).
+ */
+export function quantizeValues(
+  values: Float64Array,
+  at: number,
+  count: number,
+  min: number,
+  max: number,
+  precision: number,
+): void {
+  const steps = Math.round((max - min) / precision);
+  for (let i = at; i < at + count; i++) {
+    let q = Math.round((values[i] - min) / precision);
+    if (!(q >= 0)) q = 0; // also catches NaN
+    if (q > steps) q = steps;
+    values[i] = min + q * precision;
+  }
+}
+
 /** Angles are carried in degrees; this is the degree value an angle of `bits` bits decodes to. */
 export function quantizeAngle(degrees: number, bits: number): number {
   const scale = 2 ** bits;
@@ -55,6 +77,18 @@ export function quantizeAngle(degrees: number, bits: number): number {
   // On the grid already: the caller's own number back, as quantize does.
   const a = (q * 360) / scale;
   return a === degrees && a !== 0 ? degrees : a;
+}
+
+/** `quantizeAngle` on `values[at .. at + count)`, in place (see quantizeValues). */
+export function quantizeAngles(values: Float64Array, at: number, count: number, bits: number): void {
+  const scale = 2 ** bits;
+  for (let i = at; i < at + count; i++) {
+    const degrees = values[i];
+    const wrapped = degrees - 360 * Math.floor(degrees / 360);
+    let q = Math.round((wrapped * scale) / 360);
+    if (!(q > 0) || q >= scale) q = 0; // also turns -0 (from a tiny negative angle) into 0
+    values[i] = (q * 360) / scale;
+  }
 }
 
 /** Notes one write in `notes` (BitStream.notes), or voids them when their arrays are full. */
@@ -79,10 +113,26 @@ const textEncoder = new TextEncoder();
 // ignoreBOM keeps a leading U+FEFF in the decoded string, so every string round-trips.
 const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
+/** The one value `float` and `angle` hand to their runs. */
+const oneValue = new Float64Array(1);
+
 function checkBits(method: string, bits: number): void {
   // Within [0, 32], bits | 0 is bits exactly when it is whole (cheaper than Math.floor per call).
   if (!(bits >= 0 && bits <= 32) || (bits | 0) !== bits) {
     throw new RangeError(`BitStream.${method}: bits must be an integer in [0, 32], got ${bits}`);
+  }
+}
+
+function checkRun(method: string, values: Float64Array, at: number, count: number): void {
+  if (!(values instanceof Float64Array)) {
+    throw new TypeError(`BitStream.${method}: values must be a Float64Array`);
+  }
+  if (
+    !(Number.isInteger(at) && Number.isInteger(count) && at >= 0 && count >= 0 && at + count <= values.length)
+  ) {
+    throw new RangeError(
+      `BitStream.${method}: at and count must be whole, non-negative and within the array's ${values.length} values, got at ${at}, count ${count}`,
+    );
   }
 }
 
@@ -410,52 +460,120 @@ export class BitStream {
    * exactly `quantize(written, min, max, precision)`.
    */
   float(value: number, min: number, max: number, precision: number): number {
-    if (!this.ok) return min;
-    const steps = Math.round((max - min) / precision);
-    const bits = bitsRequired(steps);
-    switch (this.mode) {
-      case MODE_READ: {
-        const q = this.readBits(bits);
-        if (q > steps) {
-          this.fail('quantized float out of range');
-          return min;
-        }
-        return min + q * precision;
-      }
-      case MODE_WRITE: {
-        let q = Math.round((value - min) / precision);
-        if (!(q >= 0)) q = 0;
-        if (q > steps) q = steps;
-        this.writeBits(q, bits);
-        // A value already on the grid (a game's state, quantized as it moves) is handed back as
-        // it came: the caller's own number, not a new one (V8 boxes a number a call returns).
-        // Zero is returned as computed, so -0 comes back as 0.
-        const r = min + q * precision;
-        return r === value && r !== 0 ? value : r;
-      }
-      default:
-        this.bitPos += bits;
-        return quantize(value, min, max, precision);
-    }
+    const v = oneValue;
+    v[0] = value;
+    this.floatRun(v, 0, 1, min, max, precision);
+    // A value already on the grid (a game's state, quantized as it moves) is handed back as it
+    // came: the caller's own number, not a new one (V8 boxes a number a call returns). Zero is
+    // returned as computed, so -0 comes back as 0.
+    const r = v[0];
+    return r === value && r !== 0 ? value : r;
   }
 
   /** Angle in degrees, any value, wrapped into [0, 360) with `bits` bits of resolution. */
   angle(value: number, bits: number): number {
     checkBits('angle', bits);
-    if (!this.ok) return 0;
-    const scale = 2 ** bits;
-    switch (this.mode) {
-      case MODE_READ:
-        return (this.readBits(bits) * 360) / scale;
-      case MODE_WRITE: {
-        const a = quantizeAngle(value, bits);
-        this.writeBits((a * scale) / 360, bits);
-        // As float: the caller's own number when it is already on the grid (-0 becomes 0).
-        return a === value && a !== 0 ? value : a;
+    const v = oneValue;
+    v[0] = value;
+    this.angleRun(v, 0, 1, bits);
+    // As float: the caller's own number when it is already on the grid (-0 becomes 0).
+    const a = v[0];
+    return a === value && a !== 0 ? value : a;
+  }
+
+  /**
+   * `float` on `values[at .. at + count)`, each in place: the same bits and values as `count`
+   * calls of `float`. A serializer of many fractional fields that calls this with its fields in
+   * a scratch array allocates nothing, where one that calls `float` for each allocates a heap
+   * number for every argument and result V8 passes through a call it does not inline (a function
+   * with many calls runs out of V8's inlining budget after a few). Returns `ok`.
+   */
+  floats(
+    values: Float64Array,
+    at: number,
+    count: number,
+    min: number,
+    max: number,
+    precision: number,
+  ): boolean {
+    checkRun('floats', values, at, count);
+    this.floatRun(values, at, count, min, max, precision);
+    return this.ok;
+  }
+
+  /** `angle` on `values[at .. at + count)`, each in place (see `floats`). Returns `ok`. */
+  angles(values: Float64Array, at: number, count: number, bits: number): boolean {
+    checkBits('angles', bits);
+    checkRun('angles', values, at, count);
+    this.angleRun(values, at, count, bits);
+    return this.ok;
+  }
+
+  /** `floats` without the argument checks; the one place float's quantization is written. */
+  private floatRun(
+    values: Float64Array,
+    at: number,
+    count: number,
+    min: number,
+    max: number,
+    precision: number,
+  ): void {
+    const steps = Math.round((max - min) / precision);
+    const bits = bitsRequired(steps);
+    for (let i = at; i < at + count; i++) {
+      if (!this.ok) {
+        values[i] = min;
+        continue;
       }
-      default:
+      switch (this.mode) {
+        case MODE_READ: {
+          const q = this.readBits(bits);
+          if (q > steps) {
+            this.fail('quantized float out of range');
+            values[i] = min;
+          } else values[i] = min + q * precision;
+          break;
+        }
+        case MODE_WRITE: {
+          // quantizeValues, written out for the step it writes.
+          let q = Math.round((values[i] - min) / precision);
+          if (!(q >= 0)) q = 0; // also catches NaN
+          if (q > steps) q = steps;
+          this.writeBits(q, bits);
+          values[i] = min + q * precision;
+          break;
+        }
+        default:
+          this.bitPos += bits;
+          quantizeValues(values, i, 1, min, max, precision);
+      }
+    }
+  }
+
+  /** `angles` without the argument checks; the one place angle's quantization is written. */
+  private angleRun(values: Float64Array, at: number, count: number, bits: number): void {
+    const scale = 2 ** bits;
+    for (let i = at; i < at + count; i++) {
+      if (!this.ok) {
+        values[i] = 0;
+        continue;
+      }
+      if (this.mode === MODE_READ) {
+        values[i] = (this.readBits(bits) * 360) / scale;
+        continue;
+      }
+      if (this.mode !== MODE_WRITE) {
         this.bitPos += bits;
-        return quantizeAngle(value, bits);
+        quantizeAngles(values, i, 1, bits);
+        continue;
+      }
+      // quantizeAngles, written out for the bits it writes.
+      const degrees = values[i];
+      const wrapped = degrees - 360 * Math.floor(degrees / 360);
+      let q = Math.round((wrapped * scale) / 360);
+      if (!(q > 0) || q >= scale) q = 0; // also turns -0 (from a tiny negative angle) into 0
+      this.writeBits(q, bits);
+      values[i] = (q * 360) / scale;
     }
   }
 

@@ -8,6 +8,8 @@ export {
   MODE_WRITE,
   quantize,
   quantizeAngle,
+  quantizeAngles,
+  quantizeValues,
   type StreamMode,
   type WriteNotes,
 } from './bitstream.ts';

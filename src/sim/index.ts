@@ -20,6 +20,7 @@ export {
   dot,
   dsin,
   dsinCos,
+  dsinCosInPlace,
   length,
   lerp,
   lerpAngle,

@@ -117,6 +117,15 @@ export function dsinCos(degrees: number, out: Float64Array, at = 0): void {
   }
 }
 
+/**
+ * dsinCos of the angle in degrees at `values[at]`, written over it: the sine into `values[at]`
+ * and the cosine into `values[at + 1]`. For an angle kept in an array, so that not even the angle
+ * crosses a call as a number.
+ */
+export function dsinCosInPlace(values: Float64Array, at = 0): void {
+  dsinCos(values[at], values, at);
+}
+
 export function clamp(value: number, min: number, max: number): number {
   if (value < min) return min;
   if (value > max) return max;

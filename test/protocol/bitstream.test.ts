@@ -1,7 +1,14 @@
 // Property tests for the bit stream: every primitive round-trips and measures what it writes; hostile bytes never throw.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BitStream, bitsRequired, quantize, quantizeAngle } from '../../src/protocol/bitstream.ts';
+import {
+  BitStream,
+  bitsRequired,
+  quantize,
+  quantizeAngle,
+  quantizeAngles,
+  quantizeValues,
+} from '../../src/protocol/bitstream.ts';
 
 const SEED = Number(process.env.SEED ?? 0x4b17);
 const RUNS = 400;
@@ -298,6 +305,115 @@ describe('bitsRequired, quantize and quantizeAngle', () => {
       }),
       opts,
     );
+  });
+});
+
+describe('the array forms: floats, angles, quantizeValues, quantizeAngles', () => {
+  // Any number a game may hold, on the grid or off it, out of range, -0, NaN and infinities.
+  const anyNumber = fc.oneof(
+    fc.double({ min: -5000, max: 5000, noNaN: true }),
+    fc.integer({ min: -40, max: 40 }).map((q) => q * 0.25),
+    fc.constantFrom(-0, 0, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1e300),
+  );
+  const run = fc.array(anyNumber, { minLength: 1, maxLength: 6 });
+
+  it('write, measure and read the bits and values one call each of float and angle gives', () => {
+    const one = new BitStream(256);
+    const many = new BitStream(256);
+    fc.assert(
+      fc.property(run, run, (floats, angles) => {
+        one.beginWrite();
+        many.beginWrite();
+        const expected = [
+          ...floats.map((x) => one.float(x, -10, 10, 0.25)),
+          ...angles.map((x) => one.angle(x, 12)),
+        ];
+        const values = Float64Array.from([...floats, ...angles]);
+        expect(many.floats(values, 0, floats.length, -10, 10, 0.25), at).toBe(true);
+        expect(many.angles(values, floats.length, angles.length, 12), at).toBe(true);
+        // The same numbers (Object.is: -0 is not 0) and the same bytes.
+        expect(
+          [...values].every((v, i) => Object.is(v, expected[i])),
+          `${at} ${values} vs ${expected}`,
+        ).toBe(true);
+        expect(many.bitsProcessed, at).toBe(one.bitsProcessed);
+        const bytes = many.bitsProcessed >> 3;
+        expect(Array.from(many.buffer.subarray(0, bytes + 1)), at).toEqual(
+          Array.from(one.buffer.subarray(0, bytes + 1)),
+        );
+        const measure = new BitStream(256);
+        measure.beginMeasure();
+        const measured = Float64Array.from([...floats, ...angles]);
+        measure.floats(measured, 0, floats.length, -10, 10, 0.25);
+        measure.angles(measured, floats.length, angles.length, 12);
+        expect(measure.bitsProcessed, at).toBe(one.bitsProcessed);
+        expect(
+          [...measured].every((v, i) => Object.is(v, expected[i])),
+          at,
+        ).toBe(true);
+        const reader = new BitStream(256);
+        reader.beginRead(many.buffer.subarray(0, (many.bitsProcessed + 7) >> 3));
+        const read = new Float64Array(values.length).fill(99);
+        reader.floats(read, 0, floats.length, -10, 10, 0.25);
+        reader.angles(read, floats.length, angles.length, 12);
+        expect(reader.ok, at).toBe(true);
+        expect(
+          [...read].every((v, i) => v === expected[i]),
+          `${at} read ${read}`,
+        ).toBe(true);
+      }),
+      opts,
+    );
+  });
+
+  it('a read past the end or of a step beyond the range fails as float does, with the minimum', () => {
+    const s = new BitStream(8);
+    s.beginRead(new Uint8Array([0xff]));
+    const values = new Float64Array(3).fill(5);
+    // 0..20 in steps of 1 takes 5 bits: 0b11111 = 31 > 20.
+    expect(s.floats(values, 0, 3, 0, 20, 1), at).toBe(false);
+    expect(s.error, at).toBe('quantized float out of range');
+    expect(Array.from(values), at).toEqual([0, 0, 0]);
+    const short = new BitStream(8);
+    short.beginRead(new Uint8Array([0x01]));
+    const angles = new Float64Array(2).fill(5);
+    expect(short.angles(angles, 0, 2, 8), at).toBe(false);
+    expect(short.error, at).toBe('read past end');
+    expect(angles[1], at).toBe(0);
+  });
+
+  it('quantizeValues and quantizeAngles give what quantize and quantizeAngle give, in place', () => {
+    fc.assert(
+      fc.property(run, fc.integer({ min: 0, max: 2 }), (xs, at0) => {
+        const values = new Float64Array(xs.length + 4).fill(7);
+        values.set(xs, at0);
+        quantizeValues(values, at0, xs.length, -10, 10, 0.25);
+        const angles = new Float64Array(xs.length + 4).fill(7);
+        angles.set(xs, at0);
+        quantizeAngles(angles, at0, xs.length, 16);
+        for (let i = 0; i < values.length; i++) {
+          const inRun = i >= at0 && i < at0 + xs.length;
+          const x = xs[i - at0];
+          const q = quantize(x, -10, 10, 0.25);
+          const a = quantizeAngle(x, 16);
+          // The array holds a number, not the caller's own: -0 only where quantize gives -0 too.
+          if (inRun && !(values[i] === q || (Number.isNaN(q) && Number.isNaN(values[i])))) return false;
+          if (inRun && angles[i] !== a) return false;
+          if (!inRun && (values[i] !== 7 || angles[i] !== 7)) return false;
+        }
+        return true;
+      }),
+      opts,
+    );
+  });
+
+  it('refuses a run outside the array or a bad bit count by name', () => {
+    const s = new BitStream(8);
+    s.beginWrite();
+    expect(() => s.floats(new Float64Array(2), 1, 2, 0, 1, 0.5)).toThrow(/BitStream.floats: at and count/);
+    expect(() => s.angles(new Float64Array(2), -1, 1, 8)).toThrow(/BitStream.angles: at and count/);
+    expect(() => s.angles(new Float64Array(2), 0, 1, 40)).toThrow(/BitStream.angles: bits/);
+    expect(() => s.floats([1, 2] as unknown as Float64Array, 0, 1, 0, 1, 0.5)).toThrow(/Float64Array/);
   });
 });
 

@@ -8,6 +8,7 @@ import {
   dot,
   dsin,
   dsinCos,
+  dsinCosInPlace,
   length,
   lerpAngle,
   type Vec3,
@@ -154,6 +155,31 @@ describe('dsinCos', () => {
         },
       ),
       { seed: SEED, numRuns: 5000 },
+    );
+  });
+});
+
+describe('dsinCosInPlace', () => {
+  it('writes dsinCos of the angle at the offset over it, and touches nothing else', () => {
+    const out = new Float64Array(5);
+    const expected = new Float64Array(2);
+    fc.assert(
+      fc.property(
+        fc.oneof(angles, fc.constantFrom(0, -0, 90, -270, 1e9 + 0.25, Number.NaN, Number.NEGATIVE_INFINITY)),
+        fc.integer({ min: 0, max: 3 }),
+        (d, offset) => {
+          out.fill(7);
+          out[offset] = d;
+          dsinCos(d, expected, 0);
+          dsinCosInPlace(out, offset);
+          expect(Object.is(out[offset], expected[0]), `${at} sin of ${d}`).toBe(true);
+          expect(Object.is(out[offset + 1], expected[1]), `${at} cos of ${d}`).toBe(true);
+          for (let i = 0; i < out.length; i++) {
+            if (i !== offset && i !== offset + 1) expect(out[i], `${at} out[${i}] untouched`).toBe(7);
+          }
+        },
+      ),
+      { seed: SEED, numRuns: 2000 },
     );
   });
 });

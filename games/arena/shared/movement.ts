@@ -7,11 +7,11 @@
 // engine's dsin/dcos (dsinCos) are used, and nothing is allocated.
 
 import type { UserCommand } from 'backstep/protocol';
-import { quantize, quantizeAngle } from 'backstep/protocol';
+import { quantize, quantizeAngle, quantizeAngles, quantizeValues } from 'backstep/protocol';
 import {
   copyVec3,
   dot,
-  dsinCos,
+  dsinCosInPlace,
   type GameEventSink,
   NO_EVENTS,
   type TraceWorld,
@@ -132,6 +132,9 @@ const startOrigin = vec3();
 const liftedOrigin = vec3();
 const groundNormal = vec3();
 const forward = vec3();
+/** A move's view angles (0..2) and start origin (3..5) while they are quantized. */
+const moveScratch = new Float64Array(6);
+
 /** The yaw's sine and cosine (dsinCos). */
 const sinCos = new Float64Array(2);
 const right = vec3();
@@ -677,11 +680,19 @@ export function movePlayer(
   const upMove = clampMove(cmd.upMove);
   locals.jumpPressed = (cmd.buttons & BUTTON_JUMP) !== 0 || upMove > 0;
   locals.crouchPressed = (cmd.buttons & BUTTON_CROUCH) !== 0 || upMove < 0;
-  state.pitch = quantizeViewAngle(cmd.pitch);
-  state.yaw = quantizeViewAngle(cmd.yaw);
-  state.roll = quantizeViewAngle(cmd.roll);
+  // The view angles and the start origin are quantized in an array: a number passed to or
+  // returned from a call V8 does not inline is a heap allocation (this runs for every command).
+  const v = moveScratch;
+  v[0] = cmd.pitch;
+  v[1] = cmd.yaw;
+  v[2] = cmd.roll;
+  quantizeAngles(v, 0, 3, ANGLE_BITS);
+  state.pitch = v[0];
+  state.yaw = v[1];
+  state.roll = v[2];
   // Movement follows the yaw only: forward and right on the horizontal plane.
-  dsinCos(state.yaw, sinCos);
+  sinCos[0] = v[1];
+  dsinCosInPlace(sinCos);
   const sinYaw = sinCos[0];
   const cosYaw = sinCos[1];
   forward.x = cosYaw;
@@ -691,9 +702,13 @@ export function movePlayer(
   origin.x = state.originX;
   origin.y = state.originY;
   origin.z = state.originZ;
-  startOrigin.x = quantizeOrigin(origin.x);
-  startOrigin.y = quantizeOrigin(origin.y);
-  startOrigin.z = quantizeOrigin(origin.z);
+  v[3] = origin.x;
+  v[4] = origin.y;
+  v[5] = origin.z;
+  quantizeValues(v, 3, 3, -ORIGIN_LIMIT, ORIGIN_LIMIT, ORIGIN_PRECISION);
+  startOrigin.x = v[3];
+  startOrigin.y = v[4];
+  startOrigin.z = v[5];
   velocity.x = state.velocityX;
   velocity.y = state.velocityY;
   velocity.z = state.velocityZ;

@@ -222,24 +222,46 @@ export function arenaPlayerStatesEqual(a: ArenaPlayerState, b: ArenaPlayerState)
 }
 
 /**
+ * The owner's origin, velocity and view angles, and its step distance, while serialize works on
+ * them: they go through the stream's `floats` and `angles` in this array, so no fraction is
+ * passed to or returned from a call (each would be a heap number for every state written).
+ */
+const wireScratch = new Float64Array(10);
+
+/**
  * Writes, reads or measures the owner's full state (layout at the top of this file). Reading
  * checks every range and returns false on bad data (`s.error` says why); a failed read leaves
  * `state` partly overwritten, so read into a scratch state.
  */
 export function serializeArenaPlayerState(s: BitStream, state: ArenaPlayerState): boolean {
-  state.originX = s.float(state.originX, -ORIGIN_LIMIT, ORIGIN_LIMIT, ORIGIN_PRECISION);
-  state.originY = s.float(state.originY, -ORIGIN_LIMIT, ORIGIN_LIMIT, ORIGIN_PRECISION);
-  state.originZ = s.float(state.originZ, -ORIGIN_LIMIT, ORIGIN_LIMIT, ORIGIN_PRECISION);
-  state.velocityX = s.float(state.velocityX, -VELOCITY_LIMIT, VELOCITY_LIMIT, VELOCITY_PRECISION);
-  state.velocityY = s.float(state.velocityY, -VELOCITY_LIMIT, VELOCITY_LIMIT, VELOCITY_PRECISION);
-  state.velocityZ = s.float(state.velocityZ, -VELOCITY_LIMIT, VELOCITY_LIMIT, VELOCITY_PRECISION);
-  state.pitch = s.angle(state.pitch, ANGLE_BITS);
-  state.yaw = s.angle(state.yaw, ANGLE_BITS);
-  state.roll = s.angle(state.roll, ANGLE_BITS);
+  const v = wireScratch;
+  v[0] = state.originX;
+  v[1] = state.originY;
+  v[2] = state.originZ;
+  v[3] = state.velocityX;
+  v[4] = state.velocityY;
+  v[5] = state.velocityZ;
+  v[6] = state.pitch;
+  v[7] = state.yaw;
+  v[8] = state.roll;
+  s.floats(v, 0, 3, -ORIGIN_LIMIT, ORIGIN_LIMIT, ORIGIN_PRECISION);
+  s.floats(v, 3, 3, -VELOCITY_LIMIT, VELOCITY_LIMIT, VELOCITY_PRECISION);
+  s.angles(v, 6, 3, ANGLE_BITS);
+  state.originX = v[0];
+  state.originY = v[1];
+  state.originZ = v[2];
+  state.velocityX = v[3];
+  state.velocityY = v[4];
+  state.velocityZ = v[5];
+  state.pitch = v[6];
+  state.yaw = v[7];
+  state.roll = v[8];
   state.onGround = s.bool(state.onGround);
   state.ducked = s.bool(state.ducked);
   state.jumpHeld = s.bool(state.jumpHeld);
-  state.stepDistance = s.float(state.stepDistance, 0, FOOTSTEP_DISTANCE, STEP_DISTANCE_PRECISION);
+  v[9] = state.stepDistance;
+  s.floats(v, 9, 1, 0, FOOTSTEP_DISTANCE, STEP_DISTANCE_PRECISION);
+  state.stepDistance = v[9];
   state.health = s.int(state.health, 0, HEALTH_LIMIT);
   state.activeWeapon = s.int(state.activeWeapon, 0, WEAPON_COUNT - 1);
   state.pendingWeapon = s.int(state.pendingWeapon, 0, WEAPON_COUNT - 1);
