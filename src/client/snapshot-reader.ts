@@ -29,6 +29,11 @@ export interface SnapshotReaderStats {
   dropped: Record<SnapshotDropReason, number>;
   /** Bits of the last snapshot read. */
   lastBits: number;
+  /**
+   * Frames the ring has made: at most one per slot the frames in the read window need at once
+   * (half the ring for a client sent every other tick), whatever ticks its frames move to.
+   */
+  framesMade: number;
 }
 
 /** Saturation of a decoded frame's `gap` (beyond PREDICTION_TICKS: no prediction). */
@@ -178,7 +183,7 @@ export class SnapshotReader {
     this.older = new Int32Array(stride);
     const dropped = {} as Record<SnapshotDropReason, number>;
     for (const r of SNAPSHOT_DROP_REASONS) dropped[r] = 0;
-    this.stats = { framesRead: 0, dropped, lastBits: 0 };
+    this.stats = { framesRead: 0, dropped, lastBits: 0, framesMade: 0 };
   }
 
   /**
@@ -351,8 +356,8 @@ export class SnapshotReader {
     w.tick = frameTick;
     const slot = frameTick & this.mask;
     const freed = this.ring[slot];
-    // A slot's first frame: the work frame takes a new one (the ring fills once, then reuses).
-    this.work = freed === NO_FRAME ? new DecodedFrame(this.capacity, stride) : freed;
+    // A slot that holds no frame: the work frame takes one no read can reach any more, or a new one.
+    this.work = freed === NO_FRAME ? this.spareFrame(slot, newer ? frameTick : this.newestTick) : freed;
     this.ring[slot] = w;
     // The outputs are copied from the frame when first asked for: a client's view draws from the
     // ring's frames, and most reads are never looked at through them.
@@ -368,6 +373,29 @@ export class SnapshotReader {
     this.stats.framesRead++;
     this.stats.lastBits = s.bitsProcessed - start;
     return true;
+  }
+
+  /**
+   * A frame for the work frame when the ring's slot `slot` held none: one of the ring's frames no
+   * read can reach any more, taken from its slot, or else a new one. A frame `ring.length` ticks
+   * or more behind the newest (`newest`) is outside the window snapshots are read in: only a
+   * snapshot older than the newest could still name it as a baseline, and in steady state the
+   * slot's next frame has replaced it by then. Without this, a client whose frames moved from even
+   * to odd ticks (a server spreading its frames over ticks moves some) kept its old frames in the
+   * other parity's slots for good and made a new frame for each slot of the new one: its memory
+   * grew late in a long run, up to a frame per slot. A scan of the ring, only when a slot is empty.
+   */
+  private spareFrame(slot: number, newest: number): DecodedFrame {
+    const ring = this.ring;
+    for (let j = 0; j < ring.length; j++) {
+      const f = ring[j];
+      if (j !== slot && f !== NO_FRAME && (f.tick < 0 || f.tick <= newest - ring.length)) {
+        ring[j] = NO_FRAME;
+        return f;
+      }
+    }
+    this.stats.framesMade++;
+    return new DecodedFrame(this.capacity, this.stride);
   }
 
   /**

@@ -896,6 +896,38 @@ describe('entity lifecycle on the wire', () => {
   });
 });
 
+describe('reader memory', () => {
+  it('frames that move from even ticks to odd ones and back take no more frames than one parity needs', () => {
+    // A client sent every other tick fills half the ring's slots. When its frames move to the
+    // other parity, the old frames, out of the read window, are taken for the new slots.
+    const store = new EntityStore(schema);
+    const writer = new SnapshotWriter(store);
+    const reader = new SnapshotReader(schema);
+    const e = store.create(0);
+    const out = new BitStream(MAX_PACKET_BYTES);
+    const len = schema.frameHistory;
+    let tick = 0;
+    let phase = 0;
+    for (let shift = 0; shift < 6; shift++) {
+      for (let i = 0; i < 4 * len; i++) {
+        tick++;
+        store.setField(e, 0, (tick % 97) * 3);
+        store.commit(tick);
+        if (tick % 2 !== phase) continue;
+        writer.write(out.beginWrite(), tick, 0, 0, 0, Infinity);
+        expect(reader.read(new BitStream(0).beginRead(out.bytes.slice()), tick), `tick ${tick}`).toBe(true);
+        writer.acknowledge(tick);
+        expect(reader.values(e)[0], `tick ${tick}`).toBe(store.values(e)[0]);
+      }
+      phase ^= 1;
+    }
+    // Half the ring, the work frame, and one for the slot read while the last old frame was
+    // still in the window.
+    expect(reader.stats.framesMade, 'frames made').toBeLessThanOrEqual(len / 2 + 2);
+    expect(reader.stats.framesMade, 'frames made').toBeGreaterThanOrEqual(len / 2);
+  });
+});
+
 describe('reader against bad input', () => {
   it('a baseline it does not hold, or one too old, is dropped and asks for a full update; a duplicate is not', () => {
     const link = perfectLink();
