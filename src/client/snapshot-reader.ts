@@ -205,6 +205,15 @@ export class SnapshotReader {
     this.needsFullUpdate = false;
   }
 
+  /**
+   * Whether the frame of a tick read successfully since the last reset may have left the ring:
+   * only one a ring's length or more behind the newest can (a later frame took its slot, or a
+   * slot with no frame took it); a newer one is still held.
+   */
+  mayHaveForgotten(tick: number): boolean {
+    return tick <= this.newestTick - this.ring.length;
+  }
+
   /** The decoded frame of server tick `tick` while the ring still holds it (read-only use). */
   frameAt(tick: number): DecodedFrame | undefined {
     const f = this.ring[tick & this.mask];

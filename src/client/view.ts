@@ -272,14 +272,22 @@ export class RemoteView {
    * reached, is still held.
    */
   private dropForgottenFrames(): void {
-    // A frame is forgotten only when a read stores another in its slot, or by a reset.
+    // A frame is forgotten only by a read (SnapshotReader.mayHaveForgotten says which) or a reset.
     const reads = this.reader.stats.framesRead;
     if (reads === this.checkedReads && this.reader.resets === this.checkedResets) return;
+    const reset = this.reader.resets !== this.checkedResets;
     this.checkedReads = reads;
     this.checkedResets = this.reader.resets;
     const t = this.ticks;
+    const n = this.tickCount;
     let kept = 0;
-    for (let i = 0; i < this.tickCount; i++) {
+    for (let i = 0; i < n; i++) {
+      if (!reset && !this.reader.mayHaveForgotten(t[i])) {
+        // In tick order: this one and every later one are still held (no look at their frames).
+        if (kept !== i) t.copyWithin(kept, i, n);
+        kept += n - i;
+        break;
+      }
       if (this.reader.frameAt(t[i]) !== undefined) t[kept++] = t[i];
     }
     this.tickCount = kept;

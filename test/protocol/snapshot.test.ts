@@ -928,6 +928,56 @@ describe('reader memory', () => {
   });
 });
 
+describe('reader: what it may have forgotten', () => {
+  it('holds every frame it read that mayHaveForgotten says it may not have, whatever the order and loss', () => {
+    fc.assert(
+      fc.property(
+        // Mostly in order, some late by up to 90 ticks (past the ring's 64), one in ten lost.
+        fc.array(
+          fc.record({
+            delay: fc.oneof(fc.constant(2), fc.integer({ min: 0, max: 90 })),
+            lost: fc.integer({ min: 0, max: 9 }).map((x) => x === 0),
+          }),
+          { minLength: 200, maxLength: 400 },
+        ),
+        fc.integer({ min: 1, max: 2 }),
+        (sends, every) => {
+          const store = new EntityStore(schema, { historyTicks: 256 });
+          const writer = new SnapshotWriter(store);
+          const reader = new SnapshotReader(schema);
+          const e = store.create(0);
+          const out = new BitStream(MAX_PACKET_BYTES);
+          // Each frame arrives `delay` ticks after it is written (out of order), or is lost.
+          const arrivals: { at: number; tick: number; bytes: Uint8Array }[] = [];
+          const read: number[] = [];
+          for (let tick = 1; tick <= sends.length + 100; tick++) {
+            if (tick <= sends.length) {
+              store.setField(e, 0, tick % 50);
+              store.commit(tick);
+              if (tick % every === 0) {
+                writer.write(out.beginWrite(), tick, 0, 0, 0, Infinity);
+                const send = sends[tick - 1];
+                if (!send.lost) arrivals.push({ at: tick + send.delay, tick, bytes: out.bytes.slice() });
+              }
+            }
+            for (const a of arrivals.filter((x) => x.at === tick)) {
+              if (reader.read(new BitStream(0).beginRead(a.bytes), a.tick)) {
+                read.push(a.tick);
+                writer.acknowledge(a.tick);
+              }
+            }
+            for (const t of read) {
+              if (!reader.mayHaveForgotten(t) && reader.frameAt(t) === undefined) return false;
+            }
+          }
+          return read.length > 0;
+        },
+      ),
+      { seed: SEED + 7, numRuns: 30 },
+    );
+  });
+});
+
 describe('reader against bad input', () => {
   it('a baseline it does not hold, or one too old, is dropped and asks for a full update; a duplicate is not', () => {
     const link = perfectLink();
