@@ -509,7 +509,7 @@ export class BitStream {
     return this.ok;
   }
 
-  /** `floats` without the argument checks; the one place float's quantization is written. */
+  /** `floats` without the argument checks (its write step is quantizeValues' grid, written out). */
   private floatRun(
     values: Float64Array,
     at: number,
@@ -550,7 +550,7 @@ export class BitStream {
     }
   }
 
-  /** `angles` without the argument checks; the one place angle's quantization is written. */
+  /** `angles` without the argument checks (its write step is quantizeAngles' grid, written out). */
   private angleRun(values: Float64Array, at: number, count: number, bits: number): void {
     const scale = 2 ** bits;
     for (let i = at; i < at + count; i++) {
