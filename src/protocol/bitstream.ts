@@ -509,7 +509,7 @@ export class BitStream {
     return this.ok;
   }
 
-  /** `floats` without the argument checks (its write step is quantizeValues' grid, written out). */
+  /** `floats` without the argument checks. */
   private floatRun(
     values: Float64Array,
     at: number,
@@ -534,23 +534,17 @@ export class BitStream {
           } else values[i] = min + q * precision;
           break;
         }
-        case MODE_WRITE: {
-          // quantizeValues, written out for the step it writes.
-          let q = Math.round((values[i] - min) / precision);
-          if (!(q >= 0)) q = 0; // also catches NaN
-          if (q > steps) q = steps;
-          this.writeBits(q, bits);
-          values[i] = min + q * precision;
-          break;
-        }
         default:
-          this.bitPos += bits;
+          // Writing or measuring: onto the grid, then (writing) its step, which the division
+          // gives back exactly (rounded: its error is far below half a step).
           quantizeValues(values, i, 1, min, max, precision);
+          if (this.mode === MODE_WRITE) this.writeBits(Math.round((values[i] - min) / precision), bits);
+          else this.bitPos += bits;
       }
     }
   }
 
-  /** `angles` without the argument checks (its write step is quantizeAngles' grid, written out). */
+  /** `angles` without the argument checks. */
   private angleRun(values: Float64Array, at: number, count: number, bits: number): void {
     const scale = 2 ** bits;
     for (let i = at; i < at + count; i++) {
@@ -562,18 +556,11 @@ export class BitStream {
         values[i] = (this.readBits(bits) * 360) / scale;
         continue;
       }
-      if (this.mode !== MODE_WRITE) {
-        this.bitPos += bits;
-        quantizeAngles(values, i, 1, bits);
-        continue;
-      }
-      // quantizeAngles, written out for the bits it writes.
-      const degrees = values[i];
-      const wrapped = degrees - 360 * Math.floor(degrees / 360);
-      let q = Math.round((wrapped * scale) / 360);
-      if (!(q > 0) || q >= scale) q = 0; // also turns -0 (from a tiny negative angle) into 0
-      this.writeBits(q, bits);
-      values[i] = (q * 360) / scale;
+      // Writing or measuring: onto the grid, then (writing) its step: q * 360 / scale times
+      // scale / 360 is q exactly (scale is a power of two).
+      quantizeAngles(values, i, 1, bits);
+      if (this.mode === MODE_WRITE) this.writeBits((values[i] * scale) / 360, bits);
+      else this.bitPos += bits;
     }
   }
 
