@@ -218,6 +218,32 @@ describe('sim: soak', () => {
       /(flat within noise|not flat).*; the heap less its code.*soak\.dataMBPerHour/,
     );
     expect(formatReport(r), msg).toMatch(/compiled code and bytecode .*soak\.codeMBPerHour/);
+    // The resident set's slope split into the heap V8 holds, the buffers' and the rest, and the
+    // rest into mapped files and anonymous memory: least-squares slopes over the same samples add.
+    for (const s of soak.samples) {
+      expect(s.heapCommittedMB, msg).toBeGreaterThanOrEqual(s.heapMB);
+      expect(s.externalMB, msg).toBeGreaterThan(0);
+      expect(s.peakMallocedMB, msg).toBeGreaterThan(0);
+      if (process.platform === 'linux') {
+        expect(s.fileMB, msg).toBeGreaterThan(1);
+        expect(s.fileMB, msg).toBeLessThan(s.rssMB - s.heapCommittedMB);
+      }
+    }
+    const rest = f['soak.nativeMBPerHour'] as number;
+    expect(
+      (f['soak.heapCommittedMBPerHour'] as number) + (f['soak.externalMBPerHour'] as number) + rest,
+      msg,
+    ).toBeCloseTo(f['soak.rssMBPerHour'] as number, 6);
+    if (process.platform === 'linux') {
+      expect((f['soak.fileMBPerHour'] as number) + (f['soak.anonymousMBPerHour'] as number), msg).toBeCloseTo(
+        rest,
+        6,
+      );
+      expect(formatReport(r), msg).toMatch(/mapped files .*soak\.fileMBPerHour/);
+      expect(formatReport(r), msg).toMatch(
+        /anonymous .*(flat within noise|not flat).*soak\.anonymousMBPerHour/,
+      );
+    }
     // Without --soak there is none.
     expect((await run(['--bots', '2', '--seconds', '1', '--seed', String(seed)])).soak, msg).toBe(null);
   });

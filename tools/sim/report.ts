@@ -313,6 +313,36 @@ export function formatReport(result: SimResult): string {
           'soak.rssMBPerHour',
         ],
         [
+          '  of it, heap held',
+          `${fixed(get('soak.heapCommittedMBPerHour'), 2)} MB/h`,
+          `slope ± ${fixed(get('soak.heapCommittedMBPerHour.error'), 2)}; what V8 holds for its heap, used or kept for later`,
+          'soak.heapCommittedMBPerHour',
+        ],
+        [
+          '  buffers',
+          `${fixed(get('soak.externalMBPerHour'), 2)} MB/h`,
+          `slope ± ${fixed(get('soak.externalMBPerHour.error'), 2)}; the backing stores of typed arrays and native buffers`,
+          'soak.externalMBPerHour',
+        ],
+        [
+          '  the rest',
+          `${fixed(get('soak.nativeMBPerHour'), 2)} MB/h`,
+          `slope ± ${fixed(get('soak.nativeMBPerHour.error'), 2)}; machine code, stacks, the allocator's own heap; ${fixed(get('soak.nativeMB.first'), 1)} MB then ${fixed(get('soak.nativeMB.last'), 1)} MB`,
+          'soak.nativeMBPerHour',
+        ],
+        [
+          '    mapped files',
+          `${fixed(get('soak.fileMBPerHour'), 2)} MB/h`,
+          `slope ± ${fixed(get('soak.fileMBPerHour.error'), 2)}; the program's and libraries' pages, read in as the run first touches them (bounded by their size); ${fixed(get('soak.fileMB.first'), 1)} MB then ${fixed(get('soak.fileMB.last'), 1)} MB`,
+          'soak.fileMBPerHour',
+        ],
+        [
+          '    anonymous',
+          `${fixed(get('soak.anonymousMBPerHour'), 2)} MB/h`,
+          `slope ${plusMinus(get('soak.anonymousMBPerHour.error'), get('soak.anonymousMBPerHour.effectiveSamples'), get('soak.fittedSamples'))}; ${flatness(get('soak.anonymousMBPerHour'), get('soak.anonymousMBPerHour.error'))}; the allocator's heap, stacks: what a native leak would grow; V8's own peak from the allocator ${fixed(get('soak.peakMallocedMB.first'), 1)} MB then ${fixed(get('soak.peakMallocedMB.last'), 1)} MB`,
+          'soak.anonymousMBPerHour',
+        ],
+        [
           'heap by space',
           '',
           Object.keys(f)

@@ -3,12 +3,35 @@
 // interval, and fits a straight line to each after a warm-up, so a leak or a slowdown shows as a
 // slope per hour that a short run would never reveal.
 
-import { getHeapCodeStatistics, getHeapSpaceStatistics } from 'node:v8';
+import { readFileSync } from 'node:fs';
+import { getHeapCodeStatistics, getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import { percentile, type Samples } from '../stats.ts';
 import type { Figure } from './metrics.ts';
 
-/** Numbers a sample keeps while the run goes (SoakSampler.values): t, heap, code, rss, tick p50, p99. */
-const SAMPLE_FIELDS = 6;
+/**
+ * Numbers a sample keeps while the run goes (SoakSampler.values): t, heap, code, rss, tick p50,
+ * p99, heap committed, external, file-backed resident, V8's malloc peak.
+ */
+const SAMPLE_FIELDS = 10;
+
+/**
+ * The resident pages that map files (the program's and its libraries' code and data, paged in as
+ * the run first touches them), MB: Linux's /proc/self/smaps_rollup, its Rss less its Anonymous.
+ * NaN where the system has no such file.
+ */
+function residentFileMB(): number {
+  let text: string;
+  try {
+    text = readFileSync('/proc/self/smaps_rollup', 'latin1');
+  } catch {
+    return Number.NaN;
+  }
+  const kB = (name: string) => {
+    const m = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text);
+    return m === null ? Number.NaN : Number(m[1]);
+  };
+  return (kB('Rss') - kB('Anonymous')) / 1024;
+}
 
 /** One sample: when (simulated or real seconds since the start), memory (MB) and tick time (ms). */
 export interface SoakSample {
@@ -22,6 +45,29 @@ export interface SoakSample {
    */
   codeMB: number;
   rssMB: number;
+  /**
+   * The memory V8 holds for its heap (process.memoryUsage().heapTotal), MB: the used heap plus the
+   * room it keeps. The resident set can grow by this room while the heap's use stays flat.
+   */
+  heapCommittedMB: number;
+  /**
+   * Memory outside V8's heap that its objects own (process.memoryUsage().external: the backing
+   * stores of ArrayBuffers and typed arrays, native buffers), MB.
+   */
+  externalMB: number;
+  /**
+   * Of the resident set, the pages that map files (the program's and its libraries' code and
+   * data, paged in as the run first touches them; bounded by their size), MB; NaN where the
+   * system does not say (only Linux does: /proc/self/smaps_rollup).
+   */
+  fileMB: number;
+  /**
+   * The most memory V8 has had from the allocator outside its heap at once, so far (its compilers'
+   * zones and other working memory: v8.getHeapStatistics().peak_malloced_memory), MB. Freed
+   * blocks stay with the allocator, so the anonymous resident memory follows this high-water mark
+   * rather than what V8 holds now.
+   */
+  peakMallocedMB: number;
   /**
    * The heap's used size by V8 space (old_space, code_space, large_object_space, ...), MB: which
    * kind of memory a slope comes from (objects kept, compiled code, large arrays). Kept in one
@@ -179,6 +225,10 @@ export class SoakSampler {
     v[at + 3] = m.rss / 2 ** 20;
     v[at + 4] = percentile(ticks, 0.5) ?? Number.NaN;
     v[at + 5] = percentile(ticks, 0.99) ?? Number.NaN;
+    v[at + 6] = m.heapTotal / 2 ** 20;
+    v[at + 7] = m.external / 2 ** 20;
+    v[at + 8] = residentFileMB();
+    v[at + 9] = getHeapStatistics().peak_malloced_memory / 2 ** 20;
   }
 
   /** The newest sample (a new object each call), or null before the first. */
@@ -195,6 +245,10 @@ export class SoakSampler {
       heapMB: v[at + 1],
       codeMB: v[at + 2],
       rssMB: v[at + 3],
+      heapCommittedMB: v[at + 6],
+      externalMB: v[at + 7],
+      fileMB: v[at + 8],
+      peakMallocedMB: v[at + 9],
       tickP50Ms: orNull(v[at + 4]),
       tickP99Ms: orNull(v[at + 5]),
     };
@@ -234,6 +288,16 @@ export class SoakSampler {
     const code = fitOf((s) => s.codeMB);
     const data = fitOf((s) => s.heapMB - s.codeMB);
     const rss = fitOf((s) => s.rssMB);
+    const committed = fitOf((s) => s.heapCommittedMB);
+    const external = fitOf((s) => s.externalMB);
+    // The rest of the resident set: compiled code's machine pages, stacks, the allocator's own
+    // heap (native libraries, freed blocks it keeps).
+    const native = fitOf((s) => s.rssMB - s.heapCommittedMB - s.externalMB);
+    // Of the rest: pages of mapped files, and anonymous memory (the allocator's heap, stacks).
+    const file = fitOf((s) => (Number.isNaN(s.fileMB) ? null : s.fileMB));
+    const anonymous = fitOf((s) =>
+      Number.isNaN(s.fileMB) ? null : s.rssMB - s.heapCommittedMB - s.externalMB - s.fileMB,
+    );
     const first = after[0];
     const last = after[after.length - 1];
     const spaces: Record<string, Figure> = {};
@@ -266,6 +330,24 @@ export class SoakSampler {
       'soak.rssMBPerHour': rss?.slope ?? null,
       'soak.rssMBPerHour.error': rss?.standardError ?? null,
       'soak.rssMBPerHour.effectiveSamples': rss?.effectiveSamples ?? null,
+      'soak.heapCommittedMBPerHour': committed?.slope ?? null,
+      'soak.heapCommittedMBPerHour.error': committed?.standardError ?? null,
+      'soak.externalMBPerHour': external?.slope ?? null,
+      'soak.externalMBPerHour.error': external?.standardError ?? null,
+      'soak.nativeMB.first':
+        first === undefined ? null : first.rssMB - first.heapCommittedMB - first.externalMB,
+      'soak.nativeMB.last': last === undefined ? null : last.rssMB - last.heapCommittedMB - last.externalMB,
+      'soak.nativeMBPerHour': native?.slope ?? null,
+      'soak.nativeMBPerHour.error': native?.standardError ?? null,
+      'soak.fileMB.first': first === undefined || Number.isNaN(first.fileMB) ? null : first.fileMB,
+      'soak.fileMB.last': last === undefined || Number.isNaN(last.fileMB) ? null : last.fileMB,
+      'soak.fileMBPerHour': file?.slope ?? null,
+      'soak.fileMBPerHour.error': file?.standardError ?? null,
+      'soak.anonymousMBPerHour': anonymous?.slope ?? null,
+      'soak.anonymousMBPerHour.error': anonymous?.standardError ?? null,
+      'soak.anonymousMBPerHour.effectiveSamples': anonymous?.effectiveSamples ?? null,
+      'soak.peakMallocedMB.first': first?.peakMallocedMB ?? null,
+      'soak.peakMallocedMB.last': last?.peakMallocedMB ?? null,
       'soak.tickP50MsPerHour': slopeOf((s) => s.tickP50Ms),
       'soak.tickP99MsPerHour': slopeOf((s) => s.tickP99Ms),
     };
