@@ -65,7 +65,6 @@ export class RemoteView {
   /** Ticks of received frames, ascending. */
   private readonly ticks = new Float64Array(TICK_HISTORY);
   private tickCount = 0;
-  private readonly mark: Uint8Array;
   /** Entities the last draw interpolated between its two frames: `moving[0 .. movingCount)`. */
   private readonly moving: Uint16Array;
   private movingCount = 0;
@@ -91,7 +90,6 @@ export class RemoteView {
     this.list = new Uint16Array(schema.maxEntities);
     this.types = new Uint8Array(schema.maxEntities);
     this.values = new Float64Array(schema.maxEntities * schema.stride);
-    this.mark = new Uint8Array(schema.maxEntities);
     this.moving = new Uint16Array(schema.maxEntities);
   }
 
@@ -218,19 +216,21 @@ export class RemoteView {
       }
       return;
     }
-    const mark = this.mark;
     const moving = this.moving;
     const teleport = this.schema.teleportDistance;
     let count = 0;
     let movingCount = 0;
+    // B's entities that A holds too: when that is all of A's, none of A's is left to look at.
+    let inBoth = 0;
     for (let k = 0; k < frameB.viewCount; k++) {
       const e = frameB.view[k];
-      mark[e] = 1;
       const t = frameB.type[e];
       const type = types[t];
       const o = e * stride;
+      const inA = frameA.inView[e] !== 0;
+      if (inA) inBoth++;
       if (
-        frameA.inView[e] !== 0 &&
+        inA &&
         frameA.type[e] === t &&
         interpolates(type, frameA.values, o, frameA.parity[e], frameB.values, o, frameB.parity[e], teleport)
       ) {
@@ -243,11 +243,13 @@ export class RemoteView {
       this.types[e] = t;
       this.list[count++] = e;
     }
-    // Entities B no longer holds (drawEntity says whether they are still drawn).
-    if (frameA !== frameB) {
+    // Entities B no longer holds (drawEntity says whether they are still drawn). Every frame of
+    // the reader has the same room, so B's membership is read for any of A's entities.
+    if (frameA !== frameB && inBoth < frameA.viewCount) {
+      const inB = frameB.inView;
       for (let k = 0; k < frameA.viewCount; k++) {
         const e = frameA.view[k];
-        if (mark[e] !== 0) continue;
+        if (inB[e] !== 0) continue;
         const t = frameA.type[e];
         if (!drawEntity(types[t], frameA.values, e * stride, 0, null, 0, 0, f, 0, this.values, e * stride))
           continue;
@@ -255,7 +257,6 @@ export class RemoteView {
         this.list[count++] = e;
       }
     }
-    for (let k = 0; k < frameB.viewCount; k++) mark[frameB.view[k]] = 0;
     this.count = count;
     this.movingCount = movingCount;
     this.drawnA = frameA;
