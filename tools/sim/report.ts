@@ -327,7 +327,7 @@ export function formatReport(result: SimResult): string {
         [
           '  the rest',
           `${fixed(get('soak.nativeMBPerHour'), 2)} MB/h`,
-          `slope ± ${fixed(get('soak.nativeMBPerHour.error'), 2)}; machine code, stacks, the allocator's own heap; ${fixed(get('soak.nativeMB.first'), 1)} MB then ${fixed(get('soak.nativeMB.last'), 1)} MB`,
+          `slope ± ${fixed(get('soak.nativeMBPerHour.error'), 2)}; stacks, the allocator's own heap, mapped files; ${fixed(get('soak.nativeMB.first'), 1)} MB then ${fixed(get('soak.nativeMB.last'), 1)} MB`,
           'soak.nativeMBPerHour',
         ],
         [

@@ -26,11 +26,18 @@ function residentFileMB(): number {
   } catch {
     return Number.NaN;
   }
-  const kB = (name: string) => {
-    const m = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text);
-    return m === null ? Number.NaN : Number(m[1]);
-  };
-  return (kB('Rss') - kB('Anonymous')) / 1024;
+  const rss = /^Rss:\s+(\d+) kB/m.exec(text);
+  const anonymous = /^Anonymous:\s+(\d+) kB/m.exec(text);
+  if (rss === null || anonymous === null) return Number.NaN;
+  return (Number(rss[1]) - Number(anonymous[1])) / 1024;
+}
+
+/**
+ * The resident set less the heap V8 holds and the buffers' memory, MB: stacks, the allocator's
+ * own heap, the pages of mapped files (V8's compiled code is in its heap).
+ */
+function restMB(s: SoakSample): number {
+  return s.rssMB - s.heapCommittedMB - s.externalMB;
 }
 
 /** One sample: when (simulated or real seconds since the start), memory (MB) and tick time (ms). */
@@ -63,9 +70,8 @@ export interface SoakSample {
   fileMB: number;
   /**
    * The most memory V8 has had from the allocator outside its heap at once, so far (its compilers'
-   * zones and other working memory: v8.getHeapStatistics().peak_malloced_memory), MB. Freed
-   * blocks stay with the allocator, so the anonymous resident memory follows this high-water mark
-   * rather than what V8 holds now.
+   * zones and other working memory: v8.getHeapStatistics().peak_malloced_memory), MB: whether
+   * anonymous memory that grows is V8's working memory reaching a new high.
    */
   peakMallocedMB: number;
   /**
@@ -290,14 +296,10 @@ export class SoakSampler {
     const rss = fitOf((s) => s.rssMB);
     const committed = fitOf((s) => s.heapCommittedMB);
     const external = fitOf((s) => s.externalMB);
-    // The rest of the resident set: compiled code's machine pages, stacks, the allocator's own
-    // heap (native libraries, freed blocks it keeps).
-    const native = fitOf((s) => s.rssMB - s.heapCommittedMB - s.externalMB);
+    const native = fitOf(restMB);
     // Of the rest: pages of mapped files, and anonymous memory (the allocator's heap, stacks).
     const file = fitOf((s) => (Number.isNaN(s.fileMB) ? null : s.fileMB));
-    const anonymous = fitOf((s) =>
-      Number.isNaN(s.fileMB) ? null : s.rssMB - s.heapCommittedMB - s.externalMB - s.fileMB,
-    );
+    const anonymous = fitOf((s) => (Number.isNaN(s.fileMB) ? null : restMB(s) - s.fileMB));
     const first = after[0];
     const last = after[after.length - 1];
     const spaces: Record<string, Figure> = {};
@@ -334,9 +336,8 @@ export class SoakSampler {
       'soak.heapCommittedMBPerHour.error': committed?.standardError ?? null,
       'soak.externalMBPerHour': external?.slope ?? null,
       'soak.externalMBPerHour.error': external?.standardError ?? null,
-      'soak.nativeMB.first':
-        first === undefined ? null : first.rssMB - first.heapCommittedMB - first.externalMB,
-      'soak.nativeMB.last': last === undefined ? null : last.rssMB - last.heapCommittedMB - last.externalMB,
+      'soak.nativeMB.first': first === undefined ? null : restMB(first),
+      'soak.nativeMB.last': last === undefined ? null : restMB(last),
       'soak.nativeMBPerHour': native?.slope ?? null,
       'soak.nativeMBPerHour.error': native?.standardError ?? null,
       'soak.fileMB.first': first === undefined || Number.isNaN(first.fileMB) ? null : first.fileMB,
