@@ -27,7 +27,7 @@ import { resolveSimPlan } from '../../tools/sim/options.ts';
 import { formatReport } from '../../tools/sim/report.ts';
 import { runSim, type SimResult } from '../../tools/sim/runner.ts';
 import { BUILT_IN_SCENARIOS } from '../../tools/sim/scenario.ts';
-import { fitLine, slope } from '../../tools/sim/soak.ts';
+import { allocatorOf, fitLine, slope } from '../../tools/sim/soak.ts';
 import { formatFlags, judgeRun } from '../../tools/sim/verdict.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'backstep-sim-'));
@@ -243,9 +243,34 @@ describe('sim: soak', () => {
       expect(formatReport(r), msg).toMatch(
         /anonymous .*(flat within noise|not flat).*soak\.anonymousMBPerHour/,
       );
+      // The allocator whose pages the resident set's slope outside V8 is: this process's, named.
+      expect(soak.allocator, msg).toBe(allocatorOf(readFileSync('/proc/self/maps', 'latin1')));
+      expect(formatReport(r), msg).toContain(`of warm-up; malloc: ${soak.allocator}`);
     }
     // Without --soak there is none.
     expect((await run(['--bots', '2', '--seconds', '1', '--seed', String(seed)])).soak, msg).toBe(null);
+  });
+
+  it('names the allocator a replacement loaded into the process, else the C library', () => {
+    const glibc = [
+      '7f1c2a000000-7f1c2a028000 r--p 00000000 08:01 1234 /usr/lib/x86_64-linux-gnu/libc.so.6',
+      '7f1c2b000000-7f1c2b010000 r-xp 00000000 08:01 1235 /usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30',
+    ].join('\n');
+    expect(allocatorOf(glibc)).toBe("the C library's malloc");
+    expect(allocatorOf('')).toBe("the C library's malloc");
+    expect(
+      allocatorOf(
+        `${glibc}\n7f1c2c000000-7f1c2c090000 r-xp 00000000 08:01 99 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2`,
+      ),
+    ).toBe('jemalloc');
+    expect(allocatorOf('7f00-7f01 r-xp 00000000 08:01 7 /opt/lib/libtcmalloc_minimal.so.4.5.9')).toBe(
+      'tcmalloc',
+    );
+    expect(allocatorOf('7f00-7f01 r-xp 00000000 08:01 7 /usr/local/lib/libmimalloc.so.2.1')).toBe('mimalloc');
+    // A name in a directory, not a library file, is not the allocator.
+    expect(allocatorOf('7f00-7f01 r--p 00000000 08:01 7 /home/jemalloc/data.bin')).toBe(
+      "the C library's malloc",
+    );
   });
 
   it('fits the least-squares slope', () => {

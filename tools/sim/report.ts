@@ -286,7 +286,7 @@ export function formatReport(result: SimResult): string {
   ]);
   if (get('soak.samples') !== null) {
     groups.push([
-      `soak (real clock and process memory): fitted after ${fixed(get('soak.warmUpSeconds'), 0, ' s')} of warm-up`,
+      `soak (real clock and process memory): fitted after ${fixed(get('soak.warmUpSeconds'), 0, ' s')} of warm-up${result.soak?.allocator ? `; malloc: ${result.soak.allocator}` : ''}`,
       [
         [
           'heap used',

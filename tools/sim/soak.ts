@@ -33,6 +33,29 @@ function residentFileMB(): number {
 }
 
 /**
+ * Which allocator serves the process's malloc, from its memory map (Linux's /proc/self/maps
+ * text): a replacement loaded into it (`LD_PRELOAD`: jemalloc, tcmalloc, mimalloc) by name, else
+ * "the C library's malloc". The resident set's slope outside V8 is the allocator's: glibc's
+ * malloc keeps and gives back pages on a scale longer than a soak, jemalloc returns them after a
+ * few seconds.
+ */
+export function allocatorOf(maps: string): string {
+  for (const name of ['jemalloc', 'tcmalloc', 'mimalloc']) {
+    if (new RegExp(`/lib${name}[^/\\s]*\\.so`).test(maps)) return name;
+  }
+  return "the C library's malloc";
+}
+
+/** This process's allocator (allocatorOf), or null where the system has no /proc/self/maps. */
+function processAllocator(): string | null {
+  try {
+    return allocatorOf(readFileSync('/proc/self/maps', 'latin1'));
+  } catch {
+    return null;
+  }
+}
+
+/**
  * The resident set less the heap V8 holds and the buffers' memory, MB: stacks, the allocator's
  * own heap, the pages of mapped files (V8's compiled code is in its heap).
  */
@@ -91,6 +114,8 @@ export interface SoakReport {
   /** Samples before this time (the first quarter of the run, at least one interval) are left out of the fit. */
   warmUpSeconds: number;
   collected: boolean;
+  /** Which allocator serves malloc (allocatorOf), null where the system does not say. */
+  allocator: string | null;
   /** Every sample, in time order: filled in when the figures are taken (`figures`), at the end. */
   samples: SoakSample[];
 }
@@ -194,6 +219,7 @@ export class SoakSampler {
       intervalSeconds,
       warmUpSeconds: Math.max(intervalSeconds, seconds / 4),
       collected: this.gc !== null,
+      allocator: processAllocator(),
       samples: [],
     };
     this.nextT = intervalSeconds;
