@@ -120,7 +120,9 @@ export interface EntityTypeSchema {
   readonly predict: Uint8Array;
   /**
    * How decodeNumber reads each field, for the hot paths: `decodeKind` 0 takes the stored integer
-   * (ints, bools), DECODE_FLOAT gives decodeMin + q * decodeStep, DECODE_ANGLE (q * 360) / decodeStep.
+   * (ints, bools); DECODE_FLOAT and DECODE_ANGLE give decodeMin + q * decodeStep, an angle's
+   * decodeMin being 0 and its decodeStep 360 / 2^bits (a power of two times 360, so q * decodeStep
+   * is exactly (q * 360) / 2^bits, with no division).
    */
   readonly decodeKind: Uint8Array;
   readonly decodeMin: Float64Array;
@@ -213,7 +215,7 @@ function checkCodeCounts(typeName: string, fields: readonly CompiledField[], cod
 
 /** EntityTypeSchema.decodeKind: a float field (min + q * precision). */
 export const DECODE_FLOAT = 1;
-/** EntityTypeSchema.decodeKind: an angle field (q * 360 / 2^bits). */
+/** EntityTypeSchema.decodeKind: an angle field (q * 360 / 2^bits, as q * decodeStep). */
 export const DECODE_ANGLE = 2;
 /** Predictor ids (PREDICT_LINEAR and PREDICT_ANGLE of snapshot.ts). */
 const PREDICT_LINEAR_FIELD = 1;
@@ -387,7 +389,7 @@ export function defineEntityType<S>(
     ),
     decodeMin: Float64Array.from(fields, (f) => (f.kind === 'float' ? f.min : 0)),
     decodeStep: Float64Array.from(fields, (f) =>
-      f.kind === 'float' ? f.precision : f.kind === 'angle' ? f.hi + 1 : 1,
+      f.kind === 'float' ? f.precision : f.kind === 'angle' ? 360 / (f.hi + 1) : 1,
     ),
     changedCode: new PrefixCode(code.changed),
     residualCodes: fields.map((_, i) => new PrefixCode(code.residual[i])),
@@ -549,10 +551,7 @@ export function decodeField(type: EntityTypeSchema, i: number, q: number): numbe
  * the snapshot reader, the client's view and the server's rewind all use.
  */
 export function decodeNumber(type: EntityTypeSchema, i: number, q: number): number {
-  const kind = type.decodeKind[i];
-  if (kind === DECODE_FLOAT) return type.decodeMin[i] + q * type.decodeStep[i];
-  if (kind === DECODE_ANGLE) return (q * 360) / type.decodeStep[i];
-  return q;
+  return type.decodeKind[i] === 0 ? q : type.decodeMin[i] + q * type.decodeStep[i];
 }
 
 /**

@@ -90,12 +90,14 @@ export function blendFields(
       // In stored steps (integers), so that f = 0 and f = 1 give A's and B's values exactly.
       out[outOffset + i] = decodeNumber(type, i, qa + (qb - qa) * f);
     } else if (kind === 2) {
-      // lerpAngle written out: a number returned from a call not inlined is a heap allocation,
-      // and this runs for every drawn entity every frame.
-      const from = decodeNumber(type, i, qa);
-      const d = decodeNumber(type, i, qb) - from;
-      const wrapped = d - 360 * Math.floor(d / 360);
-      out[outOffset + i] = from + (wrapped > 180 ? wrapped - 360 : wrapped) * f;
+      // In stored steps as well, m of them a turn: the short way round is the step count d in
+      // (-m/2, m/2] (|qb - qa| < m), so no division or floor per field, and f = 0 and f = 1
+      // give A's and B's angles exactly (B's plus or minus 360 when the arc crosses 0).
+      const m = type.hi[i] + 1;
+      let d = qb - qa;
+      if (d > m / 2) d -= m;
+      else if (d <= -m / 2) d += m;
+      out[outOffset + i] = (qa + d * f) * type.decodeStep[i];
     } else if (!movingOnly) {
       out[outOffset + i] = decodeNumber(type, i, f >= 1 ? qb : qa);
     }
@@ -114,10 +116,17 @@ function jumped(
   const iy = type.positionFields[1];
   const iz = type.positionFields[2];
   if (ix < 0 || !(limit < Infinity)) return false;
-  const dx = decodeNumber(type, ix, b[bOff + ix]) - decodeNumber(type, ix, a[aOff + ix]);
-  const dy = iy < 0 ? 0 : decodeNumber(type, iy, b[bOff + iy]) - decodeNumber(type, iy, a[aOff + iy]);
-  const dz = iz < 0 ? 0 : decodeNumber(type, iz, b[bOff + iz]) - decodeNumber(type, iz, a[aOff + iz]);
+  // The move in stored steps times the step (a position field is a float or an int: its step, or
+  // 1): both sides decide a jump with this one function, so it need not decode both ends.
+  const dx = (b[bOff + ix] - a[aOff + ix]) * stepOf(type, ix);
+  const dy = iy < 0 ? 0 : (b[bOff + iy] - a[aOff + iy]) * stepOf(type, iy);
+  const dz = iz < 0 ? 0 : (b[bOff + iz] - a[aOff + iz]) * stepOf(type, iz);
   return dx * dx + dy * dy + dz * dz > limit * limit;
+}
+
+/** What one stored step of position field `i` is worth (a float's precision; an int's 1). */
+function stepOf(type: EntityTypeSchema, i: number): number {
+  return type.decodeKind[i] === 0 ? 1 : type.decodeStep[i];
 }
 
 /**

@@ -245,6 +245,25 @@ describe('encodeField / decodeField', () => {
     );
   });
 
+  it('an angle between two steps decodes to exactly (q * 360) / 2^bits, as the wire defines it', () => {
+    // decodeNumber multiplies by 360 / 2^bits (no division per field): exact for every q the
+    // blend and rewind give it, since scaling by a power of two commutes with rounding.
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 31 }),
+        fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+        // A fraction of a step as a blend makes one: a multiple of 2^-40 in [-1, 2].
+        fc.integer({ min: -(2 ** 40), max: 2 ** 41 }),
+        (bits, share, frac) => {
+          const t = defineEntityType<{ a: number }>('a', { a: { kind: 'angle', bits } });
+          const q = Math.floor(share * 2 ** bits) + frac / 2 ** 40;
+          expect(decodeField(t, 0, q), `${at} bits=${bits} q=${q}`).toBe((q * 360) / 2 ** bits);
+        },
+      ),
+      opts,
+    );
+  });
+
   it('ints round and clamp, bools are 0/1, NaN gives the minimum', () => {
     const t = defineEntityType<{ n: number; b: boolean; f: number }>('m', {
       n: { kind: 'int', min: -5, max: 5 },
