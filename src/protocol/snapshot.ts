@@ -209,27 +209,35 @@ export function predictEntity(
   motion: Float64Array,
 ): number {
   const n = type.fieldCount;
-  const extrapolate = gap !== 0 && gap <= PREDICTION_TICKS && age <= PREDICTION_TICKS;
+  if (gap === 0 || gap > PREDICTION_TICKS || age > PREDICTION_TICKS) {
+    // Nothing to extrapolate from: every field holds, nothing moves, no lead.
+    for (let f = 0; f < n; f++) {
+      pred[f] = base[bo + f];
+      motion[f] = 0;
+    }
+    return -1;
+  }
+  const predict = type.predict;
+  const lo = type.lo;
+  const hi = type.hi;
   // predictField, field by field, written out here with the motion it finds on the way.
   for (let f = 0; f < n; f++) {
     const v1 = base[bo + f];
-    const kind = type.predict[f];
-    if (!extrapolate || kind === PREDICT_HOLD) {
+    const kind = predict[f];
+    if (kind === PREDICT_HOLD) {
       pred[f] = v1;
       motion[f] = 0;
       continue;
     }
     let d = v1 - prev[po + f];
     if (kind === PREDICT_ANGLE) {
-      const m = type.hi[f] + 1;
+      const m = hi[f] + 1;
       d = mod(d, m);
       if (d >= m / 2) d -= m;
       pred[f] = mod(v1 + Math.round((d * age) / gap), m);
     } else {
       const p = v1 + Math.round((d * age) / gap);
-      const lo = type.lo[f];
-      const hi = type.hi[f];
-      pred[f] = p < lo ? lo : Math.min(p, hi);
+      pred[f] = p < lo[f] ? lo[f] : Math.min(p, hi[f]);
     }
     motion[f] = d;
   }
@@ -246,6 +254,15 @@ export function predictEntity(
     }
   }
   return lead;
+}
+
+/**
+ * Whether field f's prediction follows the lead's residual (follow): a field after the lead that
+ * moves, when the lead's prediction missed. Tested before the call, so that the common case (the
+ * lead on target, or a field that holds) costs no call.
+ */
+function follows(f: number, lead: number, leadResidual: number, motion: number): boolean {
+  return lead >= 0 && f > lead && leadResidual !== 0 && motion !== 0;
 }
 
 /** Field f's prediction `p` moved by the lead's residual scaled by the ratio of their motions. */
@@ -390,7 +407,9 @@ function countOf(
   let leadResidual = 0;
   let count = 0;
   for (let f = 0; f < type.fieldCount; f++) {
-    const p = lead >= 0 && f > lead ? follow(type, f, pred[f], leadResidual, motion[f], leadMotion) : pred[f];
+    const p = follows(f, lead, leadResidual, motion[f])
+      ? follow(type, f, pred[f], leadResidual, motion[f], leadMotion)
+      : pred[f];
     u[f] = residualOf(values[vo + f], p, type.lo[f], type.hi[f]);
     if (f === lead) leadResidual = signedOf(u[f]);
     if (u[f] !== 0) count = f + 1;
@@ -505,14 +524,17 @@ export function serializeEntry(
     if (c >= 2) r += s.uint(0, c - 1);
     if (!s.ok) return false;
     if (r > hi[f] - lo[f]) return s.fail('field value out of range');
-    const p = lead >= 0 && f > lead ? follow(type, f, pred[f], leadResidual, motion[f], leadMotion) : pred[f];
+    const p = follows(f, lead, leadResidual, motion[f])
+      ? follow(type, f, pred[f], leadResidual, motion[f], leadMotion)
+      : pred[f];
     values[vo + f] = valueFrom(r, p, lo[f], hi[f]);
     if (f === lead) leadResidual = signedOf(r);
   }
   if (reading) {
     for (let f = count; f < n; f++) {
-      values[vo + f] =
-        lead >= 0 && f > lead ? follow(type, f, pred[f], leadResidual, motion[f], leadMotion) : pred[f];
+      values[vo + f] = follows(f, lead, leadResidual, motion[f])
+        ? follow(type, f, pred[f], leadResidual, motion[f], leadMotion)
+        : pred[f];
     }
   }
   return s.ok;
