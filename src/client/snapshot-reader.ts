@@ -157,8 +157,6 @@ export class SnapshotReader {
   private readonly pendingCreated: Uint16Array;
   private readonly pendingRemoved: Uint16Array;
   private readonly header = createEntryHeader();
-  /** The values an update replaces (the prediction's newer input). */
-  private readonly older: Int32Array;
 
   /** Keeps the schema's frameHistory frames. */
   constructor(schema: GameSchema) {
@@ -180,7 +178,6 @@ export class SnapshotReader {
     this.removed = new Uint16Array(n);
     this.pendingCreated = new Uint16Array(n);
     this.pendingRemoved = new Uint16Array(n);
-    this.older = new Int32Array(stride);
     const dropped = {} as Record<SnapshotDropReason, number>;
     for (const r of SNAPSHOT_DROP_REASONS) dropped[r] = 0;
     this.stats = { framesRead: 0, dropped, lastBits: 0, framesMade: 0 };
@@ -296,7 +293,6 @@ export class SnapshotReader {
     let removed = 0;
     const h = this.header;
     const stride = this.stride;
-    const older = this.older;
     let prev = -1;
     // Entries listed as runs (a step, a length, that many consecutive entries), and how many of
     // the current run are left to read.
@@ -320,6 +316,10 @@ export class SnapshotReader {
       prev = e;
       const held = w.inView[e] !== 0;
       const o = e * stride;
+      // The values an update replaces (the prediction's newer input): the baseline's, which the
+      // work frame started as a copy of (a held entity is in the baseline, so base is a frame).
+      // Read there rather than copied out first; a create reads none.
+      const older = held ? (base as DecodedFrame).values : w.prev;
       h.heldType = -1;
       if (held) {
         h.heldType = w.type[e];
@@ -327,11 +327,10 @@ export class SnapshotReader {
         const age = frameTick - w.valueTick[e];
         h.age = Math.min(age, SPAN_MAX);
         h.gap = w.gap[e];
-        for (let f = 0; f < stride; f++) older[f] = w.values[o + f];
       }
-      if (!serializeEntry(s, h, this.schema, w.values, o, older, 0, w.prev, o)) return this.fail(s, newer);
+      if (!serializeEntry(s, h, this.schema, w.values, o, older, o, w.prev, o)) return this.fail(s, newer);
       if (h.op === OP_UPDATE) {
-        for (let f = 0; f < stride; f++) w.prev[o + f] = older[f];
+        for (let f = 0; f < stride; f++) w.prev[o + f] = older[o + f];
         w.gap[e] = h.age;
       } else {
         w.gap[e] = 0;
