@@ -379,10 +379,14 @@ export function serializeWireEvent(s: BitStream, e: WireEvent, table: EventTable
   const source = s.varuint((e.source + 1) & 0xffff, 0xffff);
   e.source = source === 0 ? 0xffff : source - 1;
   const v = eventParams;
-  v[0] = e.p0;
-  v[1] = e.p1;
-  v[2] = e.p2;
-  v[3] = e.p3;
+  // A read overwrites the event's parameters without looking at them: an event's number fields
+  // are boxes of their own, and a client reads dozens of events a frame into a pool it last
+  // touched long ago.
+  const reading = s.isReading;
+  v[0] = reading ? 0 : e.p0;
+  v[1] = reading ? 0 : e.p1;
+  v[2] = reading ? 0 : e.p2;
+  v[3] = reading ? 0 : e.p3;
   serializeParams(s, v, spec.params);
   e.p0 = v[0];
   e.p1 = v[1];
