@@ -265,7 +265,10 @@ function follows(f: number, lead: number, leadResidual: number, motion: number):
   return lead >= 0 && f > lead && leadResidual !== 0 && motion !== 0;
 }
 
-/** Field f's prediction `p` moved by the lead's residual scaled by the ratio of their motions. */
+/**
+ * Field f's prediction `p` moved by the lead's residual scaled by the ratio of their motions;
+ * called only where `follows` holds (a residual and a motion not 0).
+ */
 function follow(
   type: EntityTypeSchema,
   f: number,
@@ -274,7 +277,6 @@ function follow(
   motion: number,
   leadMotion: number,
 ): number {
-  if (motion === 0 || leadResidual === 0) return p;
   const q = p + Math.round((leadResidual * motion) / leadMotion);
   if (type.predict[f] === PREDICT_ANGLE) return mod(q, type.hi[f] + 1);
   const lo = type.lo[f];
