@@ -344,6 +344,19 @@ export function serializeIndexStep(s: BitStream, step: number): number {
     }
     return step;
   }
+  // The two commonest steps from one look at the next two bits (bits past the data show as 0,
+  // and take the bit-by-bit path below, which fails the read as before).
+  if (s.ok) {
+    const w = s.peek(2);
+    if ((w & 1) === 1) {
+      s.skip(1);
+      return 1;
+    }
+    if (w === 2) {
+      s.skip(2);
+      return 0;
+    }
+  }
   if (s.uint(0, 1) === 1) return 1;
   if (s.uint(0, 1) === 1) return 0;
   let zeros = 0;

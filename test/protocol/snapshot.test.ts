@@ -978,6 +978,59 @@ describe('reader: what it may have forgotten', () => {
   });
 });
 
+describe('index steps', () => {
+  /** The step layout read one bit at a time, as serializeIndexStep documents it. */
+  function referenceStep(s: BitStream): number {
+    if (s.uint(0, 1) === 1) return 1;
+    if (s.uint(0, 1) === 1) return 0;
+    let zeros = 0;
+    while (s.uint(0, 1) === 0) {
+      if (!s.ok) return 0;
+      if (++zeros > 16) {
+        s.fail('malformed');
+        return 0;
+      }
+    }
+    return (zeros === 0 ? 1 : (1 << zeros) + s.uint(0, zeros)) + 1;
+  }
+
+  it('any bytes read as the bit-by-bit layout reads them: the same steps, position and failure', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 0, maxLength: 12 }), (bytes) => {
+        const a = new BitStream(0).beginRead(bytes);
+        const b = new BitStream(0).beginRead(bytes);
+        for (let i = 0; i < 40; i++) {
+          const got = serializeIndexStep(a, 0);
+          const want = referenceStep(b);
+          expect([got, a.ok, a.error, a.bitsRemaining]).toEqual([want, b.ok, b.error, b.bitsRemaining]);
+          if (!b.ok) break;
+        }
+      }),
+      { seed: SEED, numRuns: 2000 },
+    );
+  });
+
+  it('every step written reads back, each after any bit offset', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 7 }),
+        fc.array(fc.integer({ min: 0, max: 65536 }), { minLength: 1, maxLength: 30 }),
+        (offset, steps) => {
+          const w = new BitStream(256).beginWrite();
+          w.uint(0, offset);
+          for (const step of steps) serializeIndexStep(w, step);
+          expect(w.bitsProcessed).toBe(offset + steps.reduce((n, step) => n + indexStepBits(step), 0));
+          const r = new BitStream(0).beginRead(w.bytes.slice());
+          r.uint(0, offset);
+          for (const step of steps) expect(serializeIndexStep(r, 0)).toBe(step);
+          expect(r.ok).toBe(true);
+        },
+      ),
+      { seed: SEED, numRuns: 500 },
+    );
+  });
+});
+
 describe('reader against bad input', () => {
   it('a baseline it does not hold, or one too old, is dropped and asks for a full update; a duplicate is not', () => {
     const link = perfectLink();
