@@ -8,7 +8,7 @@
 
 import type { GameSchema } from '../protocol/schema.ts';
 import { quantizeViewFraction } from '../protocol/usercmd.ts';
-import { blendFields, drawEntity, interpolates } from '../sim/blend.ts';
+import { blendChanging, blendFields, drawEntity, interpolates } from '../sim/blend.ts';
 import type { DecodedFrame, SnapshotReader } from './snapshot-reader.ts';
 
 export const VIEW_EMPTY = 0;
@@ -65,8 +65,12 @@ export class RemoteView {
   /** Ticks of received frames, ascending. */
   private readonly ticks = new Float64Array(TICK_HISTORY);
   private tickCount = 0;
-  /** Entities the last draw interpolated between its two frames: `moving[0 .. movingCount)`. */
+  /**
+   * Entities the last draw interpolated between its two frames with a field that changes with
+   * the fraction: `moving[0 .. movingCount)`, each one's mask of such fields in `changing[k]`.
+   */
   private readonly moving: Uint16Array;
+  private readonly changing: Int32Array;
   private movingCount = 0;
   /** What the last draw drew from (null: nothing yet, or forgotten by `reset`). */
   private drawnA: DecodedFrame | null = null;
@@ -91,6 +95,7 @@ export class RemoteView {
     this.types = new Uint8Array(schema.maxEntities);
     this.values = new Float64Array(schema.maxEntities * schema.stride);
     this.moving = new Uint16Array(schema.maxEntities);
+    this.changing = new Int32Array(schema.maxEntities);
   }
 
   /** Newest frame received, -1 before any. */
@@ -198,11 +203,13 @@ export class RemoteView {
       this.reader.resets === this.drawnResets
     ) {
       // The same two frames, on the same side of f = 1, as the last draw: the same entities are
-      // drawn and only the fields of those interpolated that move with f change.
+      // drawn and only the fields of those interpolated whose values differ in A and B and move
+      // with f change.
       const moving = this.moving;
+      const changing = this.changing;
       for (let k = 0; k < this.movingCount; k++) {
         const o = moving[k] * stride;
-        blendFields(
+        blendChanging(
           types[this.types[moving[k]]],
           frameA.values,
           o,
@@ -211,12 +218,13 @@ export class RemoteView {
           f,
           this.values,
           o,
-          true,
+          changing[k],
         );
       }
       return;
     }
     const moving = this.moving;
+    const changing = this.changing;
     const teleport = this.schema.teleportDistance;
     let count = 0;
     let movingCount = 0;
@@ -234,8 +242,11 @@ export class RemoteView {
         frameA.type[e] === t &&
         interpolates(type, frameA.values, o, frameA.parity[e], frameB.values, o, frameB.parity[e], teleport)
       ) {
-        blendFields(type, frameA.values, o, frameB.values, o, f, this.values, o, false);
-        moving[movingCount++] = e;
+        const fields = blendFields(type, frameA.values, o, frameB.values, o, f, this.values, o);
+        if (fields !== 0) {
+          moving[movingCount] = e;
+          changing[movingCount++] = fields;
+        }
       } else {
         // Only in B, or across a teleport: B's values (drawEntity's rule), whatever f.
         drawEntity(type, null, 0, 0, frameB.values, o, 0, f, teleport, this.values, o);

@@ -40,7 +40,7 @@ export function blendEntity(
     for (let i = 0; i < n; i++) out[outOffset + i] = decodeNumber(type, i, src[off + i]);
     return true;
   }
-  blendFields(type, a, aOffset, b, bOffset, f, out, outOffset, false);
+  blendFields(type, a, aOffset, b, bOffset, f, out, outOffset);
   return true;
 }
 
@@ -64,9 +64,11 @@ export function interpolates(
 
 /**
  * blendEntity's interpolation of an entity `interpolates` holds in both frames, at fraction `f`:
- * every field, or with `movingOnly` only those that change with the fraction ('linear' and
- * 'angle'; the others take A's value until f reaches 1, then B's), for a view redrawn between the
- * same two frames on the same side of f = 1.
+ * every field ('linear' and 'angle' fields by blendField; the others take A's value until f
+ * reaches 1, then B's). Returns the mask of the fields whose value changes with the fraction
+ * (bit i for field i: a 'linear' or 'angle' field whose stored steps differ in A and B), the only
+ * ones `blendChanging` need draw again for a view redrawn between the same two frames on the same
+ * side of f = 1.
  */
 export function blendFields(
   type: EntityTypeSchema,
@@ -77,31 +79,62 @@ export function blendFields(
   f: number,
   out: Float64Array,
   outOffset: number,
-  movingOnly: boolean,
-): void {
+): number {
   // Each field's interpolation as its update predictor (schema.ts): 1 'linear', 2 'angle', 0 neither.
   const interp = type.predict;
   const n = type.fieldCount;
+  let changing = 0;
   for (let i = 0; i < n; i++) {
     const qa = a[aOffset + i];
     const qb = b[bOffset + i];
-    const kind = interp[i];
-    if (kind === 1) {
-      // In stored steps (integers), so that f = 0 and f = 1 give A's and B's values exactly.
-      out[outOffset + i] = decodeNumber(type, i, qa + (qb - qa) * f);
-    } else if (kind === 2) {
-      // In stored steps as well, m of them a turn: the short way round is the step count d in
-      // (-m/2, m/2] (|qb - qa| < m), so no division or floor per field, and f = 0 and f = 1
-      // give A's and B's angles exactly (B's plus or minus 360 when the arc crosses 0).
-      const m = type.hi[i] + 1;
-      let d = qb - qa;
-      if (d > m / 2) d -= m;
-      else if (d <= -m / 2) d += m;
-      out[outOffset + i] = (qa + d * f) * type.decodeStep[i];
-    } else if (!movingOnly) {
+    if (interp[i] === 0) {
       out[outOffset + i] = decodeNumber(type, i, f >= 1 ? qb : qa);
+    } else {
+      out[outOffset + i] = blendField(type, i, qa, qb, f);
+      if (qa !== qb) changing |= 1 << i;
     }
   }
+  return changing;
+}
+
+/**
+ * The fields of mask `changing` (blendFields' result for the same entity and frames) at fraction
+ * `f`, each as blendFields draws it; the entity's other fields are left as they were drawn.
+ */
+export function blendChanging(
+  type: EntityTypeSchema,
+  a: Int32Array,
+  aOffset: number,
+  b: Int32Array,
+  bOffset: number,
+  f: number,
+  out: Float64Array,
+  outOffset: number,
+  changing: number,
+): void {
+  let m = changing;
+  while (m !== 0) {
+    const low = m & -m;
+    const i = 31 - Math.clz32(low);
+    m ^= low;
+    out[outOffset + i] = blendField(type, i, a[aOffset + i], b[bOffset + i], f);
+  }
+}
+
+/** Field i ('linear' or 'angle') at fraction f from stored steps qa to qb. */
+function blendField(type: EntityTypeSchema, i: number, qa: number, qb: number, f: number): number {
+  if (type.predict[i] === 1) {
+    // In stored steps (integers), so that f = 0 and f = 1 give A's and B's values exactly.
+    return decodeNumber(type, i, qa + (qb - qa) * f);
+  }
+  // In stored steps as well, m of them a turn: the short way round is the step count d in
+  // (-m/2, m/2] (|qb - qa| < m), so no division or floor per field, and f = 0 and f = 1 give A's
+  // and B's angles exactly (B's plus or minus 360 when the arc crosses 0).
+  const m = type.hi[i] + 1;
+  let d = qb - qa;
+  if (d > m / 2) d -= m;
+  else if (d <= -m / 2) d += m;
+  return (qa + d * f) * type.decodeStep[i];
 }
 
 function jumped(

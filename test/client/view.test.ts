@@ -622,7 +622,11 @@ describe('RemoteView history', () => {
     const l = link({ maxExtrapolationMs: 40 }, { teleportDistance: 300 });
     const players = [l.store.create(PLAYER), l.store.create(PLAYER), l.store.create(PLAYER)];
     const flagged = l.store.create(FLAG);
+    // One stands still but for a step along x now and then: its other fields are the same in A
+    // and B, which a redraw leaves as they were drawn.
+    const still = l.store.create(PLAYER);
     for (let tick = 1; tick <= 9; tick += 2) {
+      l.place(still, tick % 4 === 1 ? 100 : 100 + tick, 50, 0, 90);
       for (const e of players) {
         l.place(
           e,
