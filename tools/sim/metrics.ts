@@ -246,7 +246,9 @@ export class SimMetrics {
       );
     }
     this.store = Object.fromEntries(
-      SERIES_NAMES.map((name) => [name, new Float64Array(capacity)]),
+      // Written through now (NaN: not sampled yet) so that their pages are the process's from the
+      // start rather than one by one as the buckets fill (Samples, tools/stats.ts, says why).
+      SERIES_NAMES.map((name) => [name, new Float64Array(capacity).fill(Number.NaN)]),
     ) as unknown as Record<SeriesName, Float64Array>;
     this.drawnBefore = new Float64Array(sources.profiles.length);
     this.guessedBefore = new Float64Array(sources.profiles.length);
