@@ -7,8 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium } from 'playwright-core';
 
-/** Debian's Chromium (apt-get install -y chromium). */
-export const CHROMIUM = '/usr/bin/chromium';
+/**
+ * The Chromium the tests drive: BACKSTEP_CHROMIUM when set (another system's Chromium or Chrome
+ * binary), else Debian's (apt-get install -y chromium).
+ */
+export const CHROMIUM = process.env.BACKSTEP_CHROMIUM || '/usr/bin/chromium';
 
 /** The flags Chromium runs with here (DEVELOPERS.md says why). */
 export const CHROMIUM_FLAGS: readonly string[] = [
@@ -41,7 +44,7 @@ export async function launchChromium(
 ): Promise<LaunchedChromium> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
-      `Chromium is not installed at ${CHROMIUM}: run "apt-get update && apt-get install -y chromium"`,
+      `Chromium is not installed at ${CHROMIUM}: run "apt-get update && apt-get install -y chromium", or set BACKSTEP_CHROMIUM to a Chromium or Chrome binary`,
     );
   }
   const userDataDir = await mkdtemp(join(tmpdir(), options.prefix ?? 'backstep-chromium-'));
