@@ -1,7 +1,8 @@
 // The getting-started guide's code as a reader copies it: sections 1 to 4 (the dot game) and the
 // test of section 7, taken from docs/getting-started.md into one module, type-checked with the
 // repository's compiler settings and run: three wandering bots over a lossy link, no prediction
-// error. A guide that drifts from the API fails here.
+// error. The game with section 5's server and with section 6's page are type-checked too. A guide
+// that drifts from the API, or uses a name it never defines, fails here.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -46,20 +47,38 @@ function guideModule(markdown: string): string {
   ].join('\n');
 }
 
+/**
+ * The server and the page as a reader assembles them: the dot game (sections 1-4) with section 5's
+ * first block (the server), and with section 6's (the page).
+ */
+function programModules(markdown: string): { server: string; page: string } {
+  const game = [1, 2, 3, 4].flatMap((n) => blocksOf(markdown, n)).join('\n');
+  const first = (n: number) => {
+    const [block] = blocksOf(markdown, n);
+    if (block === undefined) throw new Error(`docs/getting-started.md: section ${n} has no code`);
+    return block;
+  };
+  return { server: `${game}\n${first(5)}\nexport {};\n`, page: `${game}\n${first(6)}\nexport {};\n` };
+}
+
 describe('docs/getting-started.md', () => {
-  const source = guideModule(readFileSync(GUIDE, 'utf8'));
+  const markdown = readFileSync(GUIDE, 'utf8');
+  const source = guideModule(markdown);
   mkdirSync(WORK, { recursive: true });
   const file = join(WORK, 'guide.ts');
   writeFileSync(file, source);
+  const programs = programModules(markdown);
+  writeFileSync(join(WORK, 'server.ts'), programs.server);
+  writeFileSync(join(WORK, 'page.ts'), programs.page);
   afterAll(() => rmSync(WORK, { recursive: true, force: true }));
 
-  it('type-checks as written', () => {
+  it('type-checks as written: the game with its test, the server (section 5) and the page (section 6)', () => {
     const tsconfig = join(WORK, 'tsconfig.json');
     writeFileSync(
       tsconfig,
       JSON.stringify({
         extends: '../../tsconfig.json',
-        include: ['guide.ts'],
+        include: ['guide.ts', 'server.ts', 'page.ts'],
         compilerOptions: { noEmit: true },
       }),
     );
