@@ -4,6 +4,7 @@
 
 import {
   decodeField,
+  decodeNumber,
   type EntityTypeSchema,
   encodeField,
   type GameSchema,
@@ -273,9 +274,9 @@ export class EntityStore {
       const px = type.positionFields[0];
       const py = type.positionFields[1];
       const pz = type.positionFields[2];
-      if (px >= 0) this.positions[3 * i] = decodeField(type, px, live[o + px]) as number;
-      if (py >= 0) this.positions[3 * i + 1] = decodeField(type, py, live[o + py]) as number;
-      if (pz >= 0) this.positions[3 * i + 2] = decodeField(type, pz, live[o + pz]) as number;
+      if (px >= 0) this.positions[3 * i] = decodeNumber(type, px, live[o + px]);
+      if (py >= 0) this.positions[3 * i + 1] = decodeNumber(type, py, live[o + py]);
+      if (pz >= 0) this.positions[3 * i + 2] = decodeNumber(type, pz, live[o + pz]);
     }
     slot.alive.set(this.alive);
     slot.type.set(this.type);

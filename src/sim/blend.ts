@@ -150,16 +150,15 @@ function jumped(
   const iz = type.positionFields[2];
   if (ix < 0 || !(limit < Infinity)) return false;
   // The move in stored steps times the step (a position field is a float or an int: its step, or
-  // 1): both sides decide a jump with this one function, so it need not decode both ends.
-  const dx = (b[bOff + ix] - a[aOff + ix]) * stepOf(type, ix);
-  const dy = iy < 0 ? 0 : (b[bOff + iy] - a[aOff + iy]) * stepOf(type, iy);
-  const dz = iz < 0 ? 0 : (b[bOff + iz] - a[aOff + iz]) * stepOf(type, iz);
+  // 1): both sides decide a jump with this one function, so it need not decode both ends. The
+  // step is read here, not returned by a helper: a number returned from a call the compiler did
+  // not inline is a heap box, and the server's rewinds call this for every target.
+  const kind = type.decodeKind;
+  const step = type.decodeStep;
+  const dx = (b[bOff + ix] - a[aOff + ix]) * (kind[ix] === 0 ? 1 : step[ix]);
+  const dy = iy < 0 ? 0 : (b[bOff + iy] - a[aOff + iy]) * (kind[iy] === 0 ? 1 : step[iy]);
+  const dz = iz < 0 ? 0 : (b[bOff + iz] - a[aOff + iz]) * (kind[iz] === 0 ? 1 : step[iz]);
   return dx * dx + dy * dy + dz * dz > limit * limit;
-}
-
-/** What one stored step of position field `i` is worth (a float's precision; an int's 1). */
-function stepOf(type: EntityTypeSchema, i: number): number {
-  return type.decodeKind[i] === 0 ? 1 : type.decodeStep[i];
 }
 
 /**
