@@ -23,6 +23,7 @@ export const REAL_CLOCK_FIGURES: readonly string[] = [
   'serverTickMs.max',
   'serverTickMs.mean',
   'wallClockSeconds',
+  'wallClockPerSimulatedSecond',
   'soak.heapMB.first',
   'soak.heapMB.last',
   'soak.heapMBPerHour',
@@ -477,6 +478,11 @@ export class SimMetrics {
     f['server.ticks'] = server.stats.ticks;
     f['server.ticksSkipped'] = server.stats.ticksSkipped;
     f['server.framesSpread'] = server.stats.framesSpread;
+    const cache = server.snapshotCache.stats;
+    f['snapshotCache.encoded'] = cache.encoded;
+    f['snapshotCache.reused'] = cache.reused;
+    f['snapshotCache.uncached'] = cache.uncached;
+    f['snapshotCache.reusedShare'] = share(cache.reused, cache.encoded + cache.reused + cache.uncached);
     const sorted = this.sources.tickTimes.sorted(0);
     let sum = 0;
     for (let i = 0; i < sorted.length; i++) sum += sorted[i];

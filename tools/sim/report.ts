@@ -281,7 +281,18 @@ export function formatReport(result: SimResult): string {
       ],
       ['p99', fixed(get('serverTickMs.p99'), 3, ' ms'), '', 'serverTickMs.p99'],
       ['max', fixed(get('serverTickMs.max'), 3, ' ms'), '', 'serverTickMs.max'],
-      ['wall clock', fixed(get('wallClockSeconds'), 1, ' s'), 'whole run', 'wallClockSeconds'],
+      [
+        'entries shared',
+        percent(get('snapshotCache.reusedShare')),
+        `snapshot entries copied from the encode cache, encoded by another client's frame this tick; ${count(get('snapshotCache.encoded'))} encoded into it, ${count(get('snapshotCache.uncached'))} encoded for one frame (the entity's 16 slots or the tick's bytes full)`,
+        'snapshotCache.reusedShare',
+      ],
+      [
+        'wall clock',
+        fixed(get('wallClockSeconds'), 1, ' s'),
+        `whole run: ${fixed(get('wallClockPerSimulatedSecond'), 2)} s per simulated second (below 1: faster than real time)`,
+        'wallClockSeconds',
+      ],
     ],
   ]);
   if (get('soak.samples') !== null) {

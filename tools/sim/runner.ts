@@ -465,6 +465,7 @@ export async function runSim(plan: SimPlan, log: (line: string) => void = () => 
     await session.close();
   }
   figures.wallClockSeconds = (performance.now() - wallStart) / 1000;
+  figures.wallClockPerSimulatedSecond = figures.wallClockSeconds / (totalMs / 1000);
   let runners = 0;
   for (const b of plan.bots) if (b.kind === 'runner') runners++;
   return {
