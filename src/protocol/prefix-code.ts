@@ -34,6 +34,8 @@ export class PrefixCode {
    */
   private readonly table: Uint16Array;
   private readonly tableBits: number;
+  /** (1 << tableBits) - 1: the window's bits the table is indexed by. */
+  private readonly tableMask: number;
 
   /**
    * Builds the code from `counts` (one per symbol, >= 0, 1 to 256 symbols); every symbol gets a
@@ -83,6 +85,7 @@ export class PrefixCode {
     }
     this.tableBits = Math.min(TABLE_BITS, maxLength);
     this.table = new Uint16Array(1 << this.tableBits);
+    this.tableMask = (1 << this.tableBits) - 1;
     for (let sym = 0; sym < n; sym++) {
       const len = this.lengths[sym];
       if (len === 0 || len > this.tableBits) continue;
@@ -122,6 +125,67 @@ export class PrefixCode {
     s.fail('malformed');
     return 0;
   }
+
+  /**
+   * Writes (or measures) residual `u` of class `c` (0 for 0, else u's bit length): the class's
+   * code, then for c >= 2 the c - 1 bits of u below its top one; one write when both fit in 24
+   * bits. The same bits as `serialize(s, c)` then `s.uint(u - 2^(c - 1), c - 1)`. Not for reading.
+   */
+  writeResidual(s: BitStream, c: number, u: number): void {
+    if (!(c >= 0 && c < this.size)) throw new RangeError(`PrefixCode: symbol ${c} out of range`);
+    const len = this.lengths[c];
+    if (c < 2) {
+      s.uint(this.reversed[c], len);
+      return;
+    }
+    const extra = c - 1;
+    if (len + extra <= 24) {
+      s.uint(this.reversed[c] | ((u - (1 << extra)) << len), len + extra);
+      return;
+    }
+    s.uint(this.reversed[c], len);
+    s.uint(u - pow2(extra), extra);
+  }
+
+  /**
+   * Reads a residual written as its class in this code and then, for a class c >= 2, the c - 1
+   * bits below its top bit (the snapshot codec's update fields): returns 0 for class 0, else
+   * 2^(c - 1) plus those bits. The same bits and the same failures as `serialize(s, 0)` then
+   * `s.uint(0, c - 1)`, from one look at the stream when the code and its bits fit in 24 bits
+   * (the common case); the caller checks `s.ok`. Reading only.
+   */
+  readResidual(s: BitStream): number {
+    if (this.maxLength === 0 || !s.ok) {
+      // A single symbol costs no bits (its class is that symbol, 0 in a trained code).
+      const c = this.serialize(s, 0);
+      return c < 2 ? c : pow2(c - 1) + s.uint(0, c - 1);
+    }
+    // Past the end of the data the window reads zeros: a code or bits that need them fail the skip.
+    const w = s.peek(24);
+    const hit = this.table[w & this.tableMask];
+    if (hit !== 0) {
+      const len = hit >>> 8;
+      const c = hit & 0xff;
+      if (c < 2) {
+        s.skip(len);
+        return c;
+      }
+      const extra = c - 1;
+      if (len + extra <= 24) {
+        s.skip(len + extra);
+        return (1 << extra) + ((w >>> len) & ((1 << extra) - 1));
+      }
+      s.skip(len);
+      return pow2(extra) + s.uint(0, extra);
+    }
+    const c = this.serialize(s, 0);
+    return c < 2 ? c : pow2(c - 1) + s.uint(0, c - 1);
+  }
+}
+
+/** 2^k for k in 0..32 (a shift below 31). */
+function pow2(k: number): number {
+  return k < 31 ? 1 << k : 2 ** k;
 }
 
 /** Huffman code lengths for `weights` (all > 0): merges the two lightest until one tree is left. */

@@ -302,11 +302,6 @@ function valueFrom(u: number, prediction: number, lo: number, hi: number): numbe
   return lo + mod(prediction - lo + signedOf(u), hi - lo + 1);
 }
 
-/** 2^k for k in 0..32 (a shift below 31). */
-function pow2(k: number): number {
-  return k < 31 ? 1 << k : 2 ** k;
-}
-
 /** The class of residual u: 0 for 0, else its bit length. */
 function classOf(u: number): number {
   return u === 0 ? 0 : 32 - Math.clz32(u);
@@ -529,14 +524,11 @@ export function serializeEntry(
     const code = type.residualCodes[f];
     if (!reading) {
       const c = classOf(u[f]);
-      code.serialize(s, c);
-      if (c >= 2) s.uint(u[f] - pow2(c - 1), c - 1);
+      code.writeResidual(s, c, u[f]);
       if (tally !== null) tally.residual[h.typeId][f][c]++;
       continue;
     }
-    const c = code.serialize(s, 0);
-    let r = c === 0 ? 0 : pow2(c - 1);
-    if (c >= 2) r += s.uint(0, c - 1);
+    const r = code.readResidual(s);
     if (!s.ok) return false;
     if (r > hi[f] - lo[f]) return s.fail('field value out of range');
     const p = follows(f, lead, leadResidual, motion[f])

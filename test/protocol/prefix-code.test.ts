@@ -108,4 +108,68 @@ describe('static prefix codes', () => {
     expect(long, `seed ${SEED}`).toBeGreaterThan(0);
     expect(cuts, `seed ${SEED}`).toBeGreaterThan(100);
   });
+
+  it('a residual (class, then its bits) writes and reads as the class code then the bits would: same bits, values, failures', () => {
+    const rng = new Random(SEED);
+    const fused = new BitStream(64);
+    const steps = new BitStream(64);
+    const m = new BitStream(0);
+    const a = new BitStream(0);
+    const b = new BitStream(0);
+    const data = new Uint8Array(64);
+    let fast = 0;
+    let slow = 0;
+    let failures = 0;
+    for (let k = 0; k < 300; k++) {
+      // Classes 0..32 (a residual of up to 32 bits), some codes long enough to pass 24 bits.
+      const code = new PrefixCode(
+        Array.from({ length: rng.int(1, 33) }, () => (rng.chance(0.3) ? 0 : rng.int(0, 1e6))),
+      );
+      const at = rng.int(0, 7);
+      const c = rng.int(0, code.size - 1);
+      const u = c === 0 ? 0 : 2 ** (c - 1) + Math.floor(rng.range(0, 1) * 2 ** (c - 1));
+      fused.beginWrite();
+      steps.beginWrite();
+      m.beginMeasure();
+      fused.uint(0, at);
+      steps.uint(0, at);
+      m.uint(0, at);
+      code.writeResidual(fused, c, u);
+      code.writeResidual(m, c, u);
+      code.serialize(steps, c);
+      if (c >= 2) steps.uint(u - 2 ** (c - 1), c - 1);
+      expect(fused.bitsProcessed, `seed ${SEED}`).toBe(steps.bitsProcessed);
+      expect(m.bitsProcessed, `seed ${SEED}`).toBe(steps.bitsProcessed);
+      expect([...fused.bytes], `seed ${SEED}`).toEqual([...steps.bytes]);
+      if (code.lengths[c] + Math.max(0, c - 1) <= 24) fast++;
+      else slow++;
+      // Whole, cut at every byte, and with random bytes after the residual's first bits.
+      const bytes = fused.bytes.slice();
+      for (let cut = 0; cut <= bytes.length + 1; cut++) {
+        const noisy = cut === bytes.length + 1;
+        data.set(bytes);
+        if (noisy) for (let i = (at + 1) >>> 3; i < data.length; i++) data[i] = rng.int(0, 255);
+        const length = noisy ? data.length : Math.min(cut, bytes.length);
+        a.beginRead(data, length);
+        b.beginRead(data, length);
+        a.uint(0, at);
+        b.uint(0, at);
+        const got = code.readResidual(a);
+        const cls = code.serialize(b, 0);
+        let want = cls === 0 ? 0 : 2 ** (cls - 1);
+        if (cls >= 2) want += b.uint(0, cls - 1);
+        expect(a.ok, `seed ${SEED} cut ${cut}`).toBe(b.ok);
+        expect(a.error, `seed ${SEED} cut ${cut}`).toBe(b.error);
+        if (b.ok) {
+          expect(got, `seed ${SEED} cut ${cut}`).toBe(want);
+          expect(a.bitsProcessed, `seed ${SEED} cut ${cut}`).toBe(b.bitsProcessed);
+          if (cut === bytes.length) expect(got, `seed ${SEED}`).toBe(u);
+        } else failures++;
+      }
+    }
+    expect(fast, `seed ${SEED}`).toBeGreaterThan(50);
+    expect(slow, `seed ${SEED}`).toBeGreaterThan(20);
+    expect(failures, `seed ${SEED}`).toBeGreaterThan(100);
+    expect(() => new PrefixCode([1, 2]).writeResidual(fused.beginWrite(), 2, 2)).toThrow(/out of range/);
+  });
 });

@@ -50,6 +50,16 @@ describe('BitStream.copyBits', () => {
       const read = new BitStream(0).beginRead(dst.bytes);
       read.uint(0, offset);
       for (let i = 0; i < values.length; i++) expect(read.uint(0, widths[i]), `seed ${seed}`).toBe(values[i]);
+      // Into a buffer that ends with the copy's last bit: the same bytes.
+      const tight = new BitStream((offset + length + 7) >>> 3).beginWrite();
+      tight.uint(offset === 0 ? 0 : 1, offset);
+      expect(tight.copyBits(src.buffer, lead, length), `seed ${seed}`).toBe(true);
+      expect([...tight.bytes], `seed ${seed}`).toEqual([...dst.bytes]);
+      // Past a write limit (the buffer itself has room): fails, as a write past it does.
+      const limited = new BitStream(256).beginWrite((offset + length - 1) >>> 3);
+      limited.uint(offset === 0 ? 0 : 1, offset);
+      expect(limited.copyBits(src.buffer, lead, length), `seed ${seed}`).toBe(false);
+      expect(limited.error, `seed ${seed}`).toBe('write overflow');
       const m = new BitStream(0).beginMeasure();
       m.copyBits(src.buffer, lead, length);
       expect(m.bitsProcessed).toBe(length);
