@@ -333,7 +333,7 @@ export class BitStream {
       const size = buf.length;
       let pos = this.bitPos;
       while (left > 0) {
-        const take = left < 24 ? left : 24;
+        const take = Math.min(left, 24);
         const byte = at >>> 3;
         const w =
           source[byte] |
