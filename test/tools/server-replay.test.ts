@@ -66,6 +66,40 @@ describe('a recorded server replayed alone', () => {
     for (let i = 0; i < fastest.length; i++) {
       expect(fastest[i], msg).toBe(Math.min(result.passes[0][i], result.passes[1][i]));
     }
+    expect(result.collections.length, msg).toBe(2);
+  });
+
+  it("counts the collections that run during each pass's timed updates, and only those", () => {
+    const msg = `seed ${SEED}`;
+    // A server whose timed updates (or else its warm-up ones) each make 4 MB of garbage: the
+    // passes count many collections in the first case and few in the second.
+    const garbageIn =
+      (timed: boolean): ServerFactory =>
+      (endpoint) => {
+        const server = makeServer(endpoint);
+        let updates = 0;
+        const update = server.update.bind(server);
+        // Held until the next update, then garbage.
+        const held: number[][] = [];
+        server.update = (nowMs: number) => {
+          update(nowMs);
+          held.length = 0;
+          if (updates++ >= recording.measureFrom === timed) {
+            for (let i = 0; i < 64; i++) held.push(new Array<number>(8192).fill(i));
+          }
+        };
+        return server;
+      };
+    const timed = replayServerPasses(recording, garbageIn(true), 2);
+    const warmUp = replayServerPasses(recording, garbageIn(false), 2);
+    for (const c of timed.collections) {
+      expect(c.count, msg).toBeGreaterThan(20);
+      // Short-lived arrays: the young generation's collections, nearly all of them.
+      expect(c.scavenges, msg).toBeGreaterThan(c.count / 2);
+      expect(c.scavenges, msg).toBeLessThanOrEqual(c.count);
+      expect(c.ms, msg).toBeGreaterThan(0);
+    }
+    for (const c of warmUp.collections) expect(c.count, msg).toBeLessThan(5);
   });
 
   it('refuses a recording with one received byte changed: the replay diverges', () => {

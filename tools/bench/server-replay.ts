@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { GCProfiler } from 'node:v8';
 import type { DatagramEndpoint, PacketHandler } from 'backstep/net';
 import type { GameServer } from 'backstep/server';
 import { crc32 } from '../../src/net/crc32.ts';
@@ -200,7 +201,11 @@ export type ServerFactory = (endpoint: DatagramEndpoint) => GameServer<unknown, 
  * in [measureFrom, measureTo). Throws if it sent anything other than what the recorded server
  * sent (checked after each update, outside the timing).
  */
-export function replayServer(recording: ServerRecording, make: ServerFactory): number[] {
+export function replayServer(
+  recording: ServerRecording,
+  make: ServerFactory,
+  collections?: ReplayCollections,
+): number[] {
   const sentNow = new SentDatagrams();
   let sent = 0;
   let crc = 0;
@@ -219,8 +224,12 @@ export function replayServer(recording: ServerRecording, make: ServerFactory): n
   const random = new Random(recording.seed);
   const wall: number[] = [];
   const { updates, measureFrom, measureTo } = recording;
+  // V8's collections from the first timed update to the last (between updates too: the replay's
+  // own bookkeeping is a few arrays, so nearly all of them fall inside an update).
+  const profiler = collections === undefined ? null : new GCProfiler();
   for (let u = 0; u < measureTo; u++) {
     const nowMs = updates[u];
+    if (u === measureFrom) profiler?.start();
     if (u < measureFrom) withRandom(random, () => server.update(nowMs));
     else {
       withRandom(random, () => {
@@ -233,6 +242,16 @@ export function replayServer(recording: ServerRecording, make: ServerFactory): n
     sent += n;
     crc = c;
   }
+  if (profiler !== null && collections !== undefined && measureTo > measureFrom) {
+    const stats = profiler.stop().statistics;
+    collections.count = stats.length;
+    collections.scavenges = 0;
+    collections.ms = 0;
+    for (let i = 0; i < stats.length; i++) {
+      collections.ms += stats[i].cost / 1000;
+      if (stats[i].gcType === 'Scavenge') collections.scavenges++;
+    }
+  }
   if (sent !== recording.sent || crc !== recording.sentCrc) {
     throw new Error(
       `server replay: the replayed server sent ${sent} datagrams (CRC-32 ${crc >>> 0}), the recorded one ${recording.sent} (${recording.sentCrc >>> 0})`,
@@ -244,6 +263,19 @@ export function replayServer(recording: ServerRecording, make: ServerFactory): n
 export interface ServerReplayResult {
   /** Each pass's wall clock per timed update, ms. */
   passes: number[][];
+  /** Each pass's garbage collections while its timed updates ran. */
+  collections: ReplayCollections[];
+}
+
+/**
+ * Garbage collections during a pass's timed updates: how many, how many of them scavenges (of the
+ * young generation; the others are the old generation's marking, sweeping and compaction), and
+ * their pauses in all (ms).
+ */
+export interface ReplayCollections {
+  count: number;
+  scavenges: number;
+  ms: number;
 }
 
 /**
@@ -257,10 +289,12 @@ export function replayServerPasses(
 ): ServerReplayResult {
   const gc = (globalThis as { gc?: () => void }).gc;
   replayServer(recording, make);
-  const result: ServerReplayResult = { passes: [] };
+  const result: ServerReplayResult = { passes: [], collections: [] };
   for (let p = 0; p < passes; p++) {
     gc?.();
-    result.passes.push(replayServer(recording, make));
+    const collections: ReplayCollections = { count: 0, scavenges: 0, ms: 0 };
+    result.passes.push(replayServer(recording, make, collections));
+    result.collections.push(collections);
   }
   return result;
 }
