@@ -116,6 +116,18 @@ const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** The one value `float` and `angle` hand to their runs. */
 const oneValue = new Float64Array(1);
 
+/** The `take` (1..24) bits of `source` from bit `at` on, in the stream's order (copyBits' pieces). */
+function sourceBits(source: Uint8Array, at: number, take: number): number {
+  const byte = at >>> 3;
+  const end = source.length;
+  const w =
+    source[byte] |
+    (byte + 1 < end ? source[byte + 1] << 8 : 0) |
+    (byte + 2 < end ? source[byte + 2] << 16 : 0) |
+    (byte + 3 < end ? source[byte + 3] << 24 : 0);
+  return (w >>> (at & 7)) & ((1 << take) - 1);
+}
+
 function checkBits(method: string, bits: number): void {
   // Within [0, 32], bits | 0 is bits exactly when it is whole (cheaper than Math.floor per call).
   if (!(bits >= 0 && bits <= 32) || (bits | 0) !== bits) {
@@ -324,7 +336,6 @@ export class BitStream {
     }
     let at = startBit;
     let left = count;
-    const end = source.length;
     const notes = this.notes;
     if ((notes === null || notes.fieldCount < 0) && this.bitPos + count <= this.bitLimit) {
       // It fits and nothing notes the writes: each piece is ORed straight in (writeBits' fast
@@ -334,13 +345,7 @@ export class BitStream {
       let pos = this.bitPos;
       while (left > 0) {
         const take = Math.min(left, 24);
-        const byte = at >>> 3;
-        const w =
-          source[byte] |
-          (byte + 1 < end ? source[byte + 1] << 8 : 0) |
-          (byte + 2 < end ? source[byte + 2] << 16 : 0) |
-          (byte + 3 < end ? source[byte + 3] << 24 : 0);
-        const x = (((w >>> (at & 7)) & ((1 << take) - 1)) << (pos & 7)) >>> 0;
+        const x = (sourceBits(source, at, take) << (pos & 7)) >>> 0;
         const d = pos >>> 3;
         // The piece ends within the limit, so no bit of it lies past the buffer.
         buf[d] |= x;
@@ -356,13 +361,7 @@ export class BitStream {
     }
     while (left > 0 && this.ok) {
       const take = Math.min(left, 24);
-      const byte = at >>> 3;
-      const w =
-        source[byte] |
-        (byte + 1 < end ? source[byte + 1] << 8 : 0) |
-        (byte + 2 < end ? source[byte + 2] << 16 : 0) |
-        (byte + 3 < end ? source[byte + 3] << 24 : 0);
-      this.writeBits((w >>> (at & 7)) & ((1 << take) - 1), take);
+      this.writeBits(sourceBits(source, at, take), take);
       at += take;
       left -= take;
     }
