@@ -155,28 +155,26 @@ export class PrefixCode {
    * (the common case); the caller checks `s.ok`. Reading only.
    */
   readResidual(s: BitStream): number {
-    if (this.maxLength === 0 || !s.ok) {
-      // A single symbol costs no bits (its class is that symbol, 0 in a trained code).
-      const c = this.serialize(s, 0);
-      return c < 2 ? c : pow2(c - 1) + s.uint(0, c - 1);
-    }
-    // Past the end of the data the window reads zeros: a code or bits that need them fail the skip.
-    const w = s.peek(24);
-    const hit = this.table[w & this.tableMask];
-    if (hit !== 0) {
-      const len = hit >>> 8;
-      const c = hit & 0xff;
-      if (c < 2) {
+    // A single-symbol code (no bits) and a failed stream take serialize's path below.
+    if (this.maxLength !== 0 && s.ok) {
+      // Past the end of the data the window reads zeros: a code or bits that need them fail the skip.
+      const w = s.peek(24);
+      const hit = this.table[w & this.tableMask];
+      if (hit !== 0) {
+        const len = hit >>> 8;
+        const c = hit & 0xff;
+        if (c < 2) {
+          s.skip(len);
+          return c;
+        }
+        const extra = c - 1;
+        if (len + extra <= 24) {
+          s.skip(len + extra);
+          return (1 << extra) + ((w >>> len) & ((1 << extra) - 1));
+        }
         s.skip(len);
-        return c;
+        return pow2(extra) + s.uint(0, extra);
       }
-      const extra = c - 1;
-      if (len + extra <= 24) {
-        s.skip(len + extra);
-        return (1 << extra) + ((w >>> len) & ((1 << extra) - 1));
-      }
-      s.skip(len);
-      return pow2(extra) + s.uint(0, extra);
     }
     const c = this.serialize(s, 0);
     return c < 2 ? c : pow2(c - 1) + s.uint(0, c - 1);

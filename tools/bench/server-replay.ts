@@ -224,8 +224,8 @@ export function replayServer(
   const random = new Random(recording.seed);
   const wall: number[] = [];
   const { updates, measureFrom, measureTo } = recording;
-  // V8's collections from the first timed update to the last (between updates too: the replay's
-  // own bookkeeping is a few arrays, so nearly all of them fall inside an update).
+  // V8's collections from the first timed update to the last; one set off by the replay's own
+  // bookkeeping between updates (the sent datagrams' checksum, the times) counts too.
   const profiler = collections === undefined ? null : new GCProfiler();
   for (let u = 0; u < measureTo; u++) {
     const nowMs = updates[u];

@@ -271,6 +271,17 @@ export function formatReport(result: SimResult): string {
     ],
   ]);
   groups.push([
+    "server's snapshot encode cache",
+    [
+      [
+        'entries shared',
+        percent(get('snapshotCache.reusedShare')),
+        `snapshot entries copied from the encode cache, encoded by another client's frame this tick; ${count(get('snapshotCache.encoded'))} encoded into it, ${count(get('snapshotCache.uncached'))} encoded for one frame (the entity's 16 slots or the tick's bytes full)`,
+        'snapshotCache.reusedShare',
+      ],
+    ],
+  ]);
+  groups.push([
     'server tick time (real clock: differs from run to run, even with the same seed)',
     [
       [
@@ -281,12 +292,6 @@ export function formatReport(result: SimResult): string {
       ],
       ['p99', fixed(get('serverTickMs.p99'), 3, ' ms'), '', 'serverTickMs.p99'],
       ['max', fixed(get('serverTickMs.max'), 3, ' ms'), '', 'serverTickMs.max'],
-      [
-        'entries shared',
-        percent(get('snapshotCache.reusedShare')),
-        `snapshot entries copied from the encode cache, encoded by another client's frame this tick; ${count(get('snapshotCache.encoded'))} encoded into it, ${count(get('snapshotCache.uncached'))} encoded for one frame (the entity's 16 slots or the tick's bytes full)`,
-        'snapshotCache.reusedShare',
-      ],
       [
         'wall clock',
         fixed(get('wallClockSeconds'), 1, ' s'),
