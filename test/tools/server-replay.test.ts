@@ -97,6 +97,33 @@ describe('a recorded server replayed alone', () => {
     expect(result.collections.length, msg).toBe(2);
   });
 
+  it('hands the server each datagram in an ArrayBuffer of its own when asked, as a UDP socket does', () => {
+    const msg = `seed ${SEED}`;
+    const seen = (buffers: Set<ArrayBufferLike>, counted: { n: number }): ServerFactory => {
+      return (endpoint) =>
+        makeServer({
+          ...endpoint,
+          poll: (nowMs, onPacket) =>
+            endpoint.poll(nowMs, (from, data) => {
+              buffers.add(data.buffer);
+              counted.n++;
+              onPacket(from, data);
+            }),
+        });
+    };
+    const own = new Set<ArrayBufferLike>();
+    const ownCount = { n: 0 };
+    // Sends what the recorded server sent (replayServerPasses throws otherwise).
+    replayServerPasses(recording, seen(own, ownCount), 1, true);
+    expect(ownCount.n, msg).toBeGreaterThan(500);
+    expect(own.size, msg).toBe(ownCount.n);
+    const views = new Set<ArrayBufferLike>();
+    const viewCount = { n: 0 };
+    replayServerPasses(recording, seen(views, viewCount), 1);
+    expect(viewCount.n, msg).toBe(ownCount.n);
+    expect(views.size, msg).toBe(1);
+  });
+
   it("counts the collections that run during each pass's timed updates, and only those", () => {
     const msg = `seed ${SEED}`;
     // A server whose timed updates (or else its warm-up ones) each make 4 MB of garbage: the

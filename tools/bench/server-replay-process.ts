@@ -11,6 +11,7 @@ process.once('message', (message) => {
       job.recording,
       (endpoint) => sceneServer(job.scene, job.bots, endpoint),
       job.passes,
+      job.ownBuffers === true,
     );
     process.send?.({ result });
   } catch (e) {

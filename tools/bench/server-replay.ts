@@ -228,12 +228,15 @@ export type ServerFactory = (endpoint: DatagramEndpoint) => GameServer<unknown, 
 /**
  * Replays `recording` into a server from `make`, once; returns the wall clock (ms) of each update
  * in [measureFrom, measureTo). Throws if it sent anything other than what the recorded server
- * sent (checked after each update, outside the timing).
+ * sent (checked after each update, outside the timing). `ownBuffers`: each datagram is handed to
+ * the server in an ArrayBuffer of its own, copied in the timed update (as Node's UDP socket hands
+ * over every datagram it receives), not as a view into the recording.
  */
 export function replayServer(
   recording: ServerRecording,
   make: ServerFactory,
   collections?: ReplayCollections,
+  ownBuffers = false,
 ): number[] {
   const sentNow = new SentDatagrams();
   let sent = 0;
@@ -245,7 +248,14 @@ export function replayServer(
     poll(_nowMs, onPacket: PacketHandler) {
       const batch = recording.polls[poll++];
       if (batch === undefined) return;
-      for (let i = 0; i < batch.length; i++) onPacket(batch[i].from, batch[i].data);
+      for (let i = 0; i < batch.length; i++) {
+        const data = batch[i].data;
+        if (ownBuffers) {
+          const own = new Uint8Array(new ArrayBuffer(data.length));
+          own.set(data);
+          onPacket(batch[i].from, own);
+        } else onPacket(batch[i].from, data);
+      }
     },
     close() {},
   };
@@ -346,15 +356,16 @@ export function replayServerPasses(
   recording: ServerRecording,
   make: ServerFactory,
   passes: number,
+  ownBuffers = false,
 ): ServerReplayResult {
   const gc = (globalThis as { gc?: () => void }).gc;
   packReceived(recording);
-  replayServer(recording, make);
+  replayServer(recording, make, undefined, ownBuffers);
   const result: ServerReplayResult = { passes: [], collections: [] };
   for (let p = 0; p < passes; p++) {
     gc?.();
     const collections: ReplayCollections = { count: 0, scavenges: 0, ms: 0 };
-    result.passes.push(replayServer(recording, make, collections));
+    result.passes.push(replayServer(recording, make, collections, ownBuffers));
     result.collections.push(collections);
   }
   return result;
@@ -382,6 +393,11 @@ export interface ServerReplayJob {
    * benchmarks run), or 'bundle', engine and game as one esbuild bundle. Default 'modules'.
    */
   form?: 'modules' | 'bundle';
+  /**
+   * Each datagram handed to the server in an ArrayBuffer of its own, as Node's UDP socket hands
+   * them over (`replayServer`); default false: views into the recording.
+   */
+  ownBuffers?: boolean;
 }
 
 /**

@@ -552,15 +552,21 @@ export async function serverTickSection(
 
 /**
  * How the replay processes run: as `npm run bench` does; with V8's collector on the server's own
- * thread; and that with a young generation of 64 MB a half, as docs/deployment.md runs a server
- * given one core.
+ * thread, as docs/deployment.md runs a server given one core; that with a young generation of 64
+ * MB a half; and that with each datagram in an ArrayBuffer of its own, as a UDP socket gives them.
  */
-const REPLAY_FORMS: readonly { label: string; nodeFlags: readonly string[] }[] = [
-  { label: '', nodeFlags: [] },
-  { label: ' with --single-threaded-gc', nodeFlags: ['--single-threaded-gc'] },
+const REPLAY_FORMS: readonly { label: string; nodeFlags: readonly string[]; ownBuffers: boolean }[] = [
+  { label: '', nodeFlags: [], ownBuffers: false },
+  { label: ' with --single-threaded-gc', nodeFlags: ['--single-threaded-gc'], ownBuffers: false },
   {
     label: ' with --single-threaded-gc --max-semi-space-size=64',
     nodeFlags: ['--single-threaded-gc', '--max-semi-space-size=64'],
+    ownBuffers: false,
+  },
+  {
+    label: ' with --single-threaded-gc, a buffer per datagram',
+    nodeFlags: ['--single-threaded-gc'],
+    ownBuffers: true,
   },
 ];
 
@@ -595,6 +601,7 @@ async function replayTable(
       bots,
       passes,
       nodeFlags: form.nodeFlags,
+      ownBuffers: form.ownBuffers,
     });
     const every = new Samples();
     for (const pass of result.passes) for (const ms of pass) every.add(ms);
@@ -636,6 +643,9 @@ async function replayTable(
       "  steady server copies only what a few updates still hold (0.7 ms on the server's thread, 2026-12-03). Until",
       '  2026-12-03 the replay held an ArrayBuffer per recorded datagram (363,169 at 512 players), which V8 sweeps in its',
       '  scavenges, and timed the first scavenges of a young server: those made the 4.7-50 ms pauses of the table then.',
+      "  The fourth hands the server each datagram in an ArrayBuffer of its own, copied in the timed update, as Node's",
+      '  UDP socket does (the memory transport and the recording do not): V8 sweeps the dead ones in its scavenges,',
+      "  and on the server's own thread that sweep is its longest part.",
       '  Collections per pass: those that ran from the',
       "  first timed update to the last (V8's GCProfiler), each pass's count, how many were scavenges (the others: the",
       "  old generation's marking, sweeping, compaction) and their pauses in all.",
