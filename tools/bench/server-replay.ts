@@ -144,10 +144,9 @@ class ReceivedBytes {
   }
 }
 
-// Each recording's held datagrams and received blocks live beside it, not in it: the recording
-// goes to the replay process as a structured clone, and the pool (8 MB) would go with it.
+// Each recording's held datagrams live beside it, not in it: the recording goes to the replay
+// process as a structured clone, and the pool (8 MB) would go with it.
 const held = new WeakMap<ServerRecording, SentDatagrams>();
-const received = new WeakMap<ServerRecording, ReceivedBytes>();
 
 function heldFor(recording: ServerRecording): SentDatagrams {
   let sent = held.get(recording);
@@ -169,7 +168,6 @@ export function recordingServerEndpoint(
 ): DatagramEndpoint {
   const sent = heldFor(recording);
   const bytes = new ReceivedBytes();
-  received.set(recording, bytes);
   return {
     address: endpoint.address,
     send(to, data) {
