@@ -118,23 +118,27 @@ class SentDatagrams {
   }
 }
 
-/** Bytes of each block the recorded datagrams are copied into. */
+/** Bytes of each block the recorder copies datagrams into. */
 const RECEIVED_BLOCK_BYTES = 1 << 20;
 
 /**
- * Copies of the datagrams a server received, in blocks of 1 MB: each copy is a view into a block,
- * not an ArrayBuffer of its own. A recording holds hundreds of thousands of datagrams (363,169 for
- * the 512-player scene), and V8 sweeps its list of young ArrayBuffers in every scavenge: with a
- * buffer per datagram, the recording server's own updates paid for an allocation per datagram
- * received and the scavenges in them for the sweep.
+ * Copies of datagrams in blocks of `blockBytes` (a block holds at least one datagram): each copy
+ * is a view into a block, not an ArrayBuffer of its own. A recording holds hundreds of thousands
+ * of datagrams (363,169 for the 512-player scene), and V8 sweeps its list of young ArrayBuffers
+ * in every scavenge: with a buffer per datagram, the recording server's own updates paid for an
+ * allocation per datagram received and the scavenges in them for the sweep.
  */
 class ReceivedBytes {
-  private block = new Uint8Array(RECEIVED_BLOCK_BYTES);
+  private block: Uint8Array;
   private used = 0;
+
+  constructor(private readonly blockBytes = RECEIVED_BLOCK_BYTES) {
+    this.block = new Uint8Array(blockBytes);
+  }
 
   copy(data: Uint8Array): Uint8Array {
     if (this.used + data.length > this.block.length) {
-      this.block = new Uint8Array(Math.max(RECEIVED_BLOCK_BYTES, data.length));
+      this.block = new Uint8Array(Math.max(this.blockBytes, data.length));
       this.used = 0;
     }
     const at = this.used;
@@ -333,16 +337,9 @@ export interface ReplayCollections {
 export function packReceived(recording: ServerRecording): void {
   let total = 0;
   for (const batch of recording.polls) for (let i = 0; i < batch.length; i++) total += batch[i].data.length;
-  const all = new Uint8Array(total);
-  let at = 0;
-  for (const batch of recording.polls) {
-    for (let i = 0; i < batch.length; i++) {
-      const data = batch[i].data;
-      all.set(data, at);
-      batch[i].data = all.subarray(at, at + data.length);
-      at += data.length;
-    }
-  }
+  const into = new ReceivedBytes(total);
+  for (const batch of recording.polls)
+    for (let i = 0; i < batch.length; i++) batch[i].data = into.copy(batch[i].data);
 }
 
 /**
