@@ -201,6 +201,11 @@ interface Bot {
  */
 export class BotGroup {
   readonly bots: Bot[] = [];
+  /**
+   * The bots (their positions in `bots`) as a binary heap by next frame time, then position: a
+   * frame looks at a few of them, not at all of them twice (the next time, then who is due).
+   */
+  private readonly queue: number[] = [];
   private readonly frameMs: number;
   private readonly jitterMs: number;
 
@@ -236,24 +241,53 @@ export class BotGroup {
         jitter: new Random(seed.jitter),
         nextFrameMs: 0,
       });
+      // All at 0, in order: already a heap.
+      this.queue.push(this.queue.length);
     }
   }
 
   /** The time of the next frame of any bot of the group (Infinity with none). */
   get nextFrameMs(): number {
-    let next = Number.POSITIVE_INFINITY;
-    for (const b of this.bots) if (b.nextFrameMs < next) next = b.nextFrameMs;
-    return next;
+    return this.queue.length > 0 ? this.bots[this.queue[0]].nextFrameMs : Number.POSITIVE_INFINITY;
   }
 
-  /** Runs the frame of every bot whose frame is due at `nowMs` (the group's next frame time). */
+  /**
+   * Runs the frame of every bot whose frame is due at `nowMs` (the group's next frame time), in
+   * bot order: the queue gives them earliest first, and bot order among equal times.
+   */
   frames(nowMs: number): void {
-    for (const b of this.bots) {
-      if (b.nextFrameMs > nowMs) continue;
+    const q = this.queue;
+    while (q.length > 0 && this.bots[q[0]].nextFrameMs <= nowMs) {
+      const b = this.bots[q[0]];
       b.drive(b.client, nowMs, b.input);
       b.client.update(nowMs, b.input);
       b.nextFrameMs = nowMs + this.frameMs + (this.jitterMs > 0 ? b.jitter.range(0, this.jitterMs) : 0);
+      this.siftDown(0);
     }
+  }
+
+  /** Whether bot k's frame comes before bot j's: earlier, or at the same time and first in order. */
+  private before(k: number, j: number): boolean {
+    const a = this.bots[k].nextFrameMs;
+    const b = this.bots[j].nextFrameMs;
+    return a < b || (a === b && k < j);
+  }
+
+  /** Moves the queue's entry at `at` down to its place (its bot's frame time grew). */
+  private siftDown(at: number): void {
+    const q = this.queue;
+    const n = q.length;
+    const k = q[at];
+    let i = at;
+    for (;;) {
+      let c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && this.before(q[c + 1], q[c])) c++;
+      if (!this.before(q[c], k)) break;
+      q[i] = q[c];
+      i = c;
+    }
+    q[i] = k;
   }
 
   /** Runs every frame due by `untilMs` (for a group without the server). */
