@@ -13,7 +13,9 @@ import { arenaGame } from '../../games/arena/shared/game.ts';
 import { DemoPlayer } from '../../src/client/demo-player.ts';
 import { NAMED_PROFILES, parseProfile } from '../../src/net/profile.ts';
 import { MemoryNetwork } from '../../src/net/transports/memory.ts';
+import { Random } from '../../src/sim/random.ts';
 import { renderChart } from '../../tools/sim/chart.ts';
+import { FrameQueue } from '../../tools/sim/lockstep.ts';
 import {
   OUTAGE_RECOVERY_MS,
   REAL_CLOCK_FIGURES,
@@ -161,6 +163,25 @@ describe('sim: threads', () => {
     expect(runs[0].figures['hitAgreement.exact.compared'], msg).toBeGreaterThan(100);
     expect(runs[0].figures['hitAgreement.exact'], msg).toBe(1);
     expect(runs[0].figures['prediction.corrections'], msg).toBeGreaterThan(0);
+  });
+
+  it("a group's frame queue gives its bots' frames earliest first, in bot order at equal times", () => {
+    // Against a scan of every bot, as the group looked before: times on a coarse grid, so that
+    // many bots are due at once, and each bot's next frame a few steps after its last.
+    const seed = 11;
+    const rng = new Random(seed);
+    const count = 37;
+    const queue = new FrameQueue(count);
+    const times = new Float64Array(count);
+    for (let step = 0; step < 5000; step++) {
+      let due = -1;
+      for (let i = 0; i < count; i++) if (due < 0 || times[i] < times[due]) due = i;
+      expect(queue.nextTime, `seed ${seed}, step ${step}`).toBe(times[due]);
+      expect(queue.next, `seed ${seed}, step ${step}`).toBe(due);
+      times[due] += rng.int(1, 4) * 0.5;
+      queue.delayNext(times[due]);
+    }
+    expect(new FrameQueue(0).nextTime).toBe(Number.POSITIVE_INFINITY);
   });
 
   it('runs on two threads by default from 16 bots with room for a window, else on one', () => {

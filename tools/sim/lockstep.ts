@@ -192,7 +192,59 @@ interface Bot {
   readonly input: InputSample;
   readonly drive: Driver;
   readonly jitter: Random;
-  nextFrameMs: number;
+}
+
+/**
+ * The next frame time of each of `count` bots (all 0 at first), earliest first and bot order
+ * among equal times: a binary heap, so a frame looks at a few bots, not at every bot of the group
+ * twice (for the next time, then for who is due).
+ */
+export class FrameQueue {
+  private readonly times: Float64Array;
+  /** Bot positions, a heap by (time, position). */
+  private readonly heap: Int32Array;
+
+  constructor(count: number) {
+    this.times = new Float64Array(count);
+    this.heap = new Int32Array(count);
+    // All at 0, in order: already a heap.
+    for (let i = 0; i < count; i++) this.heap[i] = i;
+  }
+
+  /** The earliest next frame time (Infinity with no bots). */
+  get nextTime(): number {
+    return this.heap.length > 0 ? this.times[this.heap[0]] : Number.POSITIVE_INFINITY;
+  }
+
+  /** The bot whose frame is next (the first in order among the earliest). */
+  get next(): number {
+    return this.heap[0];
+  }
+
+  /** The next bot's frame after this one is at `timeMs` (not earlier than its last). */
+  delayNext(timeMs: number): void {
+    const q = this.heap;
+    const n = q.length;
+    const k = q[0];
+    this.times[k] = timeMs;
+    let i = 0;
+    for (;;) {
+      let c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && this.before(q[c + 1], q[c])) c++;
+      if (!this.before(q[c], k)) break;
+      q[i] = q[c];
+      i = c;
+    }
+    q[i] = k;
+  }
+
+  /** Whether bot k's frame comes before bot j's: earlier, or at the same time and first in order. */
+  private before(k: number, j: number): boolean {
+    const a = this.times[k];
+    const b = this.times[j];
+    return a < b || (a === b && k < j);
+  }
 }
 
 /**
@@ -201,11 +253,8 @@ interface Bot {
  */
 export class BotGroup {
   readonly bots: Bot[] = [];
-  /**
-   * The bots (their positions in `bots`) as a binary heap by next frame time, then position: a
-   * frame looks at a few of them, not at all of them twice (the next time, then who is due).
-   */
-  private readonly queue: number[] = [];
+  /** Each bot's next frame time, by its position in `bots`. */
+  private readonly queue: FrameQueue;
   private readonly frameMs: number;
   private readonly jitterMs: number;
 
@@ -239,55 +288,25 @@ export class BotGroup {
         input: createInputSample(),
         drive: driverFor(plan, i, seed.driver),
         jitter: new Random(seed.jitter),
-        nextFrameMs: 0,
       });
-      // All at 0, in order: already a heap.
-      this.queue.push(this.queue.length);
     }
+    this.queue = new FrameQueue(this.bots.length);
   }
 
   /** The time of the next frame of any bot of the group (Infinity with none). */
   get nextFrameMs(): number {
-    return this.queue.length > 0 ? this.bots[this.queue[0]].nextFrameMs : Number.POSITIVE_INFINITY;
+    return this.queue.nextTime;
   }
 
-  /**
-   * Runs the frame of every bot whose frame is due at `nowMs` (the group's next frame time), in
-   * bot order: the queue gives them earliest first, and bot order among equal times.
-   */
+  /** Runs the frame of every bot whose frame is due at `nowMs` (the group's next frame time), in bot order. */
   frames(nowMs: number): void {
     const q = this.queue;
-    while (q.length > 0 && this.bots[q[0]].nextFrameMs <= nowMs) {
-      const b = this.bots[q[0]];
+    while (q.nextTime <= nowMs) {
+      const b = this.bots[q.next];
       b.drive(b.client, nowMs, b.input);
       b.client.update(nowMs, b.input);
-      b.nextFrameMs = nowMs + this.frameMs + (this.jitterMs > 0 ? b.jitter.range(0, this.jitterMs) : 0);
-      this.siftDown(0);
+      q.delayNext(nowMs + this.frameMs + (this.jitterMs > 0 ? b.jitter.range(0, this.jitterMs) : 0));
     }
-  }
-
-  /** Whether bot k's frame comes before bot j's: earlier, or at the same time and first in order. */
-  private before(k: number, j: number): boolean {
-    const a = this.bots[k].nextFrameMs;
-    const b = this.bots[j].nextFrameMs;
-    return a < b || (a === b && k < j);
-  }
-
-  /** Moves the queue's entry at `at` down to its place (its bot's frame time grew). */
-  private siftDown(at: number): void {
-    const q = this.queue;
-    const n = q.length;
-    const k = q[at];
-    let i = at;
-    for (;;) {
-      let c = 2 * i + 1;
-      if (c >= n) break;
-      if (c + 1 < n && this.before(q[c + 1], q[c])) c++;
-      if (!this.before(q[c], k)) break;
-      q[i] = q[c];
-      i = c;
-    }
-    q[i] = k;
   }
 
   /** Runs every frame due by `untilMs` (for a group without the server). */
