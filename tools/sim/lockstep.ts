@@ -29,6 +29,7 @@ import type { LinkStats } from '../../src/net/conditioner.ts';
 import { serverCipher } from '../../src/net/node-packet-crypto.ts';
 import { conditionsAt, createLinkConditions, type NetworkProfile } from '../../src/net/profile.ts';
 import type { MemoryEndpoint, MemoryNetwork } from '../../src/net/transports/memory.ts';
+import { MinHeap } from '../../src/sim/heap.ts';
 import { Random } from '../../src/sim/random.ts';
 import type { InputDriver, PendingShotRecord } from '../../src/testing/index.ts';
 import type { SimPlan } from './options.ts';
@@ -196,54 +197,37 @@ interface Bot {
 
 /**
  * The next frame time of each of `count` bots (all 0 at first), earliest first and bot order
- * among equal times: a binary heap, so a frame looks at a few bots, not at every bot of the group
+ * among equal times: a binary heap (MinHeap), so a frame looks at a few bots, not at every bot of the group
  * twice (for the next time, then for who is due).
  */
 export class FrameQueue {
   private readonly times: Float64Array;
-  /** Bot positions, a heap by (time, position). */
-  private readonly heap: Int32Array;
+  /** Bot positions, earliest time first, then position. */
+  private readonly heap: MinHeap<number>;
 
   constructor(count: number) {
-    this.times = new Float64Array(count);
-    this.heap = new Int32Array(count);
-    // All at 0, in order: already a heap.
-    for (let i = 0; i < count; i++) this.heap[i] = i;
+    const times = new Float64Array(count);
+    this.times = times;
+    this.heap = new MinHeap((k, j) => times[k] < times[j] || (times[k] === times[j] && k < j));
+    for (let i = 0; i < count; i++) this.heap.push(i);
   }
 
   /** The earliest next frame time (Infinity with no bots). */
   get nextTime(): number {
-    return this.heap.length > 0 ? this.times[this.heap[0]] : Number.POSITIVE_INFINITY;
+    const k = this.heap.peek();
+    return k === undefined ? Number.POSITIVE_INFINITY : this.times[k];
   }
 
-  /** The bot whose frame is next (the first in order among the earliest). */
+  /** The bot whose frame is next (the first in order among the earliest; -1 with no bots). */
   get next(): number {
-    return this.heap[0];
+    return this.heap.peek() ?? -1;
   }
 
   /** The next bot's frame after this one is at `timeMs` (not earlier than its last). */
   delayNext(timeMs: number): void {
-    const q = this.heap;
-    const n = q.length;
-    const k = q[0];
+    const k = this.heap.pop();
     this.times[k] = timeMs;
-    let i = 0;
-    for (;;) {
-      let c = 2 * i + 1;
-      if (c >= n) break;
-      if (c + 1 < n && this.before(q[c + 1], q[c])) c++;
-      if (!this.before(q[c], k)) break;
-      q[i] = q[c];
-      i = c;
-    }
-    q[i] = k;
-  }
-
-  /** Whether bot k's frame comes before bot j's: earlier, or at the same time and first in order. */
-  private before(k: number, j: number): boolean {
-    const a = this.times[k];
-    const b = this.times[j];
-    return a < b || (a === b && k < j);
+    this.heap.push(k);
   }
 }
 
