@@ -197,8 +197,8 @@ interface Bot {
 
 /**
  * The next frame time of each of `count` bots (all 0 at first), earliest first and bot order
- * among equal times: a binary heap (MinHeap), so a frame looks at a few bots, not at every bot of the group
- * twice (for the next time, then for who is due).
+ * among equal times: a binary heap (MinHeap), so a frame looks at a few bots, not at every bot of
+ * the group twice (for the next time, then for who is due).
  */
 export class FrameQueue {
   private readonly times: Float64Array;
@@ -282,7 +282,10 @@ export class BotGroup {
     return this.queue.nextTime;
   }
 
-  /** Runs the frame of every bot whose frame is due at `nowMs` (the group's next frame time), in bot order. */
+  /**
+   * Runs the frame of every bot whose frame is due at `nowMs` (the group's next frame time), in
+   * bot order.
+   */
   frames(nowMs: number): void {
     const q = this.queue;
     while (q.nextTime <= nowMs) {
